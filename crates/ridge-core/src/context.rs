@@ -1,0 +1,435 @@
+//! The adapter, the device and everything Ridge keeps per device.
+//!
+//! A [`Context`] owns one wgpu device created with the adapter's *own* limits (not WebGPU's
+//! conservative defaults) and the optional features Ridge can use. It also owns the pipeline
+//! cache, the command recorder that batches dispatches into few submissions, and the profiler.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::pipeline::PipelineCache;
+use crate::recorder::Recorder;
+
+/// Environment variable that picks an adapter: a backend name (`vulkan`, `gl`, `metal`,
+/// `dx12`, `webgpu`), a case-insensitive substring of the adapter's name, or an index into the
+/// list that `ridge info` prints.
+pub const ADAPTER_ENV: &str = "RIDGE_ADAPTER";
+
+/// Optional features Ridge asks for whenever the adapter has them.
+pub fn wanted_features() -> wgpu::Features {
+    wgpu::Features::SHADER_F16
+        | wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+        | wgpu::Features::SUBGROUP
+}
+
+/// What identifies an adapter for tuning tables and reports: the same GPU, driver and backend
+/// give the same fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x106b Apple; 0x10005 Mesa).
+    pub vendor_id: u32,
+    /// PCI device id (0 where the backend does not report one).
+    pub device_id: u32,
+    /// wgpu backend: `vulkan`, `gl`, `metal`, `dx12` or `webgpu`.
+    pub backend: String,
+    /// Driver name and version as the backend reports them.
+    pub driver: String,
+    /// Adapter name.
+    pub name: String,
+}
+
+impl Fingerprint {
+    /// The fingerprint of an adapter's info.
+    pub fn of(info: &wgpu::AdapterInfo) -> Self {
+        let driver = match (info.driver.is_empty(), info.driver_info.is_empty()) {
+            (false, false) => format!("{} {}", info.driver, info.driver_info),
+            (false, true) => info.driver.clone(),
+            _ => info.driver_info.clone(),
+        };
+        Self {
+            vendor_id: info.vendor,
+            device_id: info.device,
+            backend: info.backend.to_str().to_string(),
+            driver,
+            name: info.name.clone(),
+        }
+    }
+}
+
+/// Options for creating a [`Context`]. The defaults take the adapter from `RIDGE_ADAPTER` or
+/// the best one present, with all its limits and every wanted feature it has.
+#[derive(Clone, Debug, Default)]
+pub struct ContextOptions {
+    /// Adapter selector; `None` reads `RIDGE_ADAPTER`.
+    pub adapter: Option<String>,
+    /// Limits to request instead of the adapter's own (each is capped at the adapter's).
+    /// Tests use this to exercise limit handling cheaply.
+    pub limits: Option<wgpu::Limits>,
+    /// Features to leave out even if the adapter has them (tests of fallbacks).
+    pub without_features: wgpu::Features,
+}
+
+/// One adapter and a device on it, with Ridge's per-device state.
+pub struct Context {
+    adapter: wgpu::Adapter,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    features: wgpu::Features,
+    pipelines: PipelineCache,
+    placeholder: wgpu::Buffer,
+    pub(crate) recorder: Mutex<Recorder>,
+    errors: Arc<Mutex<Vec<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("adapter", &self.info.name)
+            .field("backend", &self.info.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A new wgpu instance over every backend compiled in (`WGPU_BACKEND` can narrow it).
+pub fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// Every adapter on every backend, best first (discrete before integrated before virtual
+/// before CPU; native APIs before GL).
+pub async fn adapters() -> Vec<wgpu::Adapter> {
+    let mut list = instance().enumerate_adapters(wgpu::Backends::all()).await;
+    list.sort_by_key(|a| rank(&a.get_info()));
+    list
+}
+
+fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
+    let device = match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    };
+    let backend = match info.backend {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        wgpu::Backend::BrowserWebGpu => 1,
+        _ => 2,
+    };
+    (device, backend)
+}
+
+/// The adapters that `selector` picks from `list` (see [`ADAPTER_ENV`]).
+pub fn select(list: Vec<wgpu::Adapter>, selector: &str) -> Vec<wgpu::Adapter> {
+    let wanted = selector.trim().to_lowercase();
+    if let Ok(index) = wanted.parse::<usize>() {
+        return list.into_iter().nth(index).into_iter().collect();
+    }
+    list.into_iter()
+        .filter(|a| {
+            let info = a.get_info();
+            info.backend.to_str() == wanted || info.name.to_lowercase().contains(&wanted)
+        })
+        .collect()
+}
+
+impl Context {
+    /// A context on the adapter `RIDGE_ADAPTER` names, or on the best adapter present.
+    ///
+    /// Errors: [`Error::NoAdapter`] when none exists or none matches; [`Error::RequestDevice`]
+    /// when the driver refuses a device.
+    pub async fn new() -> Result<Self> {
+        Self::with_options(ContextOptions::default()).await
+    }
+
+    /// A context chosen and configured by `options`.
+    pub async fn with_options(options: ContextOptions) -> Result<Self> {
+        let selector = options
+            .adapter
+            .clone()
+            .or_else(|| std::env::var(ADAPTER_ENV).ok().filter(|s| !s.is_empty()));
+        let all = adapters().await;
+        let present = all.iter().map(|a| describe(&a.get_info())).collect();
+        let candidates = match &selector {
+            Some(s) => select(all, s),
+            None => all,
+        };
+        let adapter = candidates.into_iter().next().ok_or(Error::NoAdapter {
+            wanted: selector,
+            present,
+        })?;
+        Self::on_adapter(adapter, &options).await
+    }
+
+    /// A context on a given adapter (the GPU test harness makes one per adapter present).
+    pub async fn on_adapter(adapter: wgpu::Adapter, options: &ContextOptions) -> Result<Self> {
+        let info = adapter.get_info();
+        let own = adapter.limits();
+        let limits = match &options.limits {
+            Some(wanted) => wanted.clone().or_worse_values_from(&own),
+            None => own,
+        };
+        let features = adapter.features() & wanted_features() & !options.without_features;
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("ridge"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) =
+            adapter
+                .request_device(&desc)
+                .await
+                .map_err(|e| Error::RequestDevice {
+                    adapter: info.name.clone(),
+                    message: e.to_string(),
+                })?;
+
+        // Errors that slip past Ridge's own validation are kept and returned by the next
+        // call that waits on the GPU, instead of wgpu's default of panicking.
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            tracing::error!("uncaptured GPU error: {e}");
+            if let Ok(mut v) = sink.lock() {
+                v.push(e.to_string());
+            }
+        }));
+        let lost = Arc::new(Mutex::new(None));
+        let lost_sink = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut l) = lost_sink.lock() {
+                *l = Some(format!("{reason:?}: {message}"));
+            }
+        });
+
+        let features = device.features();
+        let limits = device.limits();
+        let placeholder = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("ridge placeholder binding"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        tracing::info!("ridge context on {}", describe(&info));
+        Ok(Self {
+            adapter,
+            device,
+            queue,
+            info,
+            limits,
+            features,
+            pipelines: PipelineCache::default(),
+            placeholder,
+            recorder: Mutex::new(Recorder::default()),
+            errors,
+            lost,
+        })
+    }
+
+    /// The wgpu adapter.
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
+    }
+    /// The wgpu device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+    /// The adapter's description from the driver.
+    pub fn info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+    /// The limits the device was created with.
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+    /// The features the device was created with.
+    pub fn features(&self) -> wgpu::Features {
+        self.features
+    }
+    /// This adapter's fingerprint (the key of its tuning table).
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(&self.info)
+    }
+    /// The pipeline cache.
+    pub fn pipelines(&self) -> &PipelineCache {
+        &self.pipelines
+    }
+    /// A small storage buffer to bind where a kernel's optional input (a bias, a mask, an
+    /// affine weight) is absent: WGSL bindings must be bound even when a define disables
+    /// their use.
+    pub fn placeholder(&self) -> &wgpu::Buffer {
+        &self.placeholder
+    }
+    /// `name (backend, device type)`, for messages.
+    pub fn describe(&self) -> String {
+        describe(&self.info)
+    }
+
+    /// Whether WGSL `f16` storage and arithmetic are available (`shader-f16`).
+    pub fn has_f16(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_F16)
+    }
+    /// Whether compute passes can be timed with GPU timestamps.
+    pub fn has_timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+    /// Whether WGSL subgroup operations are available.
+    pub fn has_subgroups(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// Errors with [`Error::MissingFeature`] unless the device has `feature`.
+    pub fn require(&self, what: &str, feature: wgpu::Features) -> Result<()> {
+        if self.features.contains(feature) {
+            return Ok(());
+        }
+        Err(Error::MissingFeature {
+            what: what.to_string(),
+            feature: feature_name(feature),
+            adapter: self.info.name.clone(),
+        })
+    }
+
+    /// Errors with [`Error::LimitExceeded`] unless `bytes` fit one storage-buffer binding.
+    pub fn check_binding(&self, what: &str, bytes: u64) -> Result<()> {
+        let allowed = self.limits.max_storage_buffer_binding_size;
+        if bytes > allowed {
+            return Err(Error::LimitExceeded {
+                what: what.to_string(),
+                limit: "maxStorageBufferBindingSize",
+                requested: bytes,
+                allowed,
+            });
+        }
+        Ok(())
+    }
+
+    /// Spreads `total` workgroups over the x, y and z dimensions of a dispatch so that none
+    /// exceeds `maxComputeWorkgroupsPerDimension` (65,535 on most adapters). Kernels rebuild
+    /// the linear index as `x + y·nx + z·nx·ny` and skip indices ≥ `total`.
+    ///
+    /// Errors: [`Error::LimitExceeded`] when even x·y·z at the limit cannot hold `total`.
+    pub fn fold_workgroups(&self, what: &str, total: u64) -> Result<[u32; 3]> {
+        fold_workgroups(
+            what,
+            total,
+            self.limits.max_compute_workgroups_per_dimension,
+        )
+    }
+
+    /// Returns the first GPU error recorded since the last check (device lost, or a wgpu
+    /// validation error that Ridge's own checks missed), and clears the rest.
+    pub fn take_error(&self) -> Result<()> {
+        if let Some(lost) = self.lost.lock().ok().and_then(|l| l.clone()) {
+            return Err(Error::DeviceLost(lost));
+        }
+        let mut errors = self
+            .errors
+            .lock()
+            .map_err(|_| Error::Gpu("poisoned".into()))?;
+        match errors.drain(..).next() {
+            Some(first) => Err(Error::Gpu(first)),
+            None => Ok(()),
+        }
+    }
+
+    /// Blocks until the GPU has finished all submitted work (native only; in the browser
+    /// the event loop drives completion and this returns at once).
+    pub fn wait(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::DeviceLost(e.to_string()))?;
+        self.take_error()
+    }
+}
+
+/// See [`Context::fold_workgroups`].
+pub fn fold_workgroups(what: &str, total: u64, per_dim: u32) -> Result<[u32; 3]> {
+    let l = per_dim.max(1) as u64;
+    if total == 0 {
+        return Ok([0, 0, 0]);
+    }
+    let x = total.min(l);
+    let rest = total.div_ceil(x);
+    let y = rest.min(l);
+    let z = rest.div_ceil(y);
+    if z > l {
+        return Err(Error::LimitExceeded {
+            what: what.to_string(),
+            limit: "maxComputeWorkgroupsPerDimension³",
+            requested: total,
+            allowed: l * l * l,
+        });
+    }
+    Ok([x as u32, y as u32, z as u32])
+}
+
+/// `name (backend, device type)`.
+pub fn describe(info: &wgpu::AdapterInfo) -> String {
+    format!(
+        "{} ({}, {:?})",
+        info.name,
+        info.backend.to_str(),
+        info.device_type
+    )
+}
+
+/// WebGPU's name for a single feature flag.
+pub fn feature_name(feature: wgpu::Features) -> &'static str {
+    match feature {
+        f if f == wgpu::Features::SHADER_F16 => "shader-f16",
+        f if f == wgpu::Features::TIMESTAMP_QUERY => "timestamp-query",
+        f if f == wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES => "timestamp-query-inside-passes",
+        f if f == wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS => {
+            "timestamp-query-inside-encoders"
+        }
+        f if f == wgpu::Features::SUBGROUP => "subgroups",
+        _ => "unnamed feature",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_keeps_every_dimension_within_the_limit() {
+        for (total, l) in [
+            (1u64, 65535u32),
+            (65535, 65535),
+            (65536, 65535),
+            (10, 3),
+            (27, 3),
+        ] {
+            let [x, y, z] = fold_workgroups("t", total, l).unwrap();
+            assert!(x <= l && y <= l && z <= l, "{total} {l}: {x} {y} {z}");
+            let cap = x as u64 * y as u64 * z as u64;
+            assert!(cap >= total, "{total}: {x}·{y}·{z} too small");
+            // no whole slab of the grid is wasted
+            assert!(
+                cap - total < x as u64 * y as u64,
+                "{total}: {x}·{y}·{z} too large"
+            );
+        }
+        assert_eq!(fold_workgroups("t", 0, 8).unwrap(), [0, 0, 0]);
+        assert!(matches!(
+            fold_workgroups("t", 28, 3),
+            Err(Error::LimitExceeded { .. })
+        ));
+    }
+}

@@ -1,0 +1,19 @@
+//! Ridge's wgpu runtime: the [`Context`] (adapter, device, queue, limits, features,
+//! fingerprint), [`Tensor`]s, the pipeline cache, the profiler and typed errors.
+//!
+//! Kernels live in `ridge-kernels`; this crate knows nothing about any op.
+
+pub mod context;
+pub mod error;
+pub mod pipeline;
+pub mod profiler;
+pub mod recorder;
+pub mod tensor;
+
+pub use context::{Context, ContextOptions, Fingerprint};
+pub use error::{Error, Result};
+pub use pipeline::{Defines, PipelineCache, ShaderSource};
+pub use profiler::{Profile, Span, TimingMethod};
+pub use recorder::Dispatch;
+pub use tensor::{DType, Element, Tensor};
+pub use wgpu;

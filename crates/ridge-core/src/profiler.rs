@@ -1,0 +1,193 @@
+//! GPU time per dispatch: timestamp queries where the adapter has them, a synchronised wall
+//! clock otherwise. A time that could not be measured is `None`, never 0.
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::error::Result;
+
+/// Timestamp pairs per query set (WebGPU allows at most 4,096 queries per set).
+const PAIRS_PER_SET: u32 = 1024;
+
+/// How a profile's times were measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimingMethod {
+    /// GPU timestamp queries written at the start and end of each compute pass.
+    GpuTimestamps,
+    /// Host clock around a submission that waits for the GPU: includes submission latency.
+    WallClock,
+    /// No way to time on this adapter and platform.
+    Unavailable,
+}
+
+impl std::fmt::Display for TimingMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimingMethod::GpuTimestamps => "GPU timestamps",
+            TimingMethod::WallClock => "wall clock (synchronised)",
+            TimingMethod::Unavailable => "unavailable",
+        })
+    }
+}
+
+/// One timed dispatch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    /// The op's name.
+    pub name: String,
+    /// Milliseconds; `None` when it could not be measured.
+    pub ms: Option<f64>,
+}
+
+/// The spans of one profile, in dispatch order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// How the times were measured.
+    pub method: TimingMethod,
+    /// One span per dispatch.
+    pub spans: Vec<Span>,
+}
+
+impl Profile {
+    pub(crate) fn empty() -> Self {
+        Self {
+            method: TimingMethod::Unavailable,
+            spans: Vec::new(),
+        }
+    }
+
+    /// Sum of all spans in ms; `None` if any span is unmeasured or there are none.
+    pub fn total_ms(&self) -> Option<f64> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        self.spans.iter().map(|s| s.ms).sum()
+    }
+
+    /// Spans grouped by name in first-seen order: (name, count, total ms or `None` if any
+    /// of them is unmeasured).
+    pub fn by_name(&self) -> Vec<(String, usize, Option<f64>)> {
+        let mut out: Vec<(String, usize, Option<f64>)> = Vec::new();
+        for s in &self.spans {
+            match out.iter_mut().find(|(n, _, _)| *n == s.name) {
+                Some((_, count, total)) => {
+                    *count += 1;
+                    *total = total.zip(s.ms).map(|(a, b)| a + b);
+                }
+                None => out.push((s.name.clone(), 1, s.ms)),
+            }
+        }
+        out
+    }
+
+    /// Median time of the spans named `name`, over those measured; `None` if none was.
+    pub fn median_ms(&self, name: &str) -> Option<f64> {
+        let mut t: Vec<f64> = self
+            .spans
+            .iter()
+            .filter(|s| s.name == name)
+            .filter_map(|s| s.ms)
+            .collect();
+        if t.is_empty() {
+            return None;
+        }
+        t.sort_by(f64::total_cmp);
+        Some(t[t.len() / 2])
+    }
+}
+
+enum Pending {
+    Timestamps { set: usize, pair: u32 },
+    Measured(f64),
+    Unavailable,
+}
+
+pub(crate) struct ProfileState {
+    pub(crate) method: TimingMethod,
+    spans: Vec<(String, Pending)>,
+    sets: Vec<wgpu::QuerySet>,
+    used_in_last: u32,
+}
+
+impl ProfileState {
+    pub(crate) fn new(method: TimingMethod) -> Self {
+        Self {
+            method,
+            spans: Vec::new(),
+            sets: Vec::new(),
+            used_in_last: PAIRS_PER_SET,
+        }
+    }
+
+    /// The query set and first query index for the next pass's begin/end timestamps.
+    pub(crate) fn next_timestamps(&mut self, ctx: &Context, name: &str) -> (wgpu::QuerySet, u32) {
+        if self.used_in_last == PAIRS_PER_SET {
+            self.sets
+                .push(ctx.device().create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("ridge profiler"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2 * PAIRS_PER_SET,
+                }));
+            self.used_in_last = 0;
+        }
+        let pair = self.used_in_last;
+        self.used_in_last += 1;
+        let set = self.sets.len() - 1;
+        self.spans
+            .push((name.to_string(), Pending::Timestamps { set, pair }));
+        (self.sets[set].clone(), 2 * pair)
+    }
+
+    pub(crate) fn measured(&mut self, name: &str, ms: f64) {
+        self.spans.push((name.to_string(), Pending::Measured(ms)));
+    }
+
+    pub(crate) fn unavailable(&mut self, name: &str) {
+        self.spans.push((name.to_string(), Pending::Unavailable));
+    }
+
+    pub(crate) async fn finish(self, ctx: &Context) -> Result<Profile> {
+        let mut ticks: Vec<Vec<u64>> = Vec::with_capacity(self.sets.len());
+        for (i, set) in self.sets.iter().enumerate() {
+            let pairs = if i + 1 == self.sets.len() {
+                self.used_in_last
+            } else {
+                PAIRS_PER_SET
+            };
+            let bytes = 2 * pairs as u64 * 8;
+            let resolve = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("ridge timestamps"),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let mut encoder = ctx.encoder();
+            encoder.resolve_query_set(set, 0..2 * pairs, &resolve, 0);
+            ctx.submit(encoder);
+            let raw = crate::tensor::read_buffer(ctx, &resolve, bytes).await?;
+            ticks.push(bytemuck::pod_collect_to_vec(&raw));
+        }
+        let period_ns = ctx.queue().get_timestamp_period() as f64;
+        let spans = self
+            .spans
+            .into_iter()
+            .map(|(name, p)| {
+                let ms = match p {
+                    Pending::Timestamps { set, pair } => {
+                        let t = &ticks[set];
+                        let (begin, end) = (t[2 * pair as usize], t[2 * pair as usize + 1]);
+                        // A zero or negative interval means the timer could not resolve it.
+                        (end > begin).then(|| (end - begin) as f64 * period_ns * 1e-6)
+                    }
+                    Pending::Measured(ms) => Some(ms),
+                    Pending::Unavailable => None,
+                };
+                Span { name, ms }
+            })
+            .collect();
+        Ok(Profile {
+            method: self.method,
+            spans,
+        })
+    }
+}

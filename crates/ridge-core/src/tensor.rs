@@ -1,0 +1,295 @@
+//! Tensors: a device buffer with a shape, strides and an element type.
+
+use half::f16;
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// Element type of a tensor's storage. Kernels accumulate in f32 whatever the storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DType {
+    /// IEEE 754 binary32.
+    F32,
+    /// IEEE 754 binary16 (needs the adapter feature `shader-f16` in kernels).
+    F16,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+    /// The WGSL scalar type.
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+        }
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.wgsl())
+    }
+}
+
+/// Host element types that can be uploaded and downloaded.
+pub trait Element: bytemuck::Pod {
+    /// The matching dtype.
+    const DTYPE: DType;
+}
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Element for f16 {
+    const DTYPE: DType = DType::F16;
+}
+
+/// A device buffer viewed as a row-major tensor.
+///
+/// Shapes are in elements, outermost first; `strides` are in elements too. Tensors made
+/// here are contiguous; [`Tensor::reshape`] gives another contiguous view of the same buffer.
+/// Cloning is cheap and shares the buffer.
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    buffer: wgpu::Buffer,
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+    dtype: DType,
+}
+
+/// Row-major strides of `shape`, in elements.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1];
+    }
+    strides
+}
+
+/// Number of elements of `shape` (1 for a scalar's empty shape); `None` on overflow.
+pub fn numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+impl Tensor {
+    /// An uninitialised tensor. Buffers are at least 4 bytes and a multiple of 4 (WebGPU's
+    /// copy and binding alignment), so zero-size and odd-length f16 tensors are fine.
+    ///
+    /// Errors: [`Error::LimitExceeded`] beyond `maxBufferSize`; [`Error::Shape`] when the
+    /// element count overflows.
+    pub fn empty(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Self> {
+        let n =
+            numel(shape).ok_or_else(|| Error::shape("tensor", format!("{shape:?} overflows")))?;
+        let bytes = (n as u64)
+            .checked_mul(dtype.size() as u64)
+            .ok_or_else(|| Error::shape("tensor", format!("{shape:?} overflows")))?;
+        let size = bytes.div_ceil(4).max(1) * 4;
+        let allowed = ctx.limits().max_buffer_size;
+        if size > allowed {
+            return Err(Error::LimitExceeded {
+                what: format!("tensor {shape:?} {dtype}"),
+                limit: "maxBufferSize",
+                requested: size,
+                allowed,
+            });
+        }
+        let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("ridge tensor"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            buffer,
+            strides: contiguous_strides(shape),
+            shape: shape.to_vec(),
+            dtype,
+        })
+    }
+
+    /// A tensor holding `data` (row-major) with `shape`.
+    ///
+    /// Errors: [`Error::Shape`] when `data.len()` is not the shape's element count.
+    pub fn from_slice<T: Element>(ctx: &Context, data: &[T], shape: &[usize]) -> Result<Self> {
+        let t = Self::empty(ctx, shape, T::DTYPE)?;
+        t.write(ctx, data)?;
+        Ok(t)
+    }
+
+    /// Overwrites the whole tensor with `data`.
+    ///
+    /// Errors: [`Error::DType`] or [`Error::Shape`] when `data` does not match.
+    pub fn write<T: Element>(&self, ctx: &Context, data: &[T]) -> Result<()> {
+        self.expect_dtype("Tensor::write", T::DTYPE)?;
+        if data.len() != self.numel() {
+            return Err(Error::shape(
+                "Tensor::write",
+                format!("{} values for shape {:?}", data.len(), self.shape),
+            ));
+        }
+        // Queue writes run before the next submission's commands: submit what is pending.
+        ctx.flush();
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let aligned = bytes.len() / 4 * 4;
+        if aligned > 0 {
+            ctx.queue().write_buffer(&self.buffer, 0, &bytes[..aligned]);
+        }
+        if aligned < bytes.len() {
+            let mut tail = [0u8; 4];
+            tail[..bytes.len() - aligned].copy_from_slice(&bytes[aligned..]);
+            ctx.queue()
+                .write_buffer(&self.buffer, aligned as u64, &tail);
+        }
+        Ok(())
+    }
+
+    /// Fills the whole buffer with NaN bit patterns (0xFFFF in f16 and 0xFFFFFFFF in f32),
+    /// so that tests catch any output element a kernel fails to write.
+    pub fn poison(&self, ctx: &Context) {
+        ctx.flush();
+        let bytes = vec![0xFFu8; self.buffer.size() as usize];
+        ctx.queue().write_buffer(&self.buffer, 0, &bytes);
+    }
+
+    /// Downloads the tensor as `T` (which must be its dtype).
+    pub async fn to_vec<T: Element>(&self, ctx: &Context) -> Result<Vec<T>> {
+        self.expect_dtype("Tensor::to_vec", T::DTYPE)?;
+        let bytes = (self.numel() * self.dtype.size()) as u64;
+        let raw = read_buffer(ctx, &self.buffer, bytes.div_ceil(4) * 4).await?;
+        let mut out: Vec<T> = bytemuck::pod_collect_to_vec(&raw);
+        out.truncate(self.numel());
+        Ok(out)
+    }
+
+    /// Downloads the tensor as f32 whatever its dtype.
+    pub async fn to_f32(&self, ctx: &Context) -> Result<Vec<f32>> {
+        match self.dtype {
+            DType::F32 => self.to_vec::<f32>(ctx).await,
+            DType::F16 => Ok(self
+                .to_vec::<f16>(ctx)
+                .await?
+                .into_iter()
+                .map(f16::to_f32)
+                .collect()),
+        }
+    }
+
+    /// Another contiguous view of the same buffer with `shape`.
+    ///
+    /// Errors: [`Error::Shape`] when the element counts differ.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Self> {
+        if numel(shape) != Some(self.numel()) {
+            return Err(Error::shape(
+                "reshape",
+                format!("{:?} to {shape:?}", self.shape),
+            ));
+        }
+        Ok(Self {
+            buffer: self.buffer.clone(),
+            strides: contiguous_strides(shape),
+            shape: shape.to_vec(),
+            dtype: self.dtype,
+        })
+    }
+
+    /// Errors with [`Error::DType`] unless this tensor's dtype is `want`.
+    pub fn expect_dtype(&self, op: &str, want: DType) -> Result<()> {
+        if self.dtype != want {
+            return Err(Error::DType {
+                op: op.to_string(),
+                expected: want,
+                got: self.dtype,
+            });
+        }
+        Ok(())
+    }
+
+    /// Errors with [`Error::Shape`] unless this tensor's shape is `want`.
+    pub fn expect_shape(&self, op: &str, what: &str, want: &[usize]) -> Result<()> {
+        if self.shape != want {
+            return Err(Error::shape(
+                op,
+                format!("{what} has shape {:?}, expected {want:?}", self.shape),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The device buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+    /// Shape in elements, outermost first.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    /// Strides in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Bytes of data (without the padding to 4).
+    pub fn size_bytes(&self) -> u64 {
+        (self.numel() * self.dtype.size()) as u64
+    }
+    /// Whether the strides are row-major contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        self.strides == contiguous_strides(&self.shape)
+    }
+    /// The whole buffer as a binding resource.
+    pub fn binding(&self) -> wgpu::BindingResource<'_> {
+        self.buffer.as_entire_binding()
+    }
+}
+
+/// Copies the first `bytes` (a multiple of 4) of `buffer` to the host, after everything
+/// recorded so far, and reports GPU errors recorded meanwhile.
+pub(crate) async fn read_buffer(
+    ctx: &Context,
+    buffer: &wgpu::Buffer,
+    bytes: u64,
+) -> Result<Vec<u8>> {
+    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("ridge read-back"),
+        size: bytes.max(4),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = ctx.encoder();
+    if bytes > 0 {
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
+    }
+    ctx.submit(encoder);
+    let (tx, rx) = futures_channel::oneshot::channel();
+    staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    ctx.wait()?;
+    rx.await
+        .map_err(|_| Error::DeviceLost("read-back was cancelled".into()))?
+        .map_err(|e| Error::Gpu(format!("mapping a read-back buffer: {e}")))?;
+    let mut data = staging
+        .slice(..bytes.max(4))
+        .get_mapped_range()
+        .map_err(|e| Error::Gpu(format!("reading a read-back buffer: {e}")))?
+        .to_vec();
+    staging.unmap();
+    ctx.take_error()?;
+    data.truncate(bytes as usize);
+    Ok(data)
+}

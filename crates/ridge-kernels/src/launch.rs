@@ -1,0 +1,175 @@
+//! What every launcher shares: dtype defines, uniform packing, binding checks, dispatch.
+
+use ridge_core::wgpu::{self, util::DeviceExt};
+use ridge_core::{Context, DType, Defines, Dispatch, Error, Result, ShaderSource, Tensor};
+
+/// Defines for a kernel whose storage type is `dtype`: `alias T = f32|f16;` and, for f16,
+/// `enable f16;`.
+///
+/// Errors: [`Error::MissingFeature`] for f16 on an adapter without `shader-f16`.
+pub fn dtype_defines(ctx: &Context, op: &str, dtype: DType) -> Result<Defines> {
+    let defines = Defines::new();
+    Ok(match dtype {
+        DType::F32 => defines.alias("T", "f32"),
+        DType::F16 => {
+            ctx.require(op, wgpu::Features::SHADER_F16)?;
+            defines.enable("f16").alias("T", "f16")
+        }
+    })
+}
+
+/// A kernel's uniform parameters as 32-bit words, padded to 16 bytes.
+#[derive(Default)]
+pub struct Params(Vec<u32>);
+
+impl Params {
+    /// No words yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends a u32.
+    pub fn u(mut self, v: u32) -> Self {
+        self.0.push(v);
+        self
+    }
+    /// Appends an f32.
+    pub fn f(mut self, v: f32) -> Self {
+        self.0.push(v.to_bits());
+        self
+    }
+    /// Appends u32 words.
+    pub fn words(mut self, v: &[u32]) -> Self {
+        self.0.extend_from_slice(v);
+        self
+    }
+    fn bytes(mut self) -> Vec<u8> {
+        while self.0.len() % 4 != 0 || self.0.is_empty() {
+            self.0.push(0);
+        }
+        bytemuck::cast_slice(&self.0).to_vec()
+    }
+}
+
+/// One kernel launch: shader, entry point, defines, parameters, storage bindings and grid.
+pub struct Launch<'a> {
+    /// Profiler span name (the op's name).
+    pub label: &'a str,
+    /// The shader file.
+    pub shader: &'static ShaderSource,
+    /// Entry point.
+    pub entry: &'static str,
+    /// Template defines.
+    pub defines: Defines,
+    /// Uniform parameters (binding 0).
+    pub params: Params,
+    /// Storage buffers by binding number.
+    pub buffers: Vec<(u32, &'a wgpu::Buffer)>,
+    /// Workgroup grid.
+    pub workgroups: [u32; 3],
+}
+
+impl Launch<'_> {
+    /// Checks every binding against the adapter's limits, then records the dispatch.
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        for (_, buffer) in &self.buffers {
+            ctx.check_binding(self.label, buffer.size())?;
+        }
+        let pipeline = ctx
+            .pipelines()
+            .get(ctx.device(), self.shader, self.entry, &self.defines);
+        let uniform = ctx
+            .device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(self.label),
+                contents: &self.params.bytes(),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: uniform.as_entire_binding(),
+        }];
+        entries.extend(
+            self.buffers
+                .iter()
+                .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                    binding: *binding,
+                    resource: buffer.as_entire_binding(),
+                }),
+        );
+        let bind_group = ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.label),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        ctx.dispatch(Dispatch {
+            label: self.label,
+            pipeline: &pipeline,
+            bind_group: &bind_group,
+            workgroups: self.workgroups,
+        })
+    }
+}
+
+/// Errors unless every tensor has `dtype`.
+pub fn same_dtype(op: &str, dtype: DType, tensors: &[&Tensor]) -> Result<()> {
+    tensors.iter().try_for_each(|t| t.expect_dtype(op, dtype))
+}
+
+/// Errors when `out` shares its buffer with an input (WebGPU forbids binding one buffer as
+/// both read-only and writable storage in a dispatch).
+pub fn no_alias(op: &str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    if inputs.iter().any(|t| t.buffer() == out.buffer()) {
+        return Err(Error::invalid(
+            op,
+            "the output must not share a buffer with an input",
+        ));
+    }
+    Ok(())
+}
+
+/// Errors unless `n` fits the 32-bit indices kernels use.
+pub fn fits_u32(op: &str, what: &str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::LimitExceeded {
+        what: format!("{op}: {what}"),
+        limit: "32-bit element index",
+        requested: n as u64,
+        allowed: u32::MAX as u64,
+    })
+}
+
+/// Errors unless a workgroup of `invocations` and `storage_bytes` of workgroup memory fits.
+pub fn check_workgroup(
+    ctx: &Context,
+    op: &str,
+    invocations: u32,
+    storage_bytes: u32,
+) -> Result<()> {
+    let l = ctx.limits();
+    if invocations > l.max_compute_invocations_per_workgroup {
+        return Err(Error::LimitExceeded {
+            what: op.to_string(),
+            limit: "maxComputeInvocationsPerWorkgroup",
+            requested: invocations as u64,
+            allowed: l.max_compute_invocations_per_workgroup as u64,
+        });
+    }
+    if storage_bytes > l.max_compute_workgroup_storage_size {
+        return Err(Error::LimitExceeded {
+            what: op.to_string(),
+            limit: "maxComputeWorkgroupStorageSize",
+            requested: storage_bytes as u64,
+            allowed: l.max_compute_workgroup_storage_size as u64,
+        });
+    }
+    Ok(())
+}
+
+/// The largest power of two ≤ `cap` that the adapter allows as a 1-D workgroup size.
+pub fn workgroup_size_1d(ctx: &Context, cap: u32) -> u32 {
+    let l = ctx.limits();
+    let max = cap
+        .min(l.max_compute_invocations_per_workgroup)
+        .min(l.max_compute_workgroup_size_x)
+        .max(1);
+    1 << (31 - max.leading_zeros())
+}

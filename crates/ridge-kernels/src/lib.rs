@@ -1,0 +1,18 @@
+//! Ridge's kernels. Each op is a module with the same anatomy: a parameter type validated
+//! before any dispatch, `cost` (FLOPs with a multiply-add counted as 2, the fewest bytes read
+//! and written), an f64 CPU `reference`, and a launcher that records one dispatch (a
+//! profiler span named after the op). The WGSL lives in `shaders/` at the workspace root.
+
+pub mod elementwise;
+pub mod gemm;
+pub mod launch;
+pub mod layout;
+pub mod norm;
+pub mod shaders;
+pub mod softmax;
+
+pub use elementwise::{Binary, Unary, binary, unary};
+pub use gemm::{Gemm, GemmConfig};
+pub use layout::{nchw_to_nhwc, nhwc_to_nchw, permute};
+pub use norm::{Norm, NormKind};
+pub use softmax::Softmax;

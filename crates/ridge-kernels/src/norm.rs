@@ -1,0 +1,188 @@
+//! Layer norm and RMS norm over the last axis.
+//!
+//! Shapes: `x` and `y` are `[..., cols]` (all leading dims are rows); `gamma` and `beta` are
+//! `[cols]`. RMS norm has no `beta`.
+
+use ridge_core::{Context, DType, Error, Result, Tensor};
+use ridge_model::OpCost;
+
+use crate::launch::{self, Launch, Params};
+use crate::shaders::{self, NORM, Variant};
+
+const WG_CAP: u32 = 256;
+
+/// Which normalisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// `(x − mean) / √(var + eps) · γ + β` (Ba, Kiros & Hinton, "Layer Normalization", 2016).
+    LayerNorm,
+    /// `x / √(mean(x²) + eps) · γ` (Zhang & Sennrich, "Root Mean Square Layer
+    /// Normalization", 2019).
+    RmsNorm,
+}
+
+/// A normalisation over the last axis of a `[rows, cols]` view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Norm {
+    /// Layer norm or RMS norm.
+    pub kind: NormKind,
+    /// Product of all leading dims.
+    pub rows: usize,
+    /// Length of the normalised axis.
+    pub cols: usize,
+    /// Added to the variance (or mean square) inside the square root; ≥ 0.
+    pub eps: f32,
+}
+
+impl Norm {
+    /// The op's name in profiles and reports.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            NormKind::LayerNorm => "layer_norm",
+            NormKind::RmsNorm => "rms_norm",
+        }
+    }
+
+    /// Cost: x read once, y written once, γ/β read once when affine. FLOPs: layer norm 8 per
+    /// element (sum, subtract, square-accumulate twice, subtract, scale, affine), RMS norm 5.
+    pub fn cost(&self, dtype: DType, affine: bool) -> OpCost {
+        let n = (self.rows * self.cols) as f64;
+        let (per, params) = match self.kind {
+            NormKind::LayerNorm => (8.0, 2.0),
+            NormKind::RmsNorm => (5.0, 1.0),
+        };
+        let param_elems = if affine {
+            params * self.cols as f64
+        } else {
+            0.0
+        };
+        OpCost::new(per * n, (2.0 * n + param_elems) * dtype.size() as f64)
+    }
+
+    /// f64 reference over a row-major `[rows, cols]` `x`.
+    pub fn reference(&self, x: &[f32], gamma: Option<&[f32]>, beta: Option<&[f32]>) -> Vec<f32> {
+        let mut y = Vec::with_capacity(x.len());
+        for row in x.chunks(self.cols.max(1)).take(self.rows) {
+            let n = self.cols as f64;
+            let (mean, denom) = match self.kind {
+                NormKind::LayerNorm => {
+                    let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n;
+                    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+                    (mean, (var + self.eps as f64).sqrt())
+                }
+                NormKind::RmsNorm => {
+                    let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / n;
+                    (0.0, (ms + self.eps as f64).sqrt())
+                }
+            };
+            for (c, &v) in row.iter().enumerate() {
+                let mut o = (v as f64 - mean) / denom;
+                if let Some(g) = gamma {
+                    o *= g[c] as f64;
+                }
+                if let (Some(b), NormKind::LayerNorm) = (beta, self.kind) {
+                    o += b[c] as f64;
+                }
+                y.push(o as f32);
+            }
+        }
+        y
+    }
+
+    /// The norm of `x` into `y`, with `gamma` (and, for layer norm, `beta`) when given.
+    ///
+    /// Errors: [`Error::Shape`] when `x`'s last dim is not `cols` or its row count is not
+    /// `rows`, `y` differs from `x` in shape, or γ/β are not `[cols]`; [`Error::InvalidArgument`]
+    /// for a negative or NaN `eps`, γ without β for layer norm, β for RMS norm; dtype and
+    /// limit errors as every op.
+    pub fn run(
+        &self,
+        ctx: &Context,
+        x: &Tensor,
+        gamma: Option<&Tensor>,
+        beta: Option<&Tensor>,
+        y: &Tensor,
+    ) -> Result<()> {
+        let name = self.name();
+        let leading: usize = x.shape().iter().rev().skip(1).product();
+        if x.shape().last().copied().unwrap_or(1) != self.cols || leading != self.rows {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "x {:?} is not [{} rows, {}]",
+                    x.shape(),
+                    self.rows,
+                    self.cols
+                ),
+            ));
+        }
+        if !(self.eps >= 0.0) {
+            return Err(Error::invalid(
+                name,
+                format!("eps must be ≥ 0, got {}", self.eps),
+            ));
+        }
+        y.expect_shape(name, "y", x.shape())?;
+        let affine = match (self.kind, gamma, beta) {
+            (_, None, None) => None,
+            (NormKind::LayerNorm, Some(g), Some(b)) => Some((g, b)),
+            (NormKind::RmsNorm, Some(g), None) => Some((g, g)),
+            (NormKind::LayerNorm, _, _) => {
+                return Err(Error::invalid(
+                    name,
+                    "layer norm takes both gamma and beta, or neither",
+                ));
+            }
+            (NormKind::RmsNorm, _, Some(_)) => {
+                return Err(Error::invalid(name, "RMS norm takes no beta"));
+            }
+        };
+        let mut inputs = vec![x];
+        if let Some((g, b)) = affine {
+            g.expect_shape(name, "gamma", &[self.cols])?;
+            b.expect_shape(name, "beta", &[self.cols])?;
+            inputs.extend([g, b]);
+        }
+        launch::same_dtype(name, x.dtype(), &inputs)?;
+        launch::same_dtype(name, x.dtype(), &[y])?;
+        launch::no_alias(name, y, &inputs)?;
+
+        let rows = launch::fits_u32(name, "rows", self.rows)?;
+        let cols = launch::fits_u32(name, "cols", self.cols)?;
+        launch::fits_u32(name, "elements", x.numel())?;
+        let wg = launch::workgroup_size_1d(ctx, WG_CAP);
+        let defines = launch::dtype_defines(ctx, name, x.dtype())?
+            .u32("WG", wg)
+            .bool("AFFINE", affine.is_some());
+        let (g, b) = match affine {
+            Some((g, b)) => (g.buffer(), b.buffer()),
+            None => (ctx.placeholder(), ctx.placeholder()),
+        };
+        let mut buffers = vec![(1, x.buffer()), (2, g), (4, y.buffer())];
+        if self.kind == NormKind::LayerNorm {
+            buffers.push((3, b));
+        }
+        Launch {
+            label: name,
+            shader: &NORM,
+            entry: name,
+            defines,
+            params: Params::new().u(rows).u(cols).f(self.eps),
+            buffers,
+            workgroups: ctx.fold_workgroups(name, if cols == 0 { 0 } else { rows as u64 })?,
+        }
+        .run(ctx)
+    }
+}
+
+pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for affine in [false, true] {
+        let d = shaders::storage_defines(dtype)
+            .u32("WG", WG_CAP)
+            .bool("AFFINE", affine);
+        v.push((&NORM, "layer_norm", d.clone()));
+        v.push((&NORM, "rms_norm", d));
+    }
+    v
+}

@@ -1,0 +1,55 @@
+//! The WGSL sources in `shaders/`, compiled into the crate, and every variant Ridge builds
+//! from them (the naga test validates and translates each one).
+
+use ridge_core::{DType, Defines, ShaderSource};
+
+/// `shaders/gemm.wgsl`.
+pub static GEMM: ShaderSource = ShaderSource {
+    name: "gemm",
+    body: include_str!("../../../shaders/gemm.wgsl"),
+};
+/// `shaders/norm.wgsl`.
+pub static NORM: ShaderSource = ShaderSource {
+    name: "norm",
+    body: include_str!("../../../shaders/norm.wgsl"),
+};
+/// `shaders/softmax.wgsl`.
+pub static SOFTMAX: ShaderSource = ShaderSource {
+    name: "softmax",
+    body: include_str!("../../../shaders/softmax.wgsl"),
+};
+/// `shaders/elementwise.wgsl`.
+pub static ELEMENTWISE: ShaderSource = ShaderSource {
+    name: "elementwise",
+    body: include_str!("../../../shaders/elementwise.wgsl"),
+};
+/// `shaders/layout.wgsl`.
+pub static LAYOUT: ShaderSource = ShaderSource {
+    name: "layout",
+    body: include_str!("../../../shaders/layout.wgsl"),
+};
+
+/// One buildable shader variant: source, entry point, defines.
+pub type Variant = (&'static ShaderSource, &'static str, Defines);
+
+/// `alias T` (and `enable f16`) without needing a device.
+pub fn storage_defines(dtype: DType) -> Defines {
+    match dtype {
+        DType::F32 => Defines::new().alias("T", "f32"),
+        DType::F16 => Defines::new().enable("f16").alias("T", "f16"),
+    }
+}
+
+/// Every variant the launchers can build with their default configurations, for both
+/// storage types.
+pub fn all_variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for dtype in [DType::F32, DType::F16] {
+        v.extend(crate::gemm::variants(dtype));
+        v.extend(crate::norm::variants(dtype));
+        v.extend(crate::softmax::variants(dtype));
+        v.extend(crate::elementwise::variants(dtype));
+        v.extend(crate::layout::variants(dtype));
+    }
+    v
+}

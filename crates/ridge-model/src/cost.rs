@@ -1,0 +1,86 @@
+//! The cost of one op: FLOPs and minimal memory traffic.
+
+use serde::{Deserialize, Serialize};
+
+/// What one op costs: floating-point work and the fewest bytes it must move.
+///
+/// - `flops`: floating-point operations, a multiply-add counted as 2.
+/// - `bytes`: bytes read + bytes written, each input read once and each output written once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpCost {
+    /// Floating-point operations (multiply-add = 2).
+    pub flops: f64,
+    /// Fewest bytes read plus written, in bytes.
+    pub bytes: f64,
+}
+
+impl OpCost {
+    /// A cost from FLOPs and bytes.
+    pub fn new(flops: f64, bytes: f64) -> Self {
+        Self { flops, bytes }
+    }
+
+    /// Arithmetic intensity in FLOP/byte (Williams et al., CACM 2009). Zero bytes give
+    /// `f64::INFINITY` when there is work, and 0 when there is none.
+    pub fn intensity(&self) -> f64 {
+        if self.bytes > 0.0 {
+            self.flops / self.bytes
+        } else if self.flops > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    }
+
+    /// Achieved GFLOP/s for a measured time in milliseconds; `None` for a time that is not a
+    /// positive finite number (an unmeasured time never becomes a rate).
+    pub fn gflops(&self, ms: f64) -> Option<f64> {
+        rate(self.flops, ms)
+    }
+
+    /// Achieved GB/s (10⁹ bytes per second) for a measured time in milliseconds; `None` for a
+    /// time that is not a positive finite number.
+    pub fn gbps(&self, ms: f64) -> Option<f64> {
+        rate(self.bytes, ms)
+    }
+}
+
+impl std::ops::Add for OpCost {
+    type Output = OpCost;
+    fn add(self, rhs: OpCost) -> OpCost {
+        OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
+    }
+}
+
+impl std::iter::Sum for OpCost {
+    fn sum<I: Iterator<Item = OpCost>>(iter: I) -> OpCost {
+        iter.fold(OpCost::default(), |a, b| a + b)
+    }
+}
+
+/// `amount` per millisecond expressed per second in units of 10⁹.
+fn rate(amount: f64, ms: f64) -> Option<f64> {
+    (ms.is_finite() && ms > 0.0).then(|| amount / (ms * 1e-3) / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intensity_is_flops_per_byte() {
+        assert_eq!(OpCost::new(200.0, 100.0).intensity(), 2.0);
+        assert_eq!(OpCost::new(1.0, 0.0).intensity(), f64::INFINITY);
+        assert_eq!(OpCost::new(0.0, 0.0).intensity(), 0.0);
+    }
+
+    #[test]
+    fn rates_need_a_measured_time() {
+        let c = OpCost::new(2e9, 1e9);
+        assert_eq!(c.gflops(1000.0), Some(2.0));
+        assert_eq!(c.gbps(1.0), Some(1000.0));
+        assert_eq!(c.gflops(0.0), None);
+        assert_eq!(c.gflops(f64::NAN), None);
+        assert_eq!(c.gbps(-1.0), None);
+    }
+}

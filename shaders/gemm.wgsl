@@ -1,0 +1,109 @@
+// GEMM: C = alpha * op(A) * op(B) + beta * C (+ bias[n]), batched, row-major.
+//
+// Tiling: a workgroup computes a BM x BN tile of C, staging BK-deep slices of op(A) and op(B)
+// in workgroup memory; each invocation keeps a TM x TN register block of accumulators (f32
+// whatever T is). Invocation (x, y) owns rows y + i*WG_Y and columns x + j*WG_X, so that
+// neighbouring invocations read neighbouring workgroup-memory words and write neighbouring
+// columns of C. Out-of-range rows/columns load as 0 and are never stored, so any M, N, K works.
+//
+// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN, TRANS_A, TRANS_B,
+// HAS_BIAS. With TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With
+// TRANS_B, B is stored N x K; otherwise K x N.
+// The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
+
+struct Params {
+    m: u32, n: u32, k: u32, batch: u32,
+    lda: u32, ldb: u32, ldc: u32, tiles_n: u32,
+    stride_a: u32, stride_b: u32, stride_c: u32, tiles_m: u32,
+    alpha: f32, beta: f32, pad0: u32, pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<T>;
+@group(0) @binding(2) var<storage, read> b: array<T>;
+@group(0) @binding(3) var<storage, read> bias: array<T>;
+@group(0) @binding(4) var<storage, read_write> c: array<T>;
+
+const WG_X: u32 = BN / TN;
+const WG_Y: u32 = BM / TM;
+const THREADS: u32 = WG_X * WG_Y;
+
+var<workgroup> a_tile: array<f32, BK * BM>; // a_tile[k * BM + m]
+var<workgroup> b_tile: array<f32, BK * BN>; // b_tile[k * BN + n]
+
+fn load_a(base: u32, row: u32, col: u32) -> f32 {
+    if row >= p.m || col >= p.k { return 0.0; }
+    if TRANS_A { return f32(a[base + col * p.lda + row]); }
+    return f32(a[base + row * p.lda + col]);
+}
+
+fn load_b(base: u32, row: u32, col: u32) -> f32 {
+    if row >= p.k || col >= p.n { return 0.0; }
+    if TRANS_B { return f32(b[base + col * p.ldb + row]); }
+    return f32(b[base + row * p.ldb + col]);
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn gemm(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let per_batch = p.tiles_m * p.tiles_n;
+    if wg >= per_batch * p.batch { return; }
+    let batch = wg / per_batch;
+    let tile = wg % per_batch;
+    let m0 = (tile / p.tiles_n) * BM;
+    let n0 = (tile % p.tiles_n) * BN;
+    let a_base = batch * p.stride_a;
+    let b_base = batch * p.stride_b;
+    let c_base = batch * p.stride_c;
+
+    var acc: array<f32, TM * TN>;
+    for (var i = 0u; i < TM * TN; i++) { acc[i] = 0.0; }
+
+    for (var k0 = 0u; k0 < p.k; k0 += BK) {
+        // Stage op(A)[m0.., k0..] and op(B)[k0.., n0..]; consecutive invocations read
+        // consecutive addresses of the stored (possibly transposed) matrices.
+        for (var i = tid; i < BM * BK; i += THREADS) {
+            var mm: u32; var kk: u32;
+            if TRANS_A { mm = i % BM; kk = i / BM; } else { kk = i % BK; mm = i / BK; }
+            a_tile[kk * BM + mm] = load_a(a_base, m0 + mm, k0 + kk);
+        }
+        for (var i = tid; i < BK * BN; i += THREADS) {
+            var kk: u32; var nn: u32;
+            if TRANS_B { kk = i % BK; nn = i / BK; } else { nn = i % BN; kk = i / BN; }
+            b_tile[kk * BN + nn] = load_b(b_base, k0 + kk, n0 + nn);
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk++) {
+            var av: array<f32, TM>;
+            var bv: array<f32, TN>;
+            for (var i = 0u; i < TM; i++) { av[i] = a_tile[kk * BM + lid.y + i * WG_Y]; }
+            for (var j = 0u; j < TN; j++) { bv[j] = b_tile[kk * BN + lid.x + j * WG_X]; }
+            for (var i = 0u; i < TM; i++) {
+                for (var j = 0u; j < TN; j++) {
+                    acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+
+    for (var i = 0u; i < TM; i++) {
+        let row = m0 + lid.y + i * WG_Y;
+        if row >= p.m { continue; }
+        for (var j = 0u; j < TN; j++) {
+            let col = n0 + lid.x + j * WG_X;
+            if col >= p.n { continue; }
+            let ci = c_base + row * p.ldc + col;
+            var v = p.alpha * acc[i * TN + j];
+            // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
+            if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
+            if HAS_BIAS { v += f32(bias[col]); }
+            c[ci] = T(v);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+// Layout conversions.
+//
+// permute:   general permutation of up to 6 dims; one output element per invocation.
+//            out[i] = in[sum_d coord_d(i) * in_stride[perm[d]]], coordinates of the output.
+// transpose: batched 2-D transpose [batch, rows, cols] -> [batch, cols, rows] through a
+//            TILE x (TILE + 1) workgroup tile (the +1 column avoids bank conflicts), so both
+//            the read and the write are coalesced. NCHW <-> NHWC reduce to this.
+//
+// Defines: T (storage type), WG (permute invocations per workgroup), TILE, ROWS_PER_PASS
+// (the transpose workgroup is TILE x ROWS_PER_PASS).
+
+struct Params {
+    // permute
+    n: u32, ndim: u32, pad0: u32, pad1: u32,
+    out_shape: array<vec4<u32>, 2>,
+    in_stride: array<vec4<u32>, 2>, // input stride of the dim each output dim comes from
+    // transpose
+    batch: u32, rows: u32, cols: u32, tiles_c: u32,
+    tiles_r: u32, pad2: u32, pad3: u32, pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<T>;
+@group(0) @binding(2) var<storage, read_write> dst: array<T>;
+
+var<workgroup> tile: array<f32, TILE * (TILE + 1u)>;
+
+@compute @workgroup_size(WG)
+fn permute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG + lid;
+    if i >= p.n { return; }
+    var rest = i;
+    var from = 0u;
+    for (var d = i32(p.ndim) - 1; d >= 0; d--) {
+        let extent = p.out_shape[d / 4][d % 4];
+        from += (rest % extent) * p.in_stride[d / 4][d % 4];
+        rest /= extent;
+    }
+    dst[i] = src[from];
+}
+
+@compute @workgroup_size(TILE, ROWS_PER_PASS)
+fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_id) lid: vec3<u32>) {
+    let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let per_batch = p.tiles_r * p.tiles_c;
+    if wg >= per_batch * p.batch { return; }
+    let b = wg / per_batch;
+    let t = wg % per_batch;
+    let r0 = (t / p.tiles_c) * TILE;
+    let c0 = (t % p.tiles_c) * TILE;
+    let base = b * p.rows * p.cols;
+
+    for (var r = lid.y; r < TILE; r += ROWS_PER_PASS) {
+        let row = r0 + r;
+        let col = c0 + lid.x;
+        if row < p.rows && col < p.cols {
+            tile[r * (TILE + 1u) + lid.x] = f32(src[base + row * p.cols + col]);
+        }
+    }
+    workgroupBarrier();
+    // Output is [cols, rows]: walk it row by row so that writes are coalesced too.
+    for (var c = lid.y; c < TILE; c += ROWS_PER_PASS) {
+        let out_row = c0 + c;
+        let out_col = r0 + lid.x;
+        if out_row < p.cols && out_col < p.rows {
+            dst[base + out_row * p.rows + out_col] = T(tile[lid.x * (TILE + 1u) + c]);
+        }
+    }
+}

@@ -1,0 +1,3 @@
+pub use ridge_core as core;
+pub use ridge_kernels as kernels;
+pub use ridge_model as model;

@@ -1,0 +1,333 @@
+//! GEMM against its f64 reference: odd shapes, transposes, batches, α/β, bias, f16, limits.
+
+use proptest::prelude::*;
+use ridge::core::{DType, Error, Result, Tensor, wgpu};
+use ridge::kernels::Gemm;
+
+use crate::harness::*;
+
+/// Runs `g` on seeded data and checks every element against Higham's bound:
+/// |C − Ĉ| ≤ γ_{K+2}·(|α|·(|A||B|) + |β||C₀| + |bias|) + u_out·|Ĉ|, where γ is for f32
+/// accumulation and u_out is the unit roundoff of the storage type (the final rounding).
+pub fn check(
+    ctx: &ridge::core::Context,
+    g: Gemm,
+    dtype: DType,
+    bias: bool,
+    a_batches: usize,
+    b_batches: usize,
+    seed: u64,
+) -> Result<()> {
+    let [ar, ac] = g.a_dims();
+    let [br, bc] = g.b_dims();
+    let (a_data, b_data) = (
+        random(seed, a_batches * ar * ac, -1.0, 1.0),
+        random(seed + 1, b_batches * br * bc, -1.0, 1.0),
+    );
+    let (a, a_vals) = upload(ctx, &a_data, &[a_batches, ar, ac], dtype)?;
+    let (b, b_vals) = upload(ctx, &b_data, &[b_batches, br, bc], dtype)?;
+    let bias_t = if bias {
+        Some(upload(
+            ctx,
+            &random(seed + 2, g.n, -1.0, 1.0),
+            &[g.n],
+            dtype,
+        )?)
+    } else {
+        None
+    };
+    let c_shape = [g.batch, g.m, g.n];
+    let (c, c_old) = if g.beta != 0.0 {
+        upload(
+            ctx,
+            &random(seed + 3, g.batch * g.m * g.n, -1.0, 1.0),
+            &c_shape,
+            dtype,
+        )?
+    } else {
+        (
+            poisoned(ctx, &c_shape, dtype)?,
+            vec![f32::NAN; g.batch * g.m * g.n],
+        )
+    };
+    g.run(ctx, &a, &b, bias_t.as_ref().map(|t| &t.0), &c)?;
+    let got = block(c.to_f32(ctx))?;
+
+    let bias_vals = bias_t.as_ref().map(|t| t.1.as_slice());
+    let want = g.reference(&a_vals, &b_vals, bias_vals, &c_old);
+    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+    let g_abs = Gemm {
+        alpha: 1.0,
+        beta: 0.0,
+        ..g
+    };
+    let magnitude = g_abs.reference(&abs(&a_vals), &abs(&b_vals), None, &c_old);
+    let u_out = if dtype == DType::F16 { U16 } else { U32 };
+    let gk = gamma(g.k + 2);
+    assert_close("gemm", &got, &want, |i| {
+        let j = i % g.n.max(1);
+        let mut m = g.alpha.abs() as f64 * magnitude[i] as f64;
+        if g.beta != 0.0 {
+            m += (g.beta.abs() * c_old[i].abs()) as f64;
+        }
+        if let Some(b) = bias_vals {
+            m += b[j].abs() as f64;
+        }
+        gk * m + u_out * want[i].abs() as f64 + f64::MIN_POSITIVE
+    })
+    .map_err(|e| Error::invalid("gemm", format!("{g:?} {dtype} bias={bias}: {e}")))
+}
+
+#[test]
+fn odd_shapes_every_transpose_and_dtype() {
+    on_every_adapter("gemm_odd_shapes", |ctx| {
+        let shapes = [
+            (1, 1, 1),
+            (0, 5, 3),
+            (5, 0, 3),
+            (4, 6, 0),
+            (1, 67, 1),
+            (7, 13, 61),
+            (64, 64, 16),
+            (65, 63, 17),
+            (127, 3, 129),
+        ];
+        let mut seed = 0;
+        for dtype in dtypes(ctx) {
+            for (m, n, k) in shapes {
+                for (trans_a, trans_b) in
+                    [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    seed += 10;
+                    let g = Gemm {
+                        trans_a,
+                        trans_b,
+                        ..Gemm::new(m, n, k)
+                    };
+                    check(ctx, g, dtype, seed % 20 == 0, 1, 1, seed)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn alpha_beta_bias_and_batches() {
+    on_every_adapter("gemm_alpha_beta", |ctx| {
+        for dtype in dtypes(ctx) {
+            let g = Gemm {
+                batch: 3,
+                alpha: -0.5,
+                beta: 0.75,
+                trans_b: true,
+                ..Gemm::new(33, 70, 45)
+            };
+            check(ctx, g, dtype, true, 3, 3, 100)?;
+            // One A (or B) shared by every batch entry.
+            check(ctx, Gemm { beta: 0.0, ..g }, dtype, false, 1, 3, 200)?;
+            check(ctx, Gemm { beta: 0.0, ..g }, dtype, true, 3, 1, 300)?;
+            // K = 0: C = β·C + bias.
+            check(ctx, Gemm { k: 0, ..g }, dtype, true, 3, 3, 400)?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn f16_storage_accumulates_in_f32() {
+    on_every_adapter("gemm_f16_overflow", |ctx| {
+        if !ctx.has_f16() {
+            return Ok(());
+        }
+        // Every product is 200·200 = 4e4 and K = 64 of them sum to 2.56e6, far beyond f16's
+        // 65,504; α = 1/1024 brings the result back to 2500. Only f32 accumulation gets it.
+        let (m, n, k) = (5, 9, 64);
+        let a = Tensor::from_slice(ctx, &vec![half::f16::from_f32(200.0); m * k], &[m, k])?;
+        let b = Tensor::from_slice(ctx, &vec![half::f16::from_f32(200.0); k * n], &[k, n])?;
+        let c = poisoned(ctx, &[m, n], DType::F16)?;
+        Gemm {
+            alpha: 1.0 / 1024.0,
+            ..Gemm::new(m, n, k)
+        }
+        .run(ctx, &a, &b, None, &c)?;
+        let got = block(c.to_f32(ctx))?;
+        assert_close("gemm f16", &got, &vec![2500.0; m * n], |_| 0.0)
+    });
+}
+
+#[test]
+fn more_workgroups_than_one_dimension_allows() {
+    // With at most 4 workgroups per dimension, 5 × 4 tiles × 2 batches = 40 workgroups need
+    // all three dimensions (4 · 4 · 3): the linear workgroup index must cover them exactly.
+    on_every_adapter_with(
+        "gemm_folded_grid",
+        |a| with_limits(a, |l| l.max_compute_workgroups_per_dimension = 4),
+        |ctx| {
+            let g = Gemm {
+                batch: 2,
+                ..Gemm::new(5 * 64 - 3, 4 * 64 - 1, 9)
+            };
+            check(ctx, g, DType::F32, true, 2, 1, 7)?;
+            // 4³ = 64 workgroups at most: 65 tiles must be refused before dispatch.
+            let g = Gemm::new(65 * 64, 1, 1);
+            let a = Tensor::empty(ctx, &[g.m, 1], DType::F32)?;
+            let b = Tensor::empty(ctx, &[1, 1], DType::F32)?;
+            let c = Tensor::empty(ctx, &[g.m, 1], DType::F32)?;
+            expect_err("gemm grid", g.run(ctx, &a, &b, None, &c), |e| {
+                matches!(e, Error::LimitExceeded { .. })
+            })
+        },
+    );
+}
+
+#[test]
+fn regression_transposed_with_beta_and_bias() {
+    on_every_adapter("gemm_regression_tt_beta", |ctx| {
+        let g = Gemm {
+            trans_a: true,
+            trans_b: true,
+            beta: 0.4416894,
+            alpha: 1.25,
+            ..Gemm::new(55, 14, 70)
+        };
+        check(ctx, g, DType::F32, true, 1, 1, 5)
+    });
+}
+
+#[test]
+fn bad_inputs_give_typed_errors() {
+    on_every_adapter("gemm_bad_inputs", |ctx| {
+        let t = |shape: &[usize], dtype| Tensor::empty(ctx, shape, dtype);
+        let g = Gemm::new(4, 5, 6);
+        let (a, b, c) = (
+            t(&[4, 6], DType::F32)?,
+            t(&[6, 5], DType::F32)?,
+            t(&[4, 5], DType::F32)?,
+        );
+        let shape = |e: &Error| matches!(e, Error::Shape { .. });
+        expect_err(
+            "wrong k",
+            g.run(ctx, &t(&[4, 7], DType::F32)?, &b, None, &c),
+            shape,
+        )?;
+        expect_err(
+            "1-d a",
+            g.run(ctx, &t(&[24], DType::F32)?, &b, None, &c),
+            shape,
+        )?;
+        expect_err(
+            "wrong c",
+            g.run(ctx, &a, &b, None, &t(&[5, 4], DType::F32)?),
+            shape,
+        )?;
+        expect_err(
+            "bias",
+            g.run(ctx, &a, &b, Some(&t(&[4], DType::F32)?), &c),
+            shape,
+        )?;
+        let batched = Gemm { batch: 2, ..g };
+        expect_err(
+            "batch",
+            batched.run(
+                ctx,
+                &t(&[3, 4, 6], DType::F32)?,
+                &b,
+                None,
+                &t(&[2, 4, 5], DType::F32)?,
+            ),
+            shape,
+        )?;
+        if ctx.has_f16() {
+            expect_err(
+                "dtype",
+                g.run(ctx, &a, &t(&[6, 5], DType::F16)?, None, &c),
+                |e| matches!(e, Error::DType { .. }),
+            )?;
+        }
+        expect_err(
+            "alias",
+            g.run(ctx, &a, &a.reshape(&[6, 4])?, None, &a.reshape(&[4, 6])?),
+            |e| matches!(e, Error::Shape { .. } | Error::InvalidArgument { .. }),
+        )?;
+        let square = t(&[4, 4], DType::F32)?;
+        expect_err(
+            "alias",
+            Gemm::new(4, 4, 4).run(ctx, &square, &t(&[4, 4], DType::F32)?, None, &square),
+            |e| matches!(e, Error::InvalidArgument { .. }),
+        )
+    });
+}
+
+#[test]
+fn f16_without_shader_f16_is_a_typed_error() {
+    on_every_adapter_with(
+        "gemm_no_f16",
+        |_| ridge::core::ContextOptions {
+            without_features: wgpu::Features::SHADER_F16,
+            ..Default::default()
+        },
+        |ctx| {
+            let a = Tensor::empty(ctx, &[2, 2], DType::F16)?;
+            let c = Tensor::empty(ctx, &[2, 2], DType::F16)?;
+            expect_err(
+                "no f16",
+                Gemm::new(2, 2, 2).run(ctx, &a, &a.clone(), None, &c),
+                |e| {
+                    matches!(
+                        e,
+                        Error::MissingFeature {
+                            feature: "shader-f16",
+                            ..
+                        }
+                    )
+                },
+            )
+        },
+    );
+}
+
+#[test]
+fn bindings_over_the_limit_are_refused_before_dispatch() {
+    on_every_adapter_with(
+        "gemm_binding_limit",
+        |a| with_limits(a, |l| l.max_storage_buffer_binding_size = 1 << 16),
+        |ctx| {
+            let (m, k) = (256, 128); // 128 KiB of A
+            let a = Tensor::empty(ctx, &[m, k], DType::F32)?;
+            let b = Tensor::empty(ctx, &[k, 1], DType::F32)?;
+            let c = Tensor::empty(ctx, &[m, 1], DType::F32)?;
+            expect_err(
+                "binding",
+                Gemm::new(m, 1, k).run(ctx, &a, &b, None, &c),
+                |e| {
+                    matches!(
+                        e,
+                        Error::LimitExceeded {
+                            limit: "maxStorageBufferBindingSize",
+                            ..
+                        }
+                    )
+                },
+            )
+        },
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn random_problems_match_the_reference(
+        m in 1usize..80, n in 1usize..80, k in 0usize..90, batch in 1usize..3,
+        trans_a: bool, trans_b: bool, bias: bool, beta in prop_oneof![Just(0.0f32), -1.0f32..1.0],
+        seed in 0u64..1000,
+    ) {
+        on_every_adapter("gemm_proptest", |ctx| {
+            let g = Gemm { batch, trans_a, trans_b, beta, alpha: 1.25, ..Gemm::new(m, n, k) };
+            for dtype in dtypes(ctx) {
+                check(ctx, g, dtype, bias, batch, batch, seed)?;
+            }
+            Ok(())
+        });
+    }
+}

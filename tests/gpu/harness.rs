@@ -1,0 +1,244 @@
+//! The GPU test harness: every test runs once per adapter present (lavapipe's Vulkan and
+//! llvmpipe's GL here and in CI; real GPUs elsewhere), with per-adapter expectations as data.
+//!
+//! `RIDGE_TEST_ADAPTERS` narrows the adapters (same syntax as `RIDGE_ADAPTER`, comma
+//! separated). With no adapter at all the harness fails loudly: a GPU test that silently
+//! runs nothing cannot fail, and a test that cannot fail is a defect.
+
+use std::sync::OnceLock;
+
+use rand::{RngExt, SeedableRng, rngs::StdRng};
+use ridge::core::{Context, ContextOptions, Error, Result, context};
+
+/// What a test is expected to do on an adapter, when not simply "pass".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not run: the adapter lacks what the test needs, or is known to hang/crash on it.
+    Skip,
+    /// Expected to fail; if it passes, the harness says so and the entry must go.
+    Fail,
+}
+
+/// One known deviation: adapter (name substring) + backend + test-name prefix.
+pub struct Expectation {
+    pub adapter: &'static str,
+    pub backend: &'static str,
+    pub test: &'static str,
+    pub outcome: Outcome,
+    pub why: &'static str,
+}
+
+/// Known deviations, per adapter. Add entries here, not `#[ignore]`s in tests.
+pub const EXPECTATIONS: &[Expectation] = &[];
+
+/// The contexts of every adapter present, created once per test binary.
+pub fn contexts() -> &'static [Context] {
+    static CONTEXTS: OnceLock<Vec<Context>> = OnceLock::new();
+    CONTEXTS.get_or_init(|| {
+        let mut all = pollster::block_on(context::adapters());
+        if let Ok(filter) = std::env::var("RIDGE_TEST_ADAPTERS") {
+            let wanted: Vec<&str> = filter.split(',').map(str::trim).collect();
+            all.retain(|a| {
+                wanted
+                    .iter()
+                    .any(|w| !context::select(vec![a.clone()], w).is_empty())
+            });
+        }
+        let contexts: Vec<Context> = all
+            .into_iter()
+            .filter_map(|a| {
+                let name = context::describe(&a.get_info());
+                match pollster::block_on(Context::on_adapter(a, &ContextOptions::default())) {
+                    Ok(ctx) => Some(ctx),
+                    Err(e) => {
+                        eprintln!("harness: skipping {name}: {e}");
+                        None
+                    }
+                }
+            })
+            .collect();
+        assert!(
+            !contexts.is_empty(),
+            "no GPU adapter: install a Vulkan driver (on Debian: apt-get install mesa-vulkan-drivers) \
+             or run `cargo xtask test`, which does"
+        );
+        contexts
+    })
+}
+
+fn expectation(ctx: &Context, test: &str) -> Option<&'static Expectation> {
+    let info = ctx.info();
+    EXPECTATIONS.iter().find(|e| {
+        info.name.to_lowercase().contains(&e.adapter.to_lowercase())
+            && info.backend.to_str() == e.backend
+            && test.starts_with(e.test)
+    })
+}
+
+/// Runs `f` on every adapter; fails listing each adapter where the outcome differed from
+/// the expectation.
+pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
+    let mut failures = Vec::new();
+    for ctx in contexts() {
+        let expected = expectation(ctx, test);
+        if expected.is_some_and(|e| e.outcome == Outcome::Skip) {
+            continue;
+        }
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
+        let failed = match &result {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!("error: {e}")),
+            Err(p) => Some(
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into()),
+            ),
+        };
+        match (failed, expected) {
+            (Some(why), None) => failures.push(format!("{}: {why}", ctx.describe())),
+            (None, Some(e)) => failures.push(format!(
+                "{}: passed, but EXPECTATIONS says it fails ({}); remove the entry",
+                ctx.describe(),
+                e.why
+            )),
+            _ => {}
+        }
+    }
+    assert!(failures.is_empty(), "{test}:\n  {}", failures.join("\n  "));
+}
+
+/// Seeded uniform values in `[lo, hi)`: never all zeros, the same on every run.
+pub fn random(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(lo..hi)).collect()
+}
+
+/// Blocks on a future (tests are synchronous).
+pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    pollster::block_on(f)
+}
+
+/// Checks `got` against `want` element by element with a per-element bound, reporting the
+/// worst violation. NaN anywhere in `got` fails.
+pub fn assert_close(
+    what: &str,
+    got: &[f32],
+    want: &[f32],
+    bound: impl Fn(usize) -> f64,
+) -> Result<()> {
+    if got.len() != want.len() {
+        return Err(Error::shape(
+            what,
+            format!("{} values, expected {}", got.len(), want.len()),
+        ));
+    }
+    let mut worst: Option<(usize, f64, f64)> = None;
+    for i in 0..got.len() {
+        let err = (got[i] as f64 - want[i] as f64).abs();
+        let b = bound(i);
+        let same_inf = got[i] == want[i];
+        if !same_inf && !(err <= b) && worst.is_none_or(|(_, e, bb)| err / b > e / bb) {
+            worst = Some((i, err, b));
+        }
+    }
+    match worst {
+        None => Ok(()),
+        Some((i, err, b)) => Err(Error::invalid(
+            what,
+            format!(
+                "element {i}: got {}, want {}, |error| {err:.3e} > bound {b:.3e}",
+                got[i], want[i]
+            ),
+        )),
+    }
+}
+
+/// `Ok` if `r` is an error that `matches` accepts, else an error describing what came back.
+pub fn expect_err<T>(what: &str, r: Result<T>, matches: impl Fn(&Error) -> bool) -> Result<()> {
+    match r {
+        Err(e) if matches(&e) => Ok(()),
+        Err(e) => Err(Error::invalid(what, format!("wrong error: {e}"))),
+        Ok(_) => Err(Error::invalid(what, "succeeded but should have failed")),
+    }
+}
+
+/// f32 unit roundoff, 2⁻²⁴.
+pub const U32: f64 = 5.960464477539063e-8;
+/// f16 unit roundoff, 2⁻¹¹.
+pub const U16: f64 = 4.8828125e-4;
+
+/// Higham's γ_k = k·u / (1 − k·u): the bound on the relative error of a k-term f32 dot product
+/// in any summation order (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
+/// §3.1, eq. 3.4 and Lemma 3.1).
+pub fn gamma(k: usize) -> f64 {
+    let ku = k as f64 * U32;
+    ku / (1.0 - ku)
+}
+
+/// Runs `f` on a fresh context per adapter, made with options derived from the adapter's
+/// own limits (for tests of limit handling that must not disturb the shared contexts).
+pub fn on_every_adapter_with(
+    test: &str,
+    options: impl Fn(&ridge::core::wgpu::Adapter) -> ContextOptions,
+    f: impl Fn(&Context) -> Result<()>,
+) {
+    on_every_adapter(test, |shared| {
+        let opts = options(shared.adapter());
+        let ctx = block(Context::on_adapter(shared.adapter().clone(), &opts))?;
+        f(&ctx)
+    });
+}
+
+/// Options that keep the adapter's limits but change some of them.
+pub fn with_limits(
+    adapter: &ridge::core::wgpu::Adapter,
+    change: impl Fn(&mut ridge::core::wgpu::Limits),
+) -> ContextOptions {
+    let mut limits = adapter.limits();
+    change(&mut limits);
+    ContextOptions {
+        limits: Some(limits),
+        ..Default::default()
+    }
+}
+
+/// Uploads `data` as `dtype` (rounding to f16 if needed) and returns the tensor and the
+/// values it really holds, as f32, for the reference.
+pub fn upload(
+    ctx: &Context,
+    data: &[f32],
+    shape: &[usize],
+    dtype: ridge::core::DType,
+) -> Result<(ridge::core::Tensor, Vec<f32>)> {
+    use half::f16;
+    use ridge::core::{DType, Tensor};
+    match dtype {
+        DType::F32 => Ok((Tensor::from_slice(ctx, data, shape)?, data.to_vec())),
+        DType::F16 => {
+            let h: Vec<f16> = data.iter().map(|&v| f16::from_f32(v)).collect();
+            let back = h.iter().map(|v| v.to_f32()).collect();
+            Ok((Tensor::from_slice(ctx, &h, shape)?, back))
+        }
+    }
+}
+
+/// An output tensor filled with NaN.
+pub fn poisoned(
+    ctx: &Context,
+    shape: &[usize],
+    dtype: ridge::core::DType,
+) -> Result<ridge::core::Tensor> {
+    let t = ridge::core::Tensor::empty(ctx, shape, dtype)?;
+    t.poison(ctx);
+    Ok(t)
+}
+
+/// The dtypes to test on `ctx`: f32 always, f16 where the adapter has `shader-f16`.
+pub fn dtypes(ctx: &Context) -> Vec<ridge::core::DType> {
+    let mut v = vec![ridge::core::DType::F32];
+    if ctx.has_f16() {
+        v.push(ridge::core::DType::F16);
+    }
+    v
+}
