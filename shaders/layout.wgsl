@@ -31,13 +31,13 @@ fn permute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG + lid;
     if i >= p.n { return; }
     var rest = i;
-    var from = 0u;
+    var at = 0u;
     for (var d = i32(p.ndim) - 1; d >= 0; d--) {
         let extent = p.out_shape[d / 4][d % 4];
-        from += (rest % extent) * p.in_stride[d / 4][d % 4];
+        at += (rest % extent) * p.in_stride[d / 4][d % 4];
         rest /= extent;
     }
-    dst[i] = src[from];
+    dst[i] = src[at];
 }
 
 @compute @workgroup_size(TILE, ROWS_PER_PASS)

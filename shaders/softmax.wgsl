@@ -7,6 +7,8 @@
 // One pass keeps a running (max, sum) pair per invocation (the online softmax of Milakov &
 // Gimelshein, 2018), pairs are merged across the workgroup, a second pass writes. Elements
 // equal to -inf are masked out; a row with every element masked gives zeros, never NaN.
+// No infinity appears as a constant (WGSL forbids it): -inf is detected as "below the lowest
+// finite f32", and an empty running pair is (LOWEST, 0).
 //
 // Defines: T (storage type), WG (a power of two), HAS_MASK.
 
@@ -17,7 +19,7 @@ struct Params { rows: u32, cols: u32, mask_group: u32, scale: f32 }
 @group(0) @binding(2) var<storage, read> mask: array<T>;
 @group(0) @binding(3) var<storage, read_write> y: array<T>;
 
-const NEG_INF: f32 = bitcast<f32>(0xff800000u);
+const LOWEST: f32 = -3.40282347e38;
 
 var<workgroup> part_max: array<f32, WG>;
 var<workgroup> part_sum: array<f32, WG>;
@@ -28,11 +30,7 @@ fn value(row: u32, c: u32) -> f32 {
     return v;
 }
 
-// sum * exp(m - to), with an empty (-inf) part contributing nothing.
-fn rescale(sum: f32, m: f32, to: f32) -> f32 {
-    if m == NEG_INF { return 0.0; }
-    return sum * exp(m - to);
-}
+fn masked(v: f32) -> bool { return v < LOWEST; }
 
 @compute @workgroup_size(WG)
 fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -40,13 +38,15 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     let row = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
     if row >= p.rows { return; }
 
-    var m = NEG_INF;
+    // exp(m - v) <= 1 and exp(v - m) <= 1 below: no overflow, and an argument that
+    // overflows to -inf gives 0.
+    var m = LOWEST;
     var s = 0.0;
     for (var c = lid; c < p.cols; c += WG) {
         let v = value(row, c);
-        if v == NEG_INF { continue; }
+        if masked(v) { continue; }
         if v > m {
-            s = rescale(s, m, v) + 1.0;
+            s = s * exp(m - v) + 1.0;
             m = v;
         } else {
             s += exp(v - m);
@@ -60,20 +60,18 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
             let m1 = part_max[lid];
             let m2 = part_max[lid + stride];
             let mm = max(m1, m2);
-            part_sum[lid] = rescale(part_sum[lid], m1, mm) + rescale(part_sum[lid + stride], m2, mm);
+            part_sum[lid] = part_sum[lid] * exp(m1 - mm) + part_sum[lid + stride] * exp(m2 - mm);
             part_max[lid] = mm;
         }
         workgroupBarrier();
     }
     let row_max = part_max[0];
-    let inv_sum = 1.0 / part_sum[0];
+    let row_sum = part_sum[0];
 
     for (var c = lid; c < p.cols; c += WG) {
         var out = 0.0;
-        if row_max != NEG_INF {
-            let v = value(row, c);
-            if v != NEG_INF { out = exp(v - row_max) * inv_sum; }
-        }
+        let v = value(row, c);
+        if row_sum > 0.0 && !masked(v) { out = exp(v - row_max) / row_sum; }
         y[row * p.cols + c] = T(out);
     }
 }

@@ -6,9 +6,7 @@ use ridge::kernels::Gemm;
 
 use crate::harness::*;
 
-/// Runs `g` on seeded data and checks every element against Higham's bound:
-/// |C − Ĉ| ≤ γ_{K+2}·(|α|·(|A||B|) + |β||C₀| + |bias|) + u_out·|Ĉ|, where γ is for f32
-/// accumulation and u_out is the unit roundoff of the storage type (the final rounding).
+/// Runs `g` on seeded data and checks every element against `Gemm::error_bounds`.
 pub fn check(
     ctx: &ridge::core::Context,
     g: Gemm,
@@ -55,27 +53,9 @@ pub fn check(
 
     let bias_vals = bias_t.as_ref().map(|t| t.1.as_slice());
     let want = g.reference(&a_vals, &b_vals, bias_vals, &c_old);
-    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
-    let g_abs = Gemm {
-        alpha: 1.0,
-        beta: 0.0,
-        ..g
-    };
-    let magnitude = g_abs.reference(&abs(&a_vals), &abs(&b_vals), None, &c_old);
-    let u_out = if dtype == DType::F16 { U16 } else { U32 };
-    let gk = gamma(g.k + 2);
-    assert_close("gemm", &got, &want, |i| {
-        let j = i % g.n.max(1);
-        let mut m = g.alpha.abs() as f64 * magnitude[i] as f64;
-        if g.beta != 0.0 {
-            m += (g.beta.abs() * c_old[i].abs()) as f64;
-        }
-        if let Some(b) = bias_vals {
-            m += b[j].abs() as f64;
-        }
-        gk * m + u_out * want[i].abs() as f64 + f64::MIN_POSITIVE
-    })
-    .map_err(|e| Error::invalid("gemm", format!("{g:?} {dtype} bias={bias}: {e}")))
+    let bounds = g.error_bounds(dtype, &a_vals, &b_vals, bias_vals, &c_old, &want);
+    assert_close("gemm", &got, &want, |i| bounds[i])
+        .map_err(|e| Error::invalid("gemm", format!("{g:?} {dtype} bias={bias}: {e}")))
 }
 
 #[test]

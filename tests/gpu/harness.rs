@@ -11,6 +11,10 @@ use rand::{RngExt, SeedableRng, rngs::StdRng};
 use ridge::core::{Context, ContextOptions, Error, Result, context};
 
 /// What a test is expected to do on an adapter, when not simply "pass".
+#[allow(
+    dead_code,
+    reason = "variants are used by EXPECTATIONS entries as adapters need them"
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Not run: the adapter lacks what the test needs, or is known to hang/crash on it.
@@ -119,38 +123,19 @@ pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
     pollster::block_on(f)
 }
 
-/// Checks `got` against `want` element by element with a per-element bound, reporting the
-/// worst violation. NaN anywhere in `got` fails.
+/// Checks `got` against `want` element by element with a per-element bound (see
+/// `ridge::kernels::check::compare`).
 pub fn assert_close(
     what: &str,
     got: &[f32],
     want: &[f32],
     bound: impl Fn(usize) -> f64,
 ) -> Result<()> {
-    if got.len() != want.len() {
-        return Err(Error::shape(
-            what,
-            format!("{} values, expected {}", got.len(), want.len()),
-        ));
-    }
-    let mut worst: Option<(usize, f64, f64)> = None;
-    for i in 0..got.len() {
-        let err = (got[i] as f64 - want[i] as f64).abs();
-        let b = bound(i);
-        let same_inf = got[i] == want[i];
-        if !same_inf && !(err <= b) && worst.is_none_or(|(_, e, bb)| err / b > e / bb) {
-            worst = Some((i, err, b));
-        }
-    }
-    match worst {
-        None => Ok(()),
-        Some((i, err, b)) => Err(Error::invalid(
-            what,
-            format!(
-                "element {i}: got {}, want {}, |error| {err:.3e} > bound {b:.3e}",
-                got[i], want[i]
-            ),
-        )),
+    let c = ridge::kernels::check::compare(got, want, bound);
+    if c.passed() {
+        Ok(())
+    } else {
+        Err(Error::invalid(what, c.to_string()))
     }
 }
 
@@ -161,19 +146,6 @@ pub fn expect_err<T>(what: &str, r: Result<T>, matches: impl Fn(&Error) -> bool)
         Err(e) => Err(Error::invalid(what, format!("wrong error: {e}"))),
         Ok(_) => Err(Error::invalid(what, "succeeded but should have failed")),
     }
-}
-
-/// f32 unit roundoff, 2⁻²⁴.
-pub const U32: f64 = 5.960464477539063e-8;
-/// f16 unit roundoff, 2⁻¹¹.
-pub const U16: f64 = 4.8828125e-4;
-
-/// Higham's γ_k = k·u / (1 − k·u): the bound on the relative error of a k-term f32 dot product
-/// in any summation order (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
-/// §3.1, eq. 3.4 and Lemma 3.1).
-pub fn gamma(k: usize) -> f64 {
-    let ku = k as f64 * U32;
-    ku / (1.0 - ku)
 }
 
 /// Runs `f` on a fresh context per adapter, made with options derived from the adapter's

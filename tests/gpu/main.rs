@@ -2,4 +2,9 @@
 
 mod harness;
 
+mod core;
+mod elementwise;
 mod gemm;
+mod layout;
+mod norm;
+mod softmax;

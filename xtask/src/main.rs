@@ -1,1 +1,164 @@
-fn main() {}
+//! `cargo xtask <command>`: Ridge's one entry point for the main job and for every test.
+//!
+//! - `demo`: the main job — adapters, then every kernel against its reference with times.
+//! - `test`: installs what the tests need when missing, then fmt, clippy and every test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+const USAGE: &str = "usage: cargo xtask <demo | test>
+
+  demo   list the GPU adapters, run every kernel on random data against its f64 CPU
+         reference and print measured time, GFLOP/s and GB/s (installs the CPU Vulkan
+         driver first on a machine without one)
+  test   install what the tests need when missing (mesa-vulkan-drivers), then run
+         cargo fmt --check, cargo clippy -D warnings and every test";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("demo") => demo(),
+        Some("test") => test(),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown command\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs a command in the workspace root, failing with its command line.
+fn run(program: &str, args: &[&str]) -> Result {
+    println!("\n$ {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .envs(quiet_env())
+        .status()
+        .map_err(|e| format!("could not start {program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// Mesa's EGL (wgpu's GL backend) complains on stderr without XDG_RUNTIME_DIR; give it one.
+fn quiet_env() -> Vec<(String, String)> {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        return vec![];
+    }
+    let dir = std::env::temp_dir().join("ridge-xdg-runtime");
+    let _ = std::fs::create_dir_all(&dir);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    }
+    vec![("XDG_RUNTIME_DIR".into(), dir.display().to_string())]
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Installs Debian packages as root with apt-get; elsewhere explains the command to run.
+fn apt_install(packages: &[&str], why: &str) -> Result {
+    let command = format!("apt-get install -y {}", packages.join(" "));
+    if !(is_root() && have("apt-get")) {
+        return Err(format!(
+            "{why} is missing. Install it and run again:\n    sudo apt-get update && sudo {command}\n\
+             (other systems: install your distribution's Mesa Vulkan drivers, or a GPU driver)"
+        ));
+    }
+    println!("xtask: installing {} ({why})", packages.join(" "));
+    run("apt-get", &["update", "-qq"])?;
+    let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+    args.extend_from_slice(packages);
+    let status = Command::new("apt-get")
+        .args(&args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .map_err(|e| format!("could not start apt-get: {e}"))?;
+    if !status.success() {
+        return Err(format!("`{command}` failed ({status})"));
+    }
+    Ok(())
+}
+
+/// A Vulkan driver (ICD) is present: a real GPU's or Mesa's lavapipe (Vulkan on the CPU).
+fn ensure_vulkan_driver() -> Result {
+    let dirs = [
+        "/usr/share/vulkan/icd.d",
+        "/etc/vulkan/icd.d",
+        "/usr/local/share/vulkan/icd.d",
+    ];
+    let found = dirs.iter().any(|d| {
+        std::fs::read_dir(d).is_ok_and(|mut entries| {
+            entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+        })
+    });
+    if found || cfg!(any(target_os = "macos", target_os = "windows")) {
+        return Ok(());
+    }
+    apt_install(
+        &["mesa-vulkan-drivers"],
+        "a Vulkan driver (Mesa's lavapipe runs Vulkan on the CPU)",
+    )
+}
+
+fn demo() -> Result {
+    ensure_vulkan_driver()?;
+    run(
+        "cargo",
+        &["build", "--release", "--quiet", "-p", "ridge-cli"],
+    )?;
+    let ridge = root().join("target/release/ridge");
+    let ridge = ridge.to_str().unwrap();
+    run(ridge, &["info"])?;
+    run(ridge, &["check", "--repeats", "3"])
+}
+
+fn test() -> Result {
+    ensure_vulkan_driver()?;
+    run("cargo", &["fmt", "--all", "--", "--check"])?;
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    run("cargo", &["test", "--workspace"])
+}

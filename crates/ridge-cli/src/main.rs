@@ -31,6 +31,7 @@ enum Command {
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 fn main() -> ExitCode {
+    quiet_mesa_egl();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => info::run(args),
@@ -41,6 +42,21 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Mesa's EGL (reached when wgpu enumerates GL adapters) prints an error line on every start
+/// when XDG_RUNTIME_DIR is unset, as in containers and CI; give it a private directory.
+fn quiet_mesa_egl() {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join("ridge-xdg-runtime");
+        if std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+            // SAFETY: called first thing in main, before any thread exists.
+            unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
         }
     }
 }

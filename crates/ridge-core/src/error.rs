@@ -6,7 +6,11 @@ use crate::tensor::DType;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No adapter matched: none exists, or none matches `RIDGE_ADAPTER`.
-    #[error("no GPU adapter found{}", match .wanted { Some(w) => format!(" matching RIDGE_ADAPTER={w:?}"), None => String::new() })]
+    #[error(
+        "no GPU adapter found{}{}",
+        match .wanted { Some(w) => format!(" matching RIDGE_ADAPTER={w:?}"), None => String::new() },
+        if .present.is_empty() { String::new() } else { format!(" (present: {})", .present.join("; ")) }
+    )]
     NoAdapter {
         /// The selector that matched nothing, if one was given.
         wanted: Option<String>,

@@ -55,6 +55,11 @@ impl Unary {
         };
         OpCost::new(per * n as f64, (2 * n * dtype.size()) as f64)
     }
+    /// Error bound for input `x` and reference output `want`; see [`error_bound`].
+    pub fn error_bound(self, dtype: DType, x: f32, want: f32) -> f64 {
+        error_bound(self == Unary::Gelu, dtype, x, want)
+    }
+
     /// f64 reference.
     pub fn reference(self, x: &[f32]) -> Vec<f32> {
         x.iter()
@@ -82,6 +87,11 @@ impl Binary {
         };
         OpCost::new(per * n as f64, ((2 * n + nb) * dtype.size()) as f64)
     }
+    /// Error bound for the sum `x = a + b` and reference output `want`; see [`error_bound`].
+    pub fn error_bound(self, dtype: DType, x: f32, want: f32) -> f64 {
+        error_bound(self == Binary::BiasGelu, dtype, x, want)
+    }
+
     /// f64 reference; `b` is broadcast (`b[i % b.len()]`).
     pub fn reference(self, a: &[f32], b: &[f32]) -> Vec<f32> {
         a.iter()
@@ -95,6 +105,21 @@ impl Binary {
             })
             .collect()
     }
+}
+
+/// Error bound of an element-wise result. Adds and scales round once: u·|ref|. GELU's erf
+/// is a Chebyshev fit of erfc with fractional error < 1.2e-7 (Numerical Recipes, 3rd ed.,
+/// §6.2.2), scaled by |x|/2, evaluated with an f32 exp whose error grows with its argument
+/// (Vulkan allows 3 + 2·|x| ulp): 2e-7·(1 + |x|) + 8u·|ref|. Plus the final rounding to the
+/// storage type.
+pub fn error_bound(gelu: bool, dtype: DType, x: f32, want: f32) -> f64 {
+    let w = want.abs() as f64;
+    let base = if gelu {
+        2e-7 * (1.0 + x.abs() as f64) + 8.0 * crate::check::U32 * w
+    } else {
+        crate::check::U32 * w
+    };
+    base + crate::check::unit_roundoff(dtype) * w
 }
 
 /// GELU in f64 with libm's erf.

@@ -168,6 +168,42 @@ impl Gemm {
         out
     }
 
+    /// Per-element error bound of the kernel against [`Gemm::reference`] (same arguments,
+    /// `want` its result): |C − Ĉ| ≤ γ_{K+2}·(|α|·(|A||B|) + |β||C₀| + |bias|) + u_T·|Ĉ|,
+    /// Higham's bound for f32 accumulation in any order plus the final rounding to the
+    /// storage type T (see [`crate::check::gamma`]).
+    pub fn error_bounds(
+        &self,
+        dtype: DType,
+        a: &[f32],
+        b: &[f32],
+        bias: Option<&[f32]>,
+        c_old: &[f32],
+        want: &[f32],
+    ) -> Vec<f64> {
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+        let plain = Gemm {
+            alpha: 1.0,
+            beta: 0.0,
+            ..*self
+        };
+        let magnitude = plain.reference(&abs(a), &abs(b), None, &[]);
+        let gk = crate::check::gamma(self.k + 2);
+        let u_out = crate::check::unit_roundoff(dtype);
+        (0..want.len())
+            .map(|i| {
+                let mut m = self.alpha.abs() as f64 * magnitude[i] as f64;
+                if self.beta != 0.0 {
+                    m += (self.beta.abs() * c_old[i].abs()) as f64;
+                }
+                if let Some(bias) = bias {
+                    m += bias[i % self.n.max(1)].abs() as f64;
+                }
+                gk * m + u_out * want[i].abs() as f64 + f64::MIN_POSITIVE
+            })
+            .collect()
+    }
+
     /// Runs the GEMM with the default tiling.
     ///
     /// Errors: [`Error::Shape`] when a tensor does not hold the matrices described above;
@@ -278,7 +314,8 @@ impl Gemm {
 }
 
 fn check_config(c: &GemmConfig) -> Result<()> {
-    let ok = c.tm > 0 && c.tn > 0 && c.bk > 0 && c.bm % c.tm == 0 && c.bn % c.tn == 0;
+    let ok =
+        c.tm > 0 && c.tn > 0 && c.bk > 0 && c.bm.is_multiple_of(c.tm) && c.bn.is_multiple_of(c.tn);
     if ok {
         return Ok(());
     }

@@ -43,7 +43,7 @@ impl Params {
         self
     }
     fn bytes(mut self) -> Vec<u8> {
-        while self.0.len() % 4 != 0 || self.0.is_empty() {
+        while !self.0.len().is_multiple_of(4) || self.0.is_empty() {
             self.0.push(0);
         }
         bytemuck::cast_slice(&self.0).to_vec()

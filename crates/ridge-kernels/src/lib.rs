@@ -3,6 +3,7 @@
 //! and written), an f64 CPU `reference`, and a launcher that records one dispatch (a
 //! profiler span named after the op). The WGSL lives in `shaders/` at the workspace root.
 
+pub mod check;
 pub mod elementwise;
 pub mod gemm;
 pub mod launch;
@@ -10,6 +11,7 @@ pub mod layout;
 pub mod norm;
 pub mod shaders;
 pub mod softmax;
+pub mod suite;
 
 pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{Gemm, GemmConfig};

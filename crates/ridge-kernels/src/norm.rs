@@ -89,6 +89,33 @@ impl Norm {
         y
     }
 
+    /// Per-element error bound against [`Norm::reference`] (`want` its result). The mean and
+    /// variance are f32 sums over `cols` terms; with the corrected two-pass algorithm their
+    /// relative errors are O(log2(cols)·u) (Chan, Golub & LeVeque 1983, tree summation), and
+    /// the normalised value inherits them. The bound is 16·(log2(cols) + 2)·u of the output's
+    /// scale (4·|γ| + |β|, at least 1, for |x̂| up to 4), plus the final rounding to the storage
+    /// type: 16× headroom over the first-order estimate, and far below the error of
+    /// E[x²] − E[x]² on rows with a large mean.
+    pub fn error_bounds(
+        &self,
+        dtype: DType,
+        want: &[f32],
+        gamma: Option<&[f32]>,
+        beta: Option<&[f32]>,
+    ) -> Vec<f64> {
+        let log = (self.cols.max(1) as f64).log2() + 2.0;
+        let u_out = crate::check::unit_roundoff(dtype);
+        (0..want.len())
+            .map(|i| {
+                let c = i % self.cols.max(1);
+                let g = gamma.map_or(1.0, |g| g[c].abs() as f64);
+                let b = beta.map_or(0.0, |b| b[c].abs() as f64);
+                let scale = (4.0 * g + b).max(1.0);
+                16.0 * log * crate::check::U32 * scale + u_out * want[i].abs() as f64
+            })
+            .collect()
+    }
+
     /// The norm of `x` into `y`, with `gamma` (and, for layer norm, `beta`) when given.
     ///
     /// Errors: [`Error::Shape`] when `x`'s last dim is not `cols` or its row count is not
@@ -116,7 +143,7 @@ impl Norm {
                 ),
             ));
         }
-        if !(self.eps >= 0.0) {
+        if self.eps.is_nan() || self.eps < 0.0 {
             return Err(Error::invalid(
                 name,
                 format!("eps must be ≥ 0, got {}", self.eps),

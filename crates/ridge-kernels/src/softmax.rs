@@ -75,6 +75,17 @@ impl Softmax {
         y
     }
 
+    /// Error bound for an output whose reference value is `want`. Each output is
+    /// exp(v − max)/Σ with an f32 sum of `cols` terms (relative error ≤ γ_cols) and an f32
+    /// exp: 8·(log2(cols) + 2)·u relative covers a tree-summed denominator and a few-ulp exp;
+    /// 1e-7 absolute covers tiny outputs, whose exp error is relative to a larger argument;
+    /// plus the final rounding to the storage type.
+    pub fn error_bound(&self, dtype: DType, want: f32) -> f64 {
+        let rel = 8.0 * ((self.cols.max(1) as f64).log2() + 2.0) * crate::check::U32
+            + crate::check::unit_roundoff(dtype);
+        rel * want.abs() as f64 + 1e-7
+    }
+
     /// Softmax of `x` into `y`, masked by `mask` when given.
     ///
     /// Errors: [`Error::Shape`] when `x` is not `[rows, cols]`-shaped, `y` differs, the mask is
@@ -97,7 +108,7 @@ impl Softmax {
         y.expect_shape(name, "y", x.shape())?;
         let mut inputs = vec![x];
         if let Some(m) = mask {
-            if self.mask_group == 0 || self.rows % self.mask_group != 0 {
+            if self.mask_group == 0 || !self.rows.is_multiple_of(self.mask_group) {
                 return Err(Error::shape(
                     name,
                     format!(

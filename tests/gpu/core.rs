@@ -1,0 +1,195 @@
+//! The runtime core: adapter selection, tensors, the pipeline cache, the profiler.
+
+use half::f16;
+use ridge::core::{Context, ContextOptions, DType, Error, Tensor, TimingMethod, wgpu};
+use ridge::kernels::{Softmax, Unary, unary};
+
+use crate::harness::*;
+
+#[test]
+fn tensors_round_trip_every_length_and_dtype() {
+    on_every_adapter("core_tensor_round_trip", |ctx| {
+        for n in [0usize, 1, 2, 3, 5, 1023] {
+            let data = random(n as u64, n, -10.0, 10.0);
+            let t = Tensor::from_slice(ctx, &data, &[n])?;
+            assert_close("f32", &block(t.to_vec::<f32>(ctx))?, &data, |_| 0.0)?;
+            // Odd f16 lengths end mid-word: the padding must not leak or be lost.
+            let h: Vec<f16> = data.iter().map(|&v| f16::from_f32(v)).collect();
+            let t = Tensor::from_slice(ctx, &h, &[n])?;
+            assert_eq!(block(t.to_vec::<f16>(ctx))?, h);
+            let want: Vec<f32> = h.iter().map(|v| v.to_f32()).collect();
+            assert_close("f16 as f32", &block(t.to_f32(ctx))?, &want, |_| 0.0)?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn tensor_misuse_gives_typed_errors() {
+    on_every_adapter("core_tensor_errors", |ctx| {
+        let t = Tensor::empty(ctx, &[2, 3], DType::F32)?;
+        expect_err("length", t.write(ctx, &[1.0f32; 5]), |e| {
+            matches!(e, Error::Shape { .. })
+        })?;
+        expect_err("dtype", t.write(ctx, &[f16::ONE; 6]), |e| {
+            matches!(e, Error::DType { .. })
+        })?;
+        expect_err("read dtype", block(t.to_vec::<f16>(ctx)), |e| {
+            matches!(e, Error::DType { .. })
+        })?;
+        expect_err("reshape", t.reshape(&[4]), |e| {
+            matches!(e, Error::Shape { .. })
+        })?;
+        expect_err(
+            "overflow",
+            Tensor::empty(ctx, &[usize::MAX, 2], DType::F32),
+            |e| matches!(e, Error::Shape { .. }),
+        )?;
+        let too_big = (ctx.limits().max_buffer_size / 4 + 1) as usize;
+        expect_err(
+            "max buffer",
+            Tensor::empty(ctx, &[too_big], DType::F32),
+            |e| {
+                matches!(
+                    e,
+                    Error::LimitExceeded {
+                        limit: "maxBufferSize",
+                        ..
+                    }
+                )
+            },
+        )?;
+        let r = t.reshape(&[3, 2])?;
+        assert_eq!((r.shape(), r.strides()), (&[3, 2][..], &[2, 1][..]));
+        Ok(())
+    });
+}
+
+#[test]
+fn no_pipeline_is_compiled_twice() {
+    on_every_adapter_with(
+        "core_pipeline_cache",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let x = Tensor::from_slice(ctx, &random(1, 64, -1.0, 1.0), &[8, 8])?;
+            let y = Tensor::empty(ctx, &[8, 8], DType::F32)?;
+            unary(ctx, Unary::Gelu, &x, &y)?;
+            Softmax::new(8, 8).run(ctx, &x, None, &y)?;
+            let compiled = ctx.pipelines().compiled();
+            assert_eq!(compiled, 2);
+            for _ in 0..3 {
+                unary(ctx, Unary::Gelu, &x, &y)?;
+                Softmax::new(8, 8).run(ctx, &x, None, &y)?;
+            }
+            unary(ctx, Unary::Scale(2.0), &x, &y)?; // a new entry point compiles once more
+            assert_eq!(ctx.pipelines().compiled(), compiled + 1);
+            block(y.to_vec::<f32>(ctx)).map(|_| ())
+        },
+    );
+}
+
+fn profile_three_ops(ctx: &Context) -> ridge::core::Result<ridge::core::Profile> {
+    let x = Tensor::from_slice(ctx, &random(1, 1 << 16, -1.0, 1.0), &[256, 256])?;
+    let y = Tensor::empty(ctx, &[256, 256], DType::F32)?;
+    ctx.start_profiling();
+    unary(ctx, Unary::Gelu, &x, &y)?;
+    Softmax::new(256, 256).run(ctx, &x, None, &y)?;
+    unary(ctx, Unary::Gelu, &x, &y)?;
+    block(ctx.finish_profiling())
+}
+
+#[test]
+fn profiler_times_every_dispatch_and_says_how() {
+    on_every_adapter_with(
+        "core_profiler",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let p = profile_three_ops(ctx)?;
+            let names: Vec<_> = p.spans.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["gelu", "softmax", "gelu"]);
+            let expected = if ctx.has_timestamps() {
+                TimingMethod::GpuTimestamps
+            } else {
+                TimingMethod::WallClock
+            };
+            assert_eq!(p.method, expected);
+            for s in &p.spans {
+                // Measured times are positive; an unmeasurable one is None, never 0.
+                assert!(s.ms.is_none_or(|ms| ms > 0.0 && ms.is_finite()), "{s:?}");
+            }
+            assert_eq!(p.by_name()[0].1, 2);
+            // Without a profile nothing is recorded.
+            assert!(block(ctx.finish_profiling())?.spans.is_empty());
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn profiler_falls_back_to_the_wall_clock_without_timestamps() {
+    on_every_adapter_with(
+        "core_profiler_wall_clock",
+        |_| ContextOptions {
+            without_features: wgpu::Features::TIMESTAMP_QUERY,
+            ..Default::default()
+        },
+        |ctx| {
+            let p = profile_three_ops(ctx)?;
+            assert_eq!(p.method, TimingMethod::WallClock);
+            assert!(
+                p.spans.iter().all(|s| s.ms.is_some_and(|ms| ms > 0.0)),
+                "{p:?}"
+            );
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn adapters_are_selected_by_backend_name_or_index() {
+    let all = block(ridge::core::context::adapters());
+    assert!(!all.is_empty());
+    let first = all[0].get_info();
+    let by_index = ridge::core::context::select(all.clone(), "0");
+    assert_eq!(by_index[0].get_info(), first);
+    let by_backend = ridge::core::context::select(all.clone(), first.backend.to_str());
+    assert!(
+        by_backend
+            .iter()
+            .all(|a| a.get_info().backend == first.backend)
+    );
+    let by_name = ridge::core::context::select(all.clone(), &first.name.to_uppercase());
+    assert!(!by_name.is_empty());
+    let none = block(Context::with_options(ContextOptions {
+        adapter: Some("no such gpu".into()),
+        ..Default::default()
+    }));
+    match none {
+        Err(Error::NoAdapter { wanted, present }) => {
+            assert_eq!(wanted.as_deref(), Some("no such gpu"));
+            assert_eq!(present.len(), all.len());
+        }
+        other => panic!("expected NoAdapter, got {other:?}"),
+    }
+}
+
+#[test]
+fn contexts_use_the_adapters_own_limits_and_features() {
+    on_every_adapter("core_limits", |ctx| {
+        let own = ctx.adapter().limits();
+        assert_eq!(
+            ctx.limits().max_storage_buffer_binding_size,
+            own.max_storage_buffer_binding_size
+        );
+        assert_eq!(
+            ctx.limits().max_compute_workgroup_storage_size,
+            own.max_compute_workgroup_storage_size
+        );
+        assert_eq!(ctx.limits().max_buffer_size, own.max_buffer_size);
+        let wanted = ridge::core::context::wanted_features() & ctx.adapter().features();
+        assert_eq!(ctx.features() & wanted, wanted);
+        let fp = ctx.fingerprint();
+        assert!(!fp.name.is_empty() && !fp.backend.is_empty());
+        Ok(())
+    });
+}

@@ -1,0 +1,97 @@
+//! Permutes, transposes and NCHW ↔ NHWC: exact equality with the reference.
+
+use proptest::prelude::*;
+use ridge::core::{Context, DType, Error, Result, Tensor};
+use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW};
+
+use crate::harness::*;
+
+/// Permutes only move data, so the result must equal the reference bit for bit.
+fn check(ctx: &Context, shape: &[usize], perm: &[usize], dtype: DType, seed: u64) -> Result<()> {
+    let n = shape.iter().product();
+    let (x, xv) = upload(ctx, &random(seed, n, -100.0, 100.0), shape, dtype)?;
+    let out_shape = layout::permuted_shape(shape, perm)?;
+    let y = poisoned(ctx, &out_shape, dtype)?;
+    layout::permute(ctx, &x, perm, &y)?;
+    let want = layout::reference(&xv, shape, perm);
+    assert_close("permute", &block(y.to_f32(ctx))?, &want, |_| 0.0)
+        .map_err(|e| Error::invalid("permute", format!("{shape:?} by {perm:?} {dtype}: {e}")))
+}
+
+#[test]
+fn nchw_nhwc_both_ways_odd_sizes() {
+    on_every_adapter("layout_nchw", |ctx| {
+        let mut seed = 0;
+        for dtype in dtypes(ctx) {
+            for shape in [
+                [1, 3, 5, 7],
+                [2, 33, 9, 7],
+                [3, 64, 8, 8],
+                [1, 1, 1, 1],
+                [2, 1, 31, 33],
+                [2, 70, 1, 1],
+            ] {
+                seed += 1;
+                check(ctx, &shape, &NCHW_TO_NHWC, dtype, seed)?;
+                check(ctx, &shape, &NHWC_TO_NCHW, dtype, seed)?;
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn transposes_and_general_permutes() {
+    on_every_adapter("layout_permutes", |ctx| {
+        check(ctx, &[1, 1], &[1, 0], DType::F32, 1)?;
+        check(ctx, &[67, 131], &[1, 0], DType::F32, 2)?;
+        check(ctx, &[5, 32, 64], &[0, 2, 1], DType::F32, 3)?;
+        check(ctx, &[2, 3, 4, 5, 6, 7], &[5, 3, 1, 0, 2, 4], DType::F32, 4)?;
+        check(ctx, &[7, 1, 3, 1, 5], &[4, 3, 2, 1, 0], DType::F32, 5)?;
+        check(ctx, &[2, 3, 4], &[0, 1, 2], DType::F32, 6)?; // identity
+        check(ctx, &[2, 0, 4], &[2, 0, 1], DType::F32, 7)?; // zero-size
+        check(ctx, &[], &[], DType::F32, 8) // a scalar
+    });
+}
+
+#[test]
+fn more_tiles_than_one_grid_dimension() {
+    on_every_adapter_with(
+        "layout_folded_grid",
+        |a| with_limits(a, |l| l.max_compute_workgroups_per_dimension = 4),
+        |ctx| {
+            check(ctx, &[3, 70, 100], &[0, 2, 1], DType::F32, 9)?; // 3·3·4 = 36 tiles
+            check(ctx, &[3, 40, 100], &[2, 0, 1], DType::F32, 10) // general kernel, 47 workgroups
+        },
+    );
+}
+
+#[test]
+fn bad_inputs_give_typed_errors() {
+    on_every_adapter("layout_bad_inputs", |ctx| {
+        let x = Tensor::empty(ctx, &[2, 3, 4], DType::F32)?;
+        let y = Tensor::empty(ctx, &[4, 3, 2], DType::F32)?;
+        let invalid = |e: &Error| matches!(e, Error::InvalidArgument { .. });
+        expect_err("perm", layout::permute(ctx, &x, &[0, 0, 1], &y), invalid)?;
+        expect_err("perm", layout::permute(ctx, &x, &[0, 1], &y), invalid)?;
+        expect_err("out", layout::permute(ctx, &x, &[0, 2, 1], &y), |e| {
+            matches!(e, Error::Shape { .. })
+        })?;
+        expect_err("alias", layout::permute(ctx, &x, &[0, 1, 2], &x), invalid)
+    });
+}
+
+fn shape_and_perm() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    proptest::collection::vec(1usize..9, 1..=6).prop_flat_map(|shape| {
+        let n = shape.len();
+        (Just(shape), Just((0..n).collect::<Vec<_>>()).prop_shuffle())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #[test]
+    fn random_permutes_are_exact((shape, perm) in shape_and_perm(), seed in 0u64..1000) {
+        on_every_adapter("layout_proptest", |ctx| check(ctx, &shape, &perm, DType::F32, seed));
+    }
+}
