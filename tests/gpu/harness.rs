@@ -186,7 +186,7 @@ pub fn upload(
     use half::f16;
     use ridge::core::{DType, Tensor};
     match dtype {
-        DType::F32 => Ok((Tensor::from_slice(ctx, data, shape)?, data.to_vec())),
+        DType::F32 | DType::U32 => Ok((Tensor::from_slice(ctx, data, shape)?, data.to_vec())),
         DType::F16 => {
             let h: Vec<f16> = data.iter().map(|&v| f16::from_f32(v)).collect();
             let back = h.iter().map(|v| v.to_f32()).collect();

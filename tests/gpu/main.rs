@@ -6,5 +6,6 @@ mod core;
 mod elementwise;
 mod gemm;
 mod layout;
+mod nn_ops;
 mod norm;
 mod softmax;

@@ -82,7 +82,7 @@ pub struct Context {
     limits: wgpu::Limits,
     features: wgpu::Features,
     pipelines: PipelineCache,
-    placeholder: wgpu::Buffer,
+    placeholder: crate::Tensor,
     pub(crate) recorder: Mutex<Recorder>,
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
@@ -214,12 +214,16 @@ impl Context {
 
         let features = device.features();
         let limits = device.limits();
-        let placeholder = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("ridge placeholder binding"),
-            size: 16,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
+        let placeholder = crate::Tensor::from_buffer(
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("ridge placeholder binding"),
+                size: 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }),
+            &[4],
+            crate::DType::F32,
+        );
         tracing::info!("ridge context on {}", describe(&info));
         Ok(Self {
             adapter,
@@ -271,7 +275,7 @@ impl Context {
     /// A small storage buffer to bind where a kernel's optional input (a bias, a mask, an
     /// affine weight) is absent: WGSL bindings must be bound even when a define disables
     /// their use.
-    pub fn placeholder(&self) -> &wgpu::Buffer {
+    pub fn placeholder(&self) -> &crate::Tensor {
         &self.placeholder
     }
     /// `name (backend, device type)`, for messages.

@@ -35,6 +35,8 @@ impl std::fmt::Display for TimingMethod {
 pub struct Span {
     /// The op's name.
     pub name: String,
+    /// What the op was part of when recorded (see [`crate::Context::set_scope`]).
+    pub scope: String,
     /// Milliseconds; `None` when it could not be measured.
     pub ms: Option<f64>,
 }
@@ -64,17 +66,26 @@ impl Profile {
         self.spans.iter().map(|s| s.ms).sum()
     }
 
-    /// Spans grouped by name in first-seen order: (name, count, total ms or `None` if any
+    /// Spans grouped by op name in first-seen order: (name, count, total ms or `None` if any
     /// of them is unmeasured).
     pub fn by_name(&self) -> Vec<(String, usize, Option<f64>)> {
+        self.group_by(|s| &s.name)
+    }
+
+    /// Spans grouped by scope in first-seen order, as [`Profile::by_name`].
+    pub fn by_scope(&self) -> Vec<(String, usize, Option<f64>)> {
+        self.group_by(|s| &s.scope)
+    }
+
+    fn group_by(&self, key: impl Fn(&Span) -> &String) -> Vec<(String, usize, Option<f64>)> {
         let mut out: Vec<(String, usize, Option<f64>)> = Vec::new();
         for s in &self.spans {
-            match out.iter_mut().find(|(n, _, _)| *n == s.name) {
+            match out.iter_mut().find(|(n, _, _)| n == key(s)) {
                 Some((_, count, total)) => {
                     *count += 1;
                     *total = total.zip(s.ms).map(|(a, b)| a + b);
                 }
-                None => out.push((s.name.clone(), 1, s.ms)),
+                None => out.push((key(s).clone(), 1, s.ms)),
             }
         }
         out
@@ -104,7 +115,7 @@ enum Pending {
 
 pub(crate) struct ProfileState {
     pub(crate) method: TimingMethod,
-    spans: Vec<(String, Pending)>,
+    spans: Vec<(String, String, Pending)>,
     sets: Vec<wgpu::QuerySet>,
     used_in_last: u32,
 }
@@ -120,7 +131,12 @@ impl ProfileState {
     }
 
     /// The query set and first query index for the next pass's begin/end timestamps.
-    pub(crate) fn next_timestamps(&mut self, ctx: &Context, name: &str) -> (wgpu::QuerySet, u32) {
+    pub(crate) fn next_timestamps(
+        &mut self,
+        ctx: &Context,
+        name: &str,
+        scope: &str,
+    ) -> (wgpu::QuerySet, u32) {
         if self.used_in_last == PAIRS_PER_SET {
             self.sets
                 .push(ctx.device().create_query_set(&wgpu::QuerySetDescriptor {
@@ -133,17 +149,22 @@ impl ProfileState {
         let pair = self.used_in_last;
         self.used_in_last += 1;
         let set = self.sets.len() - 1;
-        self.spans
-            .push((name.to_string(), Pending::Timestamps { set, pair }));
+        self.spans.push((
+            name.to_string(),
+            scope.to_string(),
+            Pending::Timestamps { set, pair },
+        ));
         (self.sets[set].clone(), 2 * pair)
     }
 
-    pub(crate) fn measured(&mut self, name: &str, ms: f64) {
-        self.spans.push((name.to_string(), Pending::Measured(ms)));
+    pub(crate) fn measured(&mut self, name: &str, scope: &str, ms: f64) {
+        self.spans
+            .push((name.to_string(), scope.to_string(), Pending::Measured(ms)));
     }
 
-    pub(crate) fn unavailable(&mut self, name: &str) {
-        self.spans.push((name.to_string(), Pending::Unavailable));
+    pub(crate) fn unavailable(&mut self, name: &str, scope: &str) {
+        self.spans
+            .push((name.to_string(), scope.to_string(), Pending::Unavailable));
     }
 
     pub(crate) async fn finish(self, ctx: &Context) -> Result<Profile> {
@@ -164,14 +185,14 @@ impl ProfileState {
             let mut encoder = ctx.encoder();
             encoder.resolve_query_set(set, 0..2 * pairs, &resolve, 0);
             ctx.submit(encoder);
-            let raw = crate::tensor::read_buffer(ctx, &resolve, bytes).await?;
+            let raw = crate::tensor::read_buffer(ctx, &resolve, 0, bytes).await?;
             ticks.push(bytemuck::pod_collect_to_vec(&raw));
         }
         let period_ns = ctx.queue().get_timestamp_period() as f64;
         let spans = self
             .spans
             .into_iter()
-            .map(|(name, p)| {
+            .map(|(name, scope, p)| {
                 let ms = match p {
                     Pending::Timestamps { set, pair } => {
                         let t = &ticks[set];
@@ -182,7 +203,7 @@ impl ProfileState {
                     Pending::Measured(ms) => Some(ms),
                     Pending::Unavailable => None,
                 };
-                Span { name, ms }
+                Span { name, scope, ms }
             })
             .collect();
         Ok(Profile {

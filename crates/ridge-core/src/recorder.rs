@@ -28,6 +28,7 @@ pub struct Dispatch<'a> {
 pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
     recorded: u32,
+    scope: String,
     pub(crate) profile: Option<ProfileState>,
 }
 
@@ -54,7 +55,7 @@ impl Context {
                 let mut rec = self.recorder();
                 let rec = &mut *rec;
                 let profile = rec.profile.as_mut().expect("profiling is on");
-                let (query_set, first) = profile.next_timestamps(self, d.label);
+                let (query_set, first) = profile.next_timestamps(self, d.label, &rec.scope);
                 let writes = wgpu::ComputePassTimestampWrites {
                     query_set: &query_set,
                     beginning_of_pass_write_index: Some(first),
@@ -66,8 +67,9 @@ impl Context {
             }
             Some(TimingMethod::Unavailable) | None => {
                 let mut rec = self.recorder();
+                let rec = &mut *rec;
                 if let Some(p) = rec.profile.as_mut() {
-                    p.unavailable(d.label);
+                    p.unavailable(d.label, &rec.scope);
                 }
                 let encoder = rec.encoder.get_or_insert_with(|| new_encoder(self));
                 encode(encoder, &d, None);
@@ -90,6 +92,14 @@ impl Context {
         if let Some(encoder) = rec.encoder.take() {
             self.queue().submit([encoder.finish()]);
         }
+    }
+
+    /// Names the part of a larger computation that the following dispatches belong to (e.g.
+    /// `layer 3 · attention`); profiles carry it in [`crate::Span::scope`]. Empty clears it.
+    pub fn set_scope(&self, scope: &str) {
+        let mut rec = self.recorder();
+        rec.scope.clear();
+        rec.scope.push_str(scope);
     }
 
     /// Starts a profile: every dispatch from now on becomes a span, timed with GPU timestamps
@@ -146,8 +156,10 @@ impl Context {
         self.queue().submit([encoder.finish()]);
         self.wait()?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        if let Some(p) = self.recorder().profile.as_mut() {
-            p.measured(d.label, ms);
+        let mut rec = self.recorder();
+        let rec = &mut *rec;
+        if let Some(p) = rec.profile.as_mut() {
+            p.measured(d.label, &rec.scope, ms);
         }
         Ok(())
     }

@@ -13,13 +13,15 @@ pub enum DType {
     F32,
     /// IEEE 754 binary16 (needs the adapter feature `shader-f16` in kernels).
     F16,
+    /// Unsigned 32-bit integers (token ids, lengths).
+    U32,
 }
 
 impl DType {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 => 4,
+            DType::F32 | DType::U32 => 4,
             DType::F16 => 2,
         }
     }
@@ -28,6 +30,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::U32 => "u32",
         }
     }
 }
@@ -49,15 +52,20 @@ impl Element for f32 {
 impl Element for f16 {
     const DTYPE: DType = DType::F16;
 }
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+}
 
-/// A device buffer viewed as a row-major tensor.
+/// A device buffer (or a byte range of one) viewed as a row-major tensor.
 ///
 /// Shapes are in elements, outermost first; `strides` are in elements too. Tensors made
-/// here are contiguous; [`Tensor::reshape`] gives another contiguous view of the same buffer.
-/// Cloning is cheap and shares the buffer.
+/// here are contiguous; [`Tensor::reshape`] gives another contiguous view of the same buffer
+/// and [`Tensor::narrow`] a range of its outermost dim. Cloning is cheap and shares the buffer.
 #[derive(Clone, Debug)]
 pub struct Tensor {
     buffer: wgpu::Buffer,
+    /// Byte offset of element 0 in `buffer`.
+    offset: u64,
     shape: Vec<usize>,
     strides: Vec<usize>,
     dtype: DType,
@@ -109,10 +117,22 @@ impl Tensor {
         });
         Ok(Self {
             buffer,
+            offset: 0,
             strides: contiguous_strides(shape),
             shape: shape.to_vec(),
             dtype,
         })
+    }
+
+    /// A contiguous tensor over a whole existing buffer (at least `shape`'s bytes).
+    pub(crate) fn from_buffer(buffer: wgpu::Buffer, shape: &[usize], dtype: DType) -> Self {
+        Self {
+            buffer,
+            offset: 0,
+            strides: contiguous_strides(shape),
+            shape: shape.to_vec(),
+            dtype,
+        }
     }
 
     /// A tensor holding `data` (row-major) with `shape`.
@@ -140,30 +160,30 @@ impl Tensor {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let aligned = bytes.len() / 4 * 4;
         if aligned > 0 {
-            ctx.queue().write_buffer(&self.buffer, 0, &bytes[..aligned]);
+            ctx.queue()
+                .write_buffer(&self.buffer, self.offset, &bytes[..aligned]);
         }
         if aligned < bytes.len() {
             let mut tail = [0u8; 4];
             tail[..bytes.len() - aligned].copy_from_slice(&bytes[aligned..]);
             ctx.queue()
-                .write_buffer(&self.buffer, aligned as u64, &tail);
+                .write_buffer(&self.buffer, self.offset + aligned as u64, &tail);
         }
         Ok(())
     }
 
-    /// Fills the whole buffer with NaN bit patterns (0xFFFF in f16 and 0xFFFFFFFF in f32),
-    /// so that tests catch any output element a kernel fails to write.
+    /// Fills the tensor's bytes (rounded up to 4) with NaN bit patterns (0xFFFF in f16,
+    /// 0xFFFFFFFF in f32), so that tests catch any output element a kernel fails to write.
     pub fn poison(&self, ctx: &Context) {
         ctx.flush();
-        let bytes = vec![0xFFu8; self.buffer.size() as usize];
-        ctx.queue().write_buffer(&self.buffer, 0, &bytes);
+        let bytes = vec![0xFFu8; self.padded_bytes() as usize];
+        ctx.queue().write_buffer(&self.buffer, self.offset, &bytes);
     }
 
     /// Downloads the tensor as `T` (which must be its dtype).
     pub async fn to_vec<T: Element>(&self, ctx: &Context) -> Result<Vec<T>> {
         self.expect_dtype("Tensor::to_vec", T::DTYPE)?;
-        let bytes = (self.numel() * self.dtype.size()) as u64;
-        let raw = read_buffer(ctx, &self.buffer, bytes.div_ceil(4) * 4).await?;
+        let raw = read_buffer(ctx, &self.buffer, self.offset, self.padded_bytes()).await?;
         let mut out: Vec<T> = bytemuck::pod_collect_to_vec(&raw);
         out.truncate(self.numel());
         Ok(out)
@@ -179,6 +199,11 @@ impl Tensor {
                 .into_iter()
                 .map(f16::to_f32)
                 .collect()),
+            DType::U32 => Err(Error::DType {
+                op: "Tensor::to_f32".into(),
+                expected: DType::F32,
+                got: DType::U32,
+            }),
         }
     }
 
@@ -194,8 +219,53 @@ impl Tensor {
         }
         Ok(Self {
             buffer: self.buffer.clone(),
+            offset: self.offset,
             strides: contiguous_strides(shape),
             shape: shape.to_vec(),
+            dtype: self.dtype,
+        })
+    }
+
+    /// The view of rows `start..start + len` of the outermost dim, sharing the buffer.
+    ///
+    /// Errors: [`Error::Shape`] for a range outside the dim, a scalar, or a view whose byte
+    /// offset or size is not a multiple of 4 (WebGPU's copy and binding granularity). Kernels
+    /// also need the offset to be a multiple of the adapter's
+    /// `minStorageBufferOffsetAlignment` (checked at launch).
+    pub fn narrow(&self, start: usize, len: usize) -> Result<Self> {
+        let outer = *self
+            .shape
+            .first()
+            .ok_or_else(|| Error::shape("narrow", "a scalar has no outer dim"))?;
+        if start.checked_add(len).is_none_or(|end| end > outer) {
+            return Err(Error::shape(
+                "narrow",
+                format!(
+                    "rows {start}..{} of {:?}",
+                    start.saturating_add(len),
+                    self.shape
+                ),
+            ));
+        }
+        let row_bytes = (self.strides[0] * self.dtype.size()) as u64;
+        let offset = self.offset + start as u64 * row_bytes;
+        if offset % 4 != 0 || (len as u64 * row_bytes) % 4 != 0 {
+            return Err(Error::shape(
+                "narrow",
+                format!(
+                    "rows {start}..{} of {:?} are not 4-byte aligned",
+                    start + len,
+                    self.shape
+                ),
+            ));
+        }
+        let mut shape = self.shape.clone();
+        shape[0] = len;
+        Ok(Self {
+            buffer: self.buffer.clone(),
+            offset,
+            strides: contiguous_strides(&shape),
+            shape,
             dtype: self.dtype,
         })
     }
@@ -227,6 +297,14 @@ impl Tensor {
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
     }
+    /// Byte offset of the first element in [`Tensor::buffer`].
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+    /// Bytes the tensor occupies, rounded up to 4 (at least 4).
+    pub fn padded_bytes(&self) -> u64 {
+        self.size_bytes().div_ceil(4).max(1) * 4
+    }
     /// Shape in elements, outermost first.
     pub fn shape(&self) -> &[usize] {
         &self.shape
@@ -251,17 +329,22 @@ impl Tensor {
     pub fn is_contiguous(&self) -> bool {
         self.strides == contiguous_strides(&self.shape)
     }
-    /// The whole buffer as a binding resource.
+    /// The tensor's byte range as a binding resource.
     pub fn binding(&self) -> wgpu::BindingResource<'_> {
-        self.buffer.as_entire_binding()
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: self.offset,
+            size: std::num::NonZeroU64::new(self.padded_bytes()),
+        })
     }
 }
 
-/// Copies the first `bytes` (a multiple of 4) of `buffer` to the host, after everything
+/// Copies `bytes` (a multiple of 4) of `buffer` from `offset` to the host, after everything
 /// recorded so far, and reports GPU errors recorded meanwhile.
 pub(crate) async fn read_buffer(
     ctx: &Context,
     buffer: &wgpu::Buffer,
+    offset: u64,
     bytes: u64,
 ) -> Result<Vec<u8>> {
     let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
@@ -272,7 +355,7 @@ pub(crate) async fn read_buffer(
     });
     let mut encoder = ctx.encoder();
     if bytes > 0 {
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes);
     }
     ctx.submit(encoder);
     let (tx, rx) = futures_channel::oneshot::channel();

@@ -16,6 +16,7 @@ pub fn unit_roundoff(dtype: DType) -> f64 {
     match dtype {
         DType::F32 => U32,
         DType::F16 => U16,
+        DType::U32 => 0.0,
     }
 }
 

@@ -177,9 +177,9 @@ fn run(
     let nb = launch::fits_u32(label, "elements", b.map_or(1, |b| b.numel()))?;
     let wg = launch::workgroup_size_1d(ctx, WG_CAP);
     let defines = launch::dtype_defines(ctx, label, a.dtype())?.u32("WG", wg);
-    let mut buffers = vec![(1, a.buffer()), (3, out.buffer())];
+    let mut buffers = vec![(1, a), (3, out)];
     if let Some(b) = b {
-        buffers.push((2, b.buffer()));
+        buffers.push((2, b));
     }
     Launch {
         label,

@@ -273,14 +273,14 @@ impl Gemm {
             self,
             bias.is_some(),
         );
-        let bias = bias.map_or(ctx.placeholder(), |t| t.buffer());
+        let bias = bias.map_or(ctx.placeholder(), |t| t);
         Launch {
             label: name,
             shader: &GEMM,
             entry: "gemm",
             defines,
             params,
-            buffers: vec![(1, a.buffer()), (2, b.buffer()), (3, bias), (4, c.buffer())],
+            buffers: vec![(1, a), (2, b), (3, bias), (4, c)],
             workgroups: ctx.fold_workgroups(name, total)?,
         }
         .run(ctx)

@@ -15,6 +15,12 @@ pub fn dtype_defines(ctx: &Context, op: &str, dtype: DType) -> Result<Defines> {
             ctx.require(op, wgpu::Features::SHADER_F16)?;
             defines.enable("f16").alias("T", "f16")
         }
+        DType::U32 => {
+            return Err(Error::invalid(
+                op,
+                "float kernels take f32 or f16 tensors, not u32",
+            ));
+        }
     })
 }
 
@@ -62,8 +68,8 @@ pub struct Launch<'a> {
     pub defines: Defines,
     /// Uniform parameters (binding 0).
     pub params: Params,
-    /// Storage buffers by binding number.
-    pub buffers: Vec<(u32, &'a wgpu::Buffer)>,
+    /// Storage bindings by binding number.
+    pub buffers: Vec<(u32, &'a Tensor)>,
     /// Workgroup grid.
     pub workgroups: [u32; 3],
 }
@@ -71,8 +77,21 @@ pub struct Launch<'a> {
 impl Launch<'_> {
     /// Checks every binding against the adapter's limits, then records the dispatch.
     pub fn run(self, ctx: &Context) -> Result<()> {
-        for (_, buffer) in &self.buffers {
-            ctx.check_binding(self.label, buffer.size())?;
+        let align = ctx.limits().min_storage_buffer_offset_alignment as u64;
+        for (_, t) in &self.buffers {
+            ctx.check_binding(self.label, t.padded_bytes())?;
+            if t.offset() % align != 0 {
+                return Err(Error::LimitExceeded {
+                    what: format!(
+                        "{}: a tensor view at byte offset {}",
+                        self.label,
+                        t.offset()
+                    ),
+                    limit: "minStorageBufferOffsetAlignment (offset must be a multiple)",
+                    requested: t.offset(),
+                    allowed: align,
+                });
+            }
         }
         let pipeline = ctx
             .pipelines()
@@ -93,7 +112,7 @@ impl Launch<'_> {
                 .iter()
                 .map(|(binding, buffer)| wgpu::BindGroupEntry {
                     binding: *binding,
-                    resource: buffer.as_entire_binding(),
+                    resource: buffer.binding(),
                 }),
         );
         let bind_group = ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {

@@ -157,7 +157,7 @@ fn general(
             .words(&out_shape)
             .words(&strides)
             .words(&[0; 8]),
-        buffers: vec![(1, x.buffer()), (2, out.buffer())],
+        buffers: vec![(1, x), (2, out)],
         workgroups: ctx.fold_workgroups(name, n.div_ceil(wg) as u64)?,
     }
     .run(ctx)
@@ -189,7 +189,7 @@ fn transpose(
             tiles_c,
             tiles_r,
         ]),
-        buffers: vec![(1, x.buffer()), (2, out.buffer())],
+        buffers: vec![(1, x), (2, out)],
         workgroups: ctx.fold_workgroups(name, total)?,
     }
     .run(ctx)

@@ -5,10 +5,12 @@
 
 pub mod check;
 pub mod elementwise;
+pub mod embedding;
 pub mod gemm;
 pub mod launch;
 pub mod layout;
 pub mod norm;
+pub mod pool;
 pub mod shaders;
 pub mod softmax;
 pub mod suite;
@@ -17,4 +19,5 @@ pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{Gemm, GemmConfig};
 pub use layout::{nchw_to_nhwc, nhwc_to_nchw, permute};
 pub use norm::{Norm, NormKind};
+pub use pool::MeanPool;
 pub use softmax::Softmax;

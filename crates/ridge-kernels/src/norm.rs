@@ -182,10 +182,10 @@ impl Norm {
             .u32("WG", wg)
             .bool("AFFINE", affine.is_some());
         let (g, b) = match affine {
-            Some((g, b)) => (g.buffer(), b.buffer()),
+            Some((g, b)) => (g, b),
             None => (ctx.placeholder(), ctx.placeholder()),
         };
-        let mut buffers = vec![(1, x.buffer()), (2, g), (4, y.buffer())];
+        let mut buffers = vec![(1, x), (2, g), (4, y)];
         if self.kind == NormKind::LayerNorm {
             buffers.push((3, b));
         }

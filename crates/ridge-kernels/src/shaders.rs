@@ -29,6 +29,17 @@ pub static LAYOUT: ShaderSource = ShaderSource {
     body: include_str!("../../../shaders/layout.wgsl"),
 };
 
+/// `shaders/embedding.wgsl`.
+pub static EMBEDDING: ShaderSource = ShaderSource {
+    name: "embedding",
+    body: include_str!("../../../shaders/embedding.wgsl"),
+};
+/// `shaders/pool.wgsl`.
+pub static POOL: ShaderSource = ShaderSource {
+    name: "pool",
+    body: include_str!("../../../shaders/pool.wgsl"),
+};
+
 /// One buildable shader variant: source, entry point, defines.
 pub type Variant = (&'static ShaderSource, &'static str, Defines);
 
@@ -37,6 +48,7 @@ pub fn storage_defines(dtype: DType) -> Defines {
     match dtype {
         DType::F32 => Defines::new().alias("T", "f32"),
         DType::F16 => Defines::new().enable("f16").alias("T", "f16"),
+        DType::U32 => Defines::new().alias("T", "u32"),
     }
 }
 
@@ -50,6 +62,8 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::softmax::variants(dtype));
         v.extend(crate::elementwise::variants(dtype));
         v.extend(crate::layout::variants(dtype));
+        v.extend(crate::embedding::variants(dtype));
+        v.extend(crate::pool::variants(dtype));
     }
     v
 }

@@ -142,7 +142,7 @@ impl Softmax {
         let defines = launch::dtype_defines(ctx, name, x.dtype())?
             .u32("WG", wg)
             .bool("HAS_MASK", mask.is_some());
-        let m = mask.map_or(ctx.placeholder(), |m| m.buffer());
+        let m = mask.map_or(ctx.placeholder(), |m| m);
         Launch {
             label: name,
             shader: &SOFTMAX,
@@ -157,7 +157,7 @@ impl Softmax {
                     self.mask_group.max(1),
                 )?)
                 .f(self.scale),
-            buffers: vec![(1, x.buffer()), (2, m), (3, y.buffer())],
+            buffers: vec![(1, x), (2, m), (3, y)],
             workgroups: ctx.fold_workgroups(name, if cols == 0 { 0 } else { rows as u64 })?,
         }
         .run(ctx)

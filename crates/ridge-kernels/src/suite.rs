@@ -69,7 +69,7 @@ fn random(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
 /// Uploads as `dtype` and returns the values the tensor really holds.
 fn upload(ctx: &Context, v: &[f32], shape: &[usize], dtype: DType) -> Result<(Tensor, Vec<f32>)> {
     match dtype {
-        DType::F32 => Ok((Tensor::from_slice(ctx, v, shape)?, v.to_vec())),
+        DType::F32 | DType::U32 => Ok((Tensor::from_slice(ctx, v, shape)?, v.to_vec())),
         DType::F16 => {
             let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
             let back = h.iter().map(|x| x.to_f32()).collect();

@@ -1,0 +1,51 @@
+// Mean pooling over the valid tokens of each sequence, optionally L2-normalised:
+//   m[b, h] = sum_{t < len[b]} x[b, t, h] / len[b]          (0 for an empty sequence)
+//   out[b, :] = m[b, :] / max(||m[b, :]||_2, 1e-12)         (with NORMALIZE; the eps of
+//                                                             PyTorch's F.normalize)
+// as sentence-transformers' Pooling(mean) and Normalize modules do. One workgroup per
+// sequence; with NORMALIZE the means are computed twice (once for the norm, once to write)
+// rather than kept in workgroup memory, so any hidden size fits.
+//
+// Defines: T (storage type), WG (a power of two), NORMALIZE.
+
+struct Params { batch: u32, seq: u32, hidden: u32, pad: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<T>;
+@group(0) @binding(2) var<storage, read> lengths: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<T>;
+
+var<workgroup> partial: array<f32, WG>;
+
+fn mean(b: u32, len: u32, h: u32) -> f32 {
+    var s = 0.0;
+    for (var t = 0u; t < len; t++) { s += f32(x[(b * p.seq + t) * p.hidden + h]); }
+    return select(0.0, s / f32(len), len > 0u);
+}
+
+@compute @workgroup_size(WG)
+fn mean_pool(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+    let b = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    if b >= p.batch { return; }
+    let len = min(lengths[b], p.seq);
+
+    var scale = 1.0;
+    if NORMALIZE {
+        var sq = 0.0;
+        for (var h = lid; h < p.hidden; h += WG) {
+            let m = mean(b, len, h);
+            sq += m * m;
+        }
+        partial[lid] = sq;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if lid < s { partial[lid] += partial[lid + s]; }
+            workgroupBarrier();
+        }
+        scale = 1.0 / max(sqrt(partial[0]), 1e-12);
+    }
+    for (var h = lid; h < p.hidden; h += WG) {
+        out[b * p.hidden + h] = T(mean(b, len, h) * scale);
+    }
+}
