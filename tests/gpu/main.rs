@@ -6,6 +6,8 @@ mod core;
 mod elementwise;
 mod gemm;
 mod layout;
+mod minilm;
+mod minilm_errors;
 mod nn_ops;
 mod norm;
 mod softmax;

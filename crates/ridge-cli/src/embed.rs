@@ -1,0 +1,140 @@
+//! `ridge embed`, `ridge similarity`, `ridge fetch-model`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ridge_core::Context;
+use ridge_nn::{SentenceEmbedder, cosine, fetch};
+
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// A local sentence-transformers folder (BERT family). Default: all-MiniLM-L6-v2 from
+    /// the cache folder (`ridge fetch-model` puts it there).
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    pub fn load(&self, ctx: &Context) -> Result<SentenceEmbedder, Box<dyn std::error::Error>> {
+        let dir = match &self.model {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = fetch::minilm_dir();
+                if !dir.join("model.safetensors").exists() {
+                    return Err(format!(
+                        "all-MiniLM-L6-v2 is not in the cache ({}): run `ridge fetch-model` or `cargo xtask fetch-model`, or pass --model DIR",
+                        dir.display()
+                    )
+                    .into());
+                }
+                dir
+            }
+        };
+        Ok(SentenceEmbedder::load(ctx, &dir)?)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct EmbedArgs {
+    /// Texts to embed (each argument is one text).
+    texts: Vec<String>,
+    /// Read texts from a file, one per line (empty lines are kept as empty texts).
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Texts encoded together on the GPU (1–128).
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    /// JSON Lines: one {"index", "text", "embedding"} object per text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+pub fn embed(args: EmbedArgs) -> crate::CliResult {
+    let mut texts = args.texts.clone();
+    if let Some(file) = &args.file {
+        let content =
+            std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        if content.is_empty() {
+            return Err(format!("{}: the file is empty", file.display()).into());
+        }
+        texts.extend(content.lines().map(str::to_string));
+    }
+    if texts.is_empty() {
+        return Err("nothing to embed: give texts as arguments or --file FILE".into());
+    }
+    let ctx = pollster::block_on(Context::new())?;
+    let model = args.model.load(&ctx)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
+    let mut out = std::io::stdout().lock();
+    for (i, (text, v)) in texts.iter().zip(&vectors).enumerate() {
+        if args.json {
+            let line = serde_json::json!({ "index": i, "text": text, "embedding": v });
+            writeln!(out, "{line}")?;
+        } else {
+            let head: Vec<String> = v.iter().take(6).map(|x| format!("{x:+.5}")).collect();
+            writeln!(
+                out,
+                "[{i}] {} dims [{}, …]  {}",
+                v.len(),
+                head.join(", "),
+                preview(text)
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn preview(text: &str) -> String {
+    let mut s: String = text.chars().take(60).collect();
+    if text.chars().count() > 60 {
+        s.push('…');
+    }
+    format!("{s:?}")
+}
+
+#[derive(clap::Args)]
+pub struct SimilarityArgs {
+    /// First text.
+    a: String,
+    /// Second text.
+    b: String,
+    /// Print {"a", "b", "cosine"} as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+pub fn similarity(args: SimilarityArgs) -> crate::CliResult {
+    let ctx = pollster::block_on(Context::new())?;
+    let model = args.model.load(&ctx)?;
+    let v = pollster::block_on(model.embed(&ctx, &[&args.a, &args.b], 2))?;
+    let c = cosine(&v[0], &v[1]);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "a": args.a, "b": args.b, "cosine": c })
+        );
+    } else {
+        println!("{c:.6}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+pub struct FetchArgs {
+    /// Where to put the model (default: the cache folder; RIDGE_CACHE_DIR overrides it).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+pub fn fetch(args: FetchArgs) -> crate::CliResult {
+    let dir = args.dir.unwrap_or_else(fetch::minilm_dir);
+    let dir = fetch::fetch(&fetch::MINILM, &dir, true)?;
+    println!("all-MiniLM-L6-v2 is in {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,358 @@
+//! A BERT encoder built only from Ridge's kernels (Devlin et al., "BERT", NAACL 2019;
+//! the layer is Hugging Face's `BertLayer`: post-norm, erf GELU).
+//!
+//! Per layer, for `T = batch·seq` tokens of width `H`, `nh` heads of width `dh`:
+//! ```text
+//! qkv   = x·W_qkvᵀ + b_qkv                      gemm    [T, 3H]  (Q, K, V weights fused)
+//! q,k,v = permute [B,S,3,nh,dh] → [3,B,nh,S,dh]  permute
+//! p     = softmax(q·kᵀ/√dh + mask)               gemm (batched B·nh) + softmax [B,nh,S,S]
+//! ctx   = p·v → permute [B,nh,S,dh] → [B,S,nh,dh] gemm (batched) + permute  [T, H]
+//! x     = LN(x + ctx·W_oᵀ + b_o)                 gemm + add + layer_norm
+//! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm + gelu + gemm + add + layer_norm
+//! ```
+//! Weights are uploaded once; a forward pass is one submission of dispatches with no
+//! host round trip until the caller reads a result.
+
+use ridge_core::{Context, DType, Tensor};
+use ridge_kernels::{Gemm, Norm, NormKind, Softmax, Unary, binary, embedding, layout, unary};
+
+use crate::config::BertConfig;
+use crate::error::{Error, Result};
+use crate::weights::Weights;
+
+struct LayerNormWeights {
+    gamma: Tensor,
+    beta: Tensor,
+}
+
+struct Layer {
+    qkv_w: Tensor,
+    qkv_b: Tensor,
+    out_w: Tensor,
+    out_b: Tensor,
+    norm1: LayerNormWeights,
+    up_w: Tensor,
+    up_b: Tensor,
+    down_w: Tensor,
+    down_b: Tensor,
+    norm2: LayerNormWeights,
+}
+
+/// A BERT encoder on the GPU.
+pub struct Bert {
+    config: BertConfig,
+    word: Tensor,
+    position: Tensor,
+    token_type0: Tensor,
+    norm: LayerNormWeights,
+    layers: Vec<Layer>,
+}
+
+/// Token ids of several sequences, right-padded to one length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    /// `batch · seq` ids, row-major; padding uses the pad id.
+    pub ids: Vec<u32>,
+    /// Real tokens per sequence.
+    pub lengths: Vec<u32>,
+    /// Sequences.
+    pub batch: usize,
+    /// Padded length (the longest sequence).
+    pub seq: usize,
+}
+
+impl Batch {
+    /// Pads `sequences` with `pad_id` to the longest one.
+    ///
+    /// Errors: [`Error::Input`] for no sequences or an empty one (a tokenizer always emits
+    /// at least [CLS] and [SEP]).
+    pub fn new(sequences: &[Vec<u32>], pad_id: u32) -> Result<Self> {
+        let seq = sequences
+            .iter()
+            .map(Vec::len)
+            .max()
+            .ok_or_else(|| Error::Input("no sequences to encode".into()))?;
+        if sequences.iter().any(Vec::is_empty) {
+            return Err(Error::Input("a sequence with no tokens".into()));
+        }
+        let mut ids = Vec::with_capacity(sequences.len() * seq);
+        for s in sequences {
+            ids.extend_from_slice(s);
+            ids.extend(std::iter::repeat_n(pad_id, seq - s.len()));
+        }
+        Ok(Self {
+            ids,
+            lengths: sequences.iter().map(|s| s.len() as u32).collect(),
+            batch: sequences.len(),
+            seq,
+        })
+    }
+}
+
+/// The encoder's outputs, on the GPU.
+pub struct Encoded {
+    /// Last hidden state `[batch, seq, hidden]`; padded positions hold values that nothing
+    /// downstream reads.
+    pub last: Tensor,
+    /// With `keep_hidden`: the embedding output and each layer's output, `[batch, seq, hidden]`.
+    pub hidden: Vec<Tensor>,
+    /// Real tokens per sequence, u32 `[batch]`.
+    pub lengths: Tensor,
+}
+
+fn norm_weights(ctx: &Context, w: &Weights, prefix: &str, h: usize) -> Result<LayerNormWeights> {
+    Ok(LayerNormWeights {
+        gamma: upload(ctx, &w.get(&format!("{prefix}.weight"), &[h])?, &[h])?,
+        beta: upload(ctx, &w.get(&format!("{prefix}.bias"), &[h])?, &[h])?,
+    })
+}
+
+fn upload(ctx: &Context, data: &[f32], shape: &[usize]) -> Result<Tensor> {
+    Ok(Tensor::from_slice(ctx, data, shape)?)
+}
+
+impl Bert {
+    /// Uploads every weight (Hugging Face `BertModel` names, with or without a `bert.`
+    /// prefix), checking presence and shape first.
+    ///
+    /// Errors: [`Error::Weights`] for a missing tensor or a wrong shape or dtype, GPU errors.
+    pub fn load(ctx: &Context, config: BertConfig, weights: &mut Weights) -> Result<Self> {
+        weights.detect_prefix("embeddings.word_embeddings.weight", "bert.");
+        let (h, i) = (config.hidden_size, config.intermediate_size);
+        let w = &*weights;
+        let get = |name: &str, shape: &[usize]| -> Result<Tensor> {
+            upload(ctx, &w.get(name, shape)?, shape)
+        };
+        let token_types = w.get(
+            "embeddings.token_type_embeddings.weight",
+            &[config.type_vocab_size, h],
+        )?;
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for l in 0..config.num_hidden_layers {
+            let p = format!("encoder.layer.{l}");
+            // Q, K and V fused into one [3H, H] weight: one GEMM instead of three.
+            let mut qkv_w = Vec::with_capacity(3 * h * h);
+            let mut qkv_b = Vec::with_capacity(3 * h);
+            for part in ["query", "key", "value"] {
+                qkv_w.extend(w.get(&format!("{p}.attention.self.{part}.weight"), &[h, h])?);
+                qkv_b.extend(w.get(&format!("{p}.attention.self.{part}.bias"), &[h])?);
+            }
+            layers.push(Layer {
+                qkv_w: upload(ctx, &qkv_w, &[3 * h, h])?,
+                qkv_b: upload(ctx, &qkv_b, &[3 * h])?,
+                out_w: get(&format!("{p}.attention.output.dense.weight"), &[h, h])?,
+                out_b: get(&format!("{p}.attention.output.dense.bias"), &[h])?,
+                norm1: norm_weights(ctx, w, &format!("{p}.attention.output.LayerNorm"), h)?,
+                up_w: get(&format!("{p}.intermediate.dense.weight"), &[i, h])?,
+                up_b: get(&format!("{p}.intermediate.dense.bias"), &[i])?,
+                down_w: get(&format!("{p}.output.dense.weight"), &[h, i])?,
+                down_b: get(&format!("{p}.output.dense.bias"), &[h])?,
+                norm2: norm_weights(ctx, w, &format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        Ok(Self {
+            word: get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            position: get(
+                "embeddings.position_embeddings.weight",
+                &[config.max_position_embeddings, h],
+            )?,
+            token_type0: upload(ctx, &token_types[..h], &[h])?,
+            norm: norm_weights(ctx, w, "embeddings.LayerNorm", h)?,
+            layers,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
+    }
+
+    /// Encodes a batch. All token-type ids are 0 (single-sentence input, as
+    /// sentence-transformers uses). With `keep_hidden`, every intermediate hidden state is
+    /// kept for inspection.
+    ///
+    /// Errors: [`Error::Input`] for an id outside the vocabulary or a sequence longer than
+    /// the position table; GPU errors.
+    pub fn forward(&self, ctx: &Context, batch: &Batch, keep_hidden: bool) -> Result<Encoded> {
+        let c = &self.config;
+        let (b, s, h) = (batch.batch, batch.seq, c.hidden_size);
+        let (nh, dh) = (c.num_attention_heads, c.head_dim());
+        let t = b * s;
+        if s > c.max_position_embeddings {
+            return Err(Error::Input(format!(
+                "sequence of {s} tokens is longer than the model's {} positions",
+                c.max_position_embeddings
+            )));
+        }
+        if let Some(bad) = batch.ids.iter().find(|&&id| id as usize >= c.vocab_size) {
+            return Err(Error::Input(format!(
+                "token id {bad} is outside the vocabulary of {}",
+                c.vocab_size
+            )));
+        }
+        let new = |shape: &[usize]| Tensor::empty(ctx, shape, DType::F32);
+        let eps = c.layer_norm_eps as f32;
+        let layer_norm = Norm {
+            kind: NormKind::LayerNorm,
+            rows: t,
+            cols: h,
+            eps,
+        };
+        let mut hidden = Vec::new();
+
+        // Embeddings: word + position + token type 0, then layer norm.
+        ctx.set_scope("embeddings");
+        let ids = Tensor::from_slice(ctx, &batch.ids, &[b, s])?;
+        let lengths = Tensor::from_slice(ctx, &batch.lengths, &[b])?;
+        let mask: Vec<f32> = (0..t)
+            .map(|i| {
+                if (i % s) < batch.lengths[i / s] as usize {
+                    0.0
+                } else {
+                    f32::NEG_INFINITY
+                }
+            })
+            .collect();
+        let mask = Tensor::from_slice(ctx, &mask, &[b, s])?;
+        let words = new(&[b, s, h])?;
+        embedding::gather(ctx, &self.word, &ids, &words)?;
+        let with_pos = new(&[b, s, h])?;
+        binary(
+            ctx,
+            ridge_kernels::Binary::Add,
+            &words,
+            &self.position.narrow(0, s)?,
+            &with_pos,
+        )?;
+        let summed = new(&[b, s, h])?;
+        binary(
+            ctx,
+            ridge_kernels::Binary::Add,
+            &with_pos,
+            &self.token_type0,
+            &summed,
+        )?;
+        let mut x = new(&[b, s, h])?;
+        layer_norm.run(
+            ctx,
+            &summed,
+            Some(&self.norm.gamma),
+            Some(&self.norm.beta),
+            &x,
+        )?;
+        if keep_hidden {
+            hidden.push(x.clone());
+        }
+
+        let linear = |n: usize, k: usize| Gemm {
+            trans_b: true,
+            ..Gemm::new(t, n, k)
+        };
+        let align = ctx.limits().min_storage_buffer_offset_alignment as u64;
+        for (l, layer) in self.layers.iter().enumerate() {
+            ctx.set_scope(&format!("layer {l} · attention"));
+            let qkv = new(&[b, s, 3, nh, dh])?;
+            linear(3 * h, h).run(
+                ctx,
+                &x.reshape(&[t, h])?,
+                &layer.qkv_w,
+                Some(&layer.qkv_b),
+                &qkv.reshape(&[t, 3 * h])?,
+            )?;
+            let heads = new(&[3, b * nh, s, dh])?;
+            layout::permute(
+                ctx,
+                &qkv,
+                &[2, 0, 3, 1, 4],
+                &heads.reshape(&[3, b, nh, s, dh])?,
+            )?;
+            let part = |i: usize| -> Result<Tensor> {
+                let view = heads.narrow(i, 1)?.reshape(&[b * nh, s, dh])?;
+                // Views bind at an offset, which must be aligned; otherwise copy.
+                Ok(if view.offset() % align == 0 {
+                    view
+                } else {
+                    view.duplicate(ctx)?
+                })
+            };
+            let (q, k, v) = (part(0)?, part(1)?, part(2)?);
+            let scores = new(&[b * nh, s, s])?;
+            let qk = Gemm {
+                batch: b * nh,
+                trans_b: true,
+                alpha: 1.0 / (dh as f32).sqrt(),
+                ..Gemm::new(s, s, dh)
+            };
+            qk.run(ctx, &q, &k, None, &scores)?;
+            let probs = new(&[b * nh, s, s])?;
+            Softmax {
+                rows: b * nh * s,
+                cols: s,
+                scale: 1.0,
+                mask_group: nh * s,
+            }
+            .run(ctx, &scores, Some(&mask), &probs)?;
+            let context = new(&[b, nh, s, dh])?;
+            Gemm {
+                batch: b * nh,
+                ..Gemm::new(s, dh, s)
+            }
+            .run(ctx, &probs, &v, None, &context.reshape(&[b * nh, s, dh])?)?;
+            let merged = new(&[b, s, nh, dh])?;
+            layout::permute(ctx, &context, &[0, 2, 1, 3], &merged)?;
+            let attn = new(&[t, h])?;
+            linear(h, h).run(
+                ctx,
+                &merged.reshape(&[t, h])?,
+                &layer.out_w,
+                Some(&layer.out_b),
+                &attn,
+            )?;
+            let residual = new(&[t, h])?;
+            binary(
+                ctx,
+                ridge_kernels::Binary::Add,
+                &attn,
+                &x.reshape(&[t, h])?,
+                &residual,
+            )?;
+            let x1 = new(&[t, h])?;
+            layer_norm.run(
+                ctx,
+                &residual,
+                Some(&layer.norm1.gamma),
+                Some(&layer.norm1.beta),
+                &x1,
+            )?;
+
+            ctx.set_scope(&format!("layer {l} · feed-forward"));
+            let i = c.intermediate_size;
+            let up = new(&[t, i])?;
+            linear(i, h).run(ctx, &x1, &layer.up_w, Some(&layer.up_b), &up)?;
+            let act = new(&[t, i])?;
+            unary(ctx, Unary::Gelu, &up, &act)?;
+            let down = new(&[t, h])?;
+            linear(h, i).run(ctx, &act, &layer.down_w, Some(&layer.down_b), &down)?;
+            let residual = new(&[t, h])?;
+            binary(ctx, ridge_kernels::Binary::Add, &down, &x1, &residual)?;
+            x = new(&[b, s, h])?;
+            layer_norm.run(
+                ctx,
+                &residual,
+                Some(&layer.norm2.gamma),
+                Some(&layer.norm2.beta),
+                &x.reshape(&[t, h])?,
+            )?;
+            if keep_hidden {
+                hidden.push(x.clone());
+            }
+        }
+        ctx.set_scope("");
+        Ok(Encoded {
+            last: x,
+            hidden,
+            lengths,
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! Sentence embeddings the way sentence-transformers computes them: tokenize (truncating at
+//! `max_seq_length`), encode, mean-pool over the real tokens, L2-normalise when the pipeline
+//! has a `Normalize` module.
+
+use std::path::{Path, PathBuf};
+
+use ridge_core::{Context, DType, Tensor};
+use ridge_kernels::MeanPool;
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::bert::{Batch, Bert};
+use crate::config::{BertConfig, ModelDir, Pipeline};
+use crate::error::{Error, Result};
+use crate::weights::WeightsFile;
+
+/// Largest batch [`SentenceEmbedder::embed`] takes.
+pub const MAX_BATCH: usize = 128;
+
+/// A sentence-transformers model on the GPU.
+pub struct SentenceEmbedder {
+    tokenizer: Tokenizer,
+    tokenizer_path: PathBuf,
+    bert: Bert,
+    pipeline: Pipeline,
+}
+
+impl SentenceEmbedder {
+    /// Loads a local sentence-transformers folder (`config.json`, `model.safetensors`,
+    /// `tokenizer.json`, `modules.json`, `sentence_bert_config.json`, the pooling config).
+    ///
+    /// Errors name the file and the problem: missing or unreadable files, malformed JSON,
+    /// unsupported architectures or pipelines, truncated or corrupt weights, missing tensors
+    /// or wrong shapes.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn load(ctx: &Context, dir: &Path) -> Result<Self> {
+        let files = ModelDir {
+            dir: dir.to_path_buf(),
+        };
+        let config = BertConfig::from_file(&files.config())?;
+        let pipeline = Pipeline::from_dir(dir, &config)?;
+        let tokenizer_json =
+            std::fs::read(files.tokenizer()).map_err(crate::error::io(files.tokenizer()))?;
+        let weights = WeightsFile::open(&files.weights())?;
+        Self::from_parts(
+            ctx,
+            config,
+            pipeline,
+            &files.tokenizer(),
+            &tokenizer_json,
+            &weights,
+        )
+    }
+
+    /// Builds the embedder from parsed parts (the browser fetches the files itself).
+    pub fn from_parts(
+        ctx: &Context,
+        config: BertConfig,
+        pipeline: Pipeline,
+        tokenizer_path: &Path,
+        tokenizer_json: &[u8],
+        weights: &WeightsFile,
+    ) -> Result<Self> {
+        let tok_err = |message: String| Error::Tokenizer {
+            path: tokenizer_path.into(),
+            message,
+        };
+        let mut tokenizer =
+            Tokenizer::from_bytes(tokenizer_json).map_err(|e| tok_err(e.to_string()))?;
+        // tokenizer.json may carry its own padding and truncation (all-MiniLM-L6-v2's says
+        // pad to 128); sentence-transformers ignores them and truncates at max_seq_length,
+        // keeping the first max_seq_length − 2 wordpieces, then [SEP].
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: pipeline.max_seq_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| tok_err(e.to_string()))?;
+        let mut tensors = weights.tensors()?;
+        let bert = Bert::load(ctx, config, &mut tensors)?;
+        Ok(Self {
+            tokenizer,
+            tokenizer_path: tokenizer_path.into(),
+            bert,
+            pipeline,
+        })
+    }
+
+    /// The encoder.
+    pub fn bert(&self) -> &Bert {
+        &self.bert
+    }
+    /// The pipeline settings.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+    /// Embedding width.
+    pub fn dim(&self) -> usize {
+        self.bert.config().hidden_size
+    }
+
+    /// Token ids of `text`, [CLS] … [SEP], truncated to `max_seq_length`.
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        let encoding = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| Error::Tokenizer {
+                path: self.tokenizer_path.clone(),
+                message: format!("cannot encode the text: {e}"),
+            })?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Embeds `texts`, `batch_size` at a time (1 to [`MAX_BATCH`]); texts are grouped by
+    /// length to limit padding, and results come back in input order. Each embedding has
+    /// [`SentenceEmbedder::dim`] values.
+    ///
+    /// Errors: [`Error::Input`] for no texts or a batch size outside 1..=128; tokenizer and
+    /// GPU errors.
+    pub async fn embed(
+        &self,
+        ctx: &Context,
+        texts: &[&str],
+        batch_size: usize,
+    ) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Err(Error::Input("no texts to embed".into()));
+        }
+        if !(1..=MAX_BATCH).contains(&batch_size) {
+            return Err(Error::Input(format!(
+                "batch size {batch_size} is outside 1..={MAX_BATCH}"
+            )));
+        }
+        let ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| self.tokenize(t))
+            .collect::<Result<_>>()?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(batch_size) {
+            let seqs: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
+            let pooled =
+                self.embed_batch(ctx, &Batch::new(&seqs, self.bert.config().pad_token_id)?)?;
+            let values = pooled.to_vec::<f32>(ctx).await?;
+            for (row, &i) in values.chunks(self.dim()).zip(chunk) {
+                out[i] = row.to_vec();
+            }
+        }
+        Ok(out)
+    }
+
+    /// Encodes and pools one batch on the GPU: `[batch, hidden]`, not yet read back.
+    pub fn embed_batch(&self, ctx: &Context, batch: &Batch) -> Result<Tensor> {
+        let encoded = self.bert.forward(ctx, batch, false)?;
+        let h = self.dim();
+        let pool = MeanPool {
+            batch: batch.batch,
+            seq: batch.seq,
+            hidden: h,
+            normalize: self.pipeline.normalize,
+        };
+        ctx.set_scope("pooling");
+        let pooled = Tensor::empty(ctx, &[batch.batch, h], DType::F32)?;
+        pool.run(ctx, &encoded.last, &encoded.lengths, &pooled)?;
+        ctx.set_scope("");
+        Ok(pooled)
+    }
+}
+
+/// Cosine similarity of two vectors (0 when either is all zeros).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
+    let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        (dot / (na * nb)) as f32
+    }
+}

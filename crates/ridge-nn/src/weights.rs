@@ -1,0 +1,132 @@
+//! Reading `model.safetensors`: memory-mapped natively, from bytes in the browser; every
+//! tensor checked for presence, dtype and shape before upload.
+
+use std::path::{Path, PathBuf};
+
+use half::{bf16, f16};
+use safetensors::{Dtype, SafeTensors};
+
+use crate::error::{Error, Result};
+
+enum Bytes {
+    #[cfg(not(target_arch = "wasm32"))]
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+/// A safetensors file's bytes.
+pub struct WeightsFile {
+    path: PathBuf,
+    bytes: Bytes,
+}
+
+impl WeightsFile {
+    /// Memory-maps `path`.
+    ///
+    /// Errors: [`Error::Io`] when it cannot be opened or mapped.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(crate::error::io(path))?;
+        // SAFETY: the mapping is read-only and lives as long as `self`; a model file being
+        // rewritten underneath a running process is outside what Ridge defends against.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(crate::error::io(path))?;
+        Ok(Self {
+            path: path.into(),
+            bytes: Bytes::Mapped(map),
+        })
+    }
+
+    /// Wraps bytes already in memory (the browser fetches them); `path` names them in errors.
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Self {
+        Self {
+            path: path.into(),
+            bytes: Bytes::Owned(bytes),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            #[cfg(not(target_arch = "wasm32"))]
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+
+    /// Parses the header.
+    ///
+    /// Errors: [`Error::Weights`] for a truncated or corrupt file.
+    pub fn tensors(&self) -> Result<Weights<'_>> {
+        let st = SafeTensors::deserialize(self.bytes()).map_err(|e| Error::Weights {
+            path: self.path.clone(),
+            message: format!("not a valid safetensors file ({e})"),
+        })?;
+        Ok(Weights {
+            st,
+            path: &self.path,
+            prefix: String::new(),
+        })
+    }
+}
+
+/// The tensors of a parsed safetensors file.
+pub struct Weights<'a> {
+    st: SafeTensors<'a>,
+    path: &'a Path,
+    prefix: String,
+}
+
+impl Weights<'_> {
+    /// Uses `prefix` before every name when the file has `prefix + probe` but not `probe`
+    /// (checkpoints saved from `BertForX` prefix the encoder with `bert.`).
+    pub fn detect_prefix(&mut self, probe: &str, prefix: &str) {
+        let names = self.st.names();
+        if !names.contains(&probe) && names.contains(&format!("{prefix}{probe}").as_str()) {
+            self.prefix = prefix.to_string();
+        }
+    }
+
+    /// The tensor `name` as f32 (converted from f16 or bf16), checked against `shape`.
+    ///
+    /// Errors: [`Error::Weights`] naming the tensor when it is missing, has another shape, or
+    /// holds a dtype other than F32, F16 or BF16.
+    pub fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let full = format!("{}{name}", self.prefix);
+        let err = |message: String| Error::Weights {
+            path: self.path.into(),
+            message,
+        };
+        let view = self
+            .st
+            .tensor(&full)
+            .map_err(|_| err(format!("missing tensor {full:?}")))?;
+        if view.shape() != shape {
+            return Err(err(format!(
+                "tensor {full:?} has shape {:?}, expected {shape:?}",
+                view.shape()
+            )));
+        }
+        let data = view.data();
+        Ok(match view.dtype() {
+            Dtype::F32 => bytemuck_f32(data),
+            Dtype::F16 => data
+                .chunks_exact(2)
+                .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            Dtype::BF16 => data
+                .chunks_exact(2)
+                .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            other => {
+                return Err(err(format!(
+                    "tensor {full:?} has dtype {other:?}; Ridge reads F32, F16 and BF16"
+                )));
+            }
+        })
+    }
+}
+
+fn bytemuck_f32(data: &[u8]) -> Vec<f32> {
+    data.chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
