@@ -177,3 +177,41 @@ fn hidden_states_match_layer_by_layer() {
         Ok(())
     });
 }
+
+#[test]
+fn the_performance_model_plans_exactly_the_dispatches_the_encoder_makes() {
+    // A context of its own: a profile on a shared one would also catch other tests' work.
+    on_every_adapter_with(
+        "minilm_plan_matches_profile",
+        |_| ridge::core::ContextOptions::default(),
+        |ctx| {
+            let m = model(ctx)?;
+            let texts = ["Short.", "A slightly longer sentence here."];
+            let ids: Vec<Vec<u32>> = texts.iter().map(|t| m.tokenize(t).unwrap()).collect();
+            let batch = nn(Batch::new(&ids, 0))?;
+            ctx.start_profiling();
+            let pooled = nn(m.embed_batch(ctx, &batch))?;
+            block(pooled.to_vec::<f32>(ctx))?;
+            let profile = block(ctx.finish_profiling())?;
+            let shape = ridge::model::TransformerShape::minilm_l6();
+            let plan =
+                ridge::model::transformer::encoder_ops(&shape, batch.batch, batch.seq, true, 4);
+            let got: Vec<(&str, &str)> = profile
+                .spans
+                .iter()
+                .map(|s| (s.scope.as_str(), s.name.as_str()))
+                .collect();
+            let want: Vec<(&str, &str)> = plan
+                .iter()
+                .map(|o| (o.scope.as_str(), o.name.as_str()))
+                .collect();
+            if got != want {
+                return Err(Error::invalid(
+                    "plan",
+                    format!("profiled {got:?}\nplanned {want:?}"),
+                ));
+            }
+            Ok(())
+        },
+    );
+}

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ridge_core::{Context, Profile};
+use ridge_core::Context;
 use ridge_nn::cosine;
 
 use crate::embed::ModelArgs;
@@ -56,30 +56,6 @@ pub fn run(args: Args) -> crate::CliResult {
         seconds,
         SENTENCES.len() as f64 / seconds
     );
-    print_breakdown(&profile);
+    println!("\n{}", profile.table());
     Ok(ExitCode::SUCCESS)
-}
-
-/// Per-op GPU time of a profile, largest first.
-pub fn print_breakdown(profile: &Profile) {
-    println!("\nGPU time per op ({}):", profile.method);
-    let total = profile.total_ms();
-    let mut ops = profile.by_name();
-    ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
-    for (name, count, ms) in ops {
-        let share = match (ms, total) {
-            (Some(ms), Some(t)) if t > 0.0 => format!("{:5.1} %", 100.0 * ms / t),
-            _ => "   n/a".into(),
-        };
-        let ms = ms.map_or("n/a".to_string(), |v| format!("{v:.3}"));
-        println!("  {name:<13} {count:>4} dispatches {ms:>12} ms {share}");
-    }
-    match total {
-        Some(t) => println!(
-            "  {:<13} {:>4} dispatches {t:>12.3} ms",
-            "total",
-            profile.spans.len()
-        ),
-        None => println!("  total: unavailable (some dispatches could not be timed)"),
-    }
 }

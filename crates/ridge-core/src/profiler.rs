@@ -91,6 +91,33 @@ impl Profile {
         out
     }
 
+    /// A text table of GPU time per op, largest first, with each op's share of the total.
+    pub fn table(&self) -> String {
+        let mut out = format!("GPU time per op ({}):\n", self.method);
+        let total = self.total_ms();
+        let mut ops = self.by_name();
+        ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+        for (name, count, ms) in ops {
+            let share = match (ms, total) {
+                (Some(ms), Some(t)) if t > 0.0 => format!("{:5.1} %", 100.0 * ms / t),
+                _ => "   n/a".into(),
+            };
+            let ms = ms.map_or("n/a".to_string(), |v| format!("{v:.3}"));
+            out.push_str(&format!(
+                "  {name:<13} {count:>5} dispatches {ms:>12} ms {share}\n"
+            ));
+        }
+        match total {
+            Some(t) => out.push_str(&format!(
+                "  {:<13} {:>5} dispatches {t:>12.3} ms\n",
+                "total",
+                self.spans.len()
+            )),
+            None => out.push_str("  total: unavailable (some dispatches could not be timed)\n"),
+        }
+        out
+    }
+
     /// Median time of the spans named `name`, over those measured; `None` if none was.
     pub fn median_ms(&self, name: &str) -> Option<f64> {
         let mut t: Vec<f64> = self

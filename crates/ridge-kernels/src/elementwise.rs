@@ -53,7 +53,7 @@ impl Unary {
             Unary::Scale(_) => 1.0,
             Unary::Gelu => 5.0,
         };
-        OpCost::new(per * n as f64, (2 * n * dtype.size()) as f64)
+        ridge_model::ops::elementwise(n, 0, per, dtype.size())
     }
     /// Error bound for input `x` and reference output `want`; see [`error_bound`].
     pub fn error_bound(self, dtype: DType, x: f32, want: f32) -> f64 {
@@ -85,7 +85,7 @@ impl Binary {
             Binary::Add => 1.0,
             Binary::BiasGelu => 6.0,
         };
-        OpCost::new(per * n as f64, ((2 * n + nb) * dtype.size()) as f64)
+        ridge_model::ops::elementwise(n, nb, per, dtype.size())
     }
     /// Error bound for the sum `x = a + b` and reference output `want`; see [`error_bound`].
     pub fn error_bound(self, dtype: DType, x: f32, want: f32) -> f64 {

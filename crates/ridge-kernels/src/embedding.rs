@@ -13,7 +13,7 @@ const WG_CAP: u32 = 256;
 
 /// Cost: the looked-up rows read once and written once, the ids read once, no FLOPs.
 pub fn cost(n: usize, hidden: usize, dtype: DType) -> OpCost {
-    OpCost::new(0.0, (2 * n * hidden * dtype.size() + 4 * n) as f64)
+    ridge_model::ops::embedding(n, hidden, dtype.size())
 }
 
 /// Reference gather; an id outside the table gives zeros, as the kernel does.

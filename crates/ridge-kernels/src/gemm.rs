@@ -109,23 +109,17 @@ impl Gemm {
     /// β ≠ 0 and M·N·batch for a bias. Bytes: A and B read once each (`a_batches`,
     /// `b_batches` ∈ {1, batch}), C written once and read once when β ≠ 0, the bias read once.
     pub fn cost(&self, dtype: DType, a_batches: usize, b_batches: usize, bias: bool) -> OpCost {
-        let (m, n, k, batch) = (
-            self.m as f64,
-            self.n as f64,
-            self.k as f64,
-            self.batch as f64,
-        );
-        let mut flops = 2.0 * m * n * k * batch;
-        let mut elems = a_batches as f64 * m * k + b_batches as f64 * k * n + batch * m * n;
-        if self.beta != 0.0 {
-            flops += 2.0 * m * n * batch;
-            elems += batch * m * n;
-        }
-        if bias {
-            flops += m * n * batch;
-            elems += n;
-        }
-        OpCost::new(flops, elems * dtype.size() as f64)
+        ridge_model::ops::gemm(
+            self.m,
+            self.n,
+            self.k,
+            self.batch,
+            a_batches,
+            b_batches,
+            self.beta != 0.0,
+            bias,
+            dtype.size(),
+        )
     }
 
     /// f64 reference. `a` and `b` hold `a.len() / (M·K)` and `b.len() / (K·N)` matrices (1 or

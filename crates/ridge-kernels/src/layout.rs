@@ -77,7 +77,7 @@ pub fn simplify(shape: &[usize], perm: &[usize]) -> (Vec<usize>, Vec<usize>) {
 
 /// Cost of any permute: every element read once and written once, no FLOPs.
 pub fn cost(numel: usize, dtype: DType) -> OpCost {
-    OpCost::new(0.0, (2 * numel * dtype.size()) as f64)
+    ridge_model::ops::permute(numel, dtype.size())
 }
 
 /// Reference permute (exact: it only moves data).

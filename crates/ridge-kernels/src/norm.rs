@@ -46,17 +46,8 @@ impl Norm {
     /// Cost: x read once, y written once, γ/β read once when affine. FLOPs: layer norm 8 per
     /// element (sum, subtract, square-accumulate twice, subtract, scale, affine), RMS norm 5.
     pub fn cost(&self, dtype: DType, affine: bool) -> OpCost {
-        let n = (self.rows * self.cols) as f64;
-        let (per, params) = match self.kind {
-            NormKind::LayerNorm => (8.0, 2.0),
-            NormKind::RmsNorm => (5.0, 1.0),
-        };
-        let param_elems = if affine {
-            params * self.cols as f64
-        } else {
-            0.0
-        };
-        OpCost::new(per * n, (2.0 * n + param_elems) * dtype.size() as f64)
+        let rms = self.kind == NormKind::RmsNorm;
+        ridge_model::ops::norm(self.rows, self.cols, rms, affine, dtype.size())
     }
 
     /// f64 reference over a row-major `[rows, cols]` `x`.

@@ -29,12 +29,12 @@ impl MeanPool {
     /// Cost upper bound: every token read once (twice with `normalize`), the output written
     /// once; one add per token and element, plus the norm.
     pub fn cost(&self, dtype: DType) -> OpCost {
-        let x = (self.batch * self.seq * self.hidden) as f64;
-        let reads = if self.normalize { 2.0 } else { 1.0 };
-        let out = (self.batch * self.hidden) as f64;
-        OpCost::new(
-            reads * x + 3.0 * out,
-            (reads * x + out) * dtype.size() as f64 + 4.0 * self.batch as f64,
+        ridge_model::ops::mean_pool(
+            self.batch,
+            self.seq,
+            self.hidden,
+            self.normalize,
+            dtype.size(),
         )
     }
 

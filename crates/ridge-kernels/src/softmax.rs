@@ -43,13 +43,12 @@ impl Softmax {
     /// Cost: x read once, y written once, the mask read once. FLOPs: 5 per element (scale,
     /// mask add, subtract max, exp, divide), exp counted as one.
     pub fn cost(&self, dtype: DType, masked: bool) -> OpCost {
-        let n = (self.rows * self.cols) as f64;
         let mask = if masked {
-            (self.rows / self.mask_group.max(1) * self.cols) as f64
+            self.rows / self.mask_group.max(1) * self.cols
         } else {
-            0.0
+            0
         };
-        OpCost::new(5.0 * n, (2.0 * n + mask) * dtype.size() as f64)
+        ridge_model::ops::softmax(self.rows, self.cols, mask, dtype.size())
     }
 
     /// f64 reference.

@@ -8,5 +8,12 @@
 //!   input read once, every output written once. Caches can only make the real figure larger.
 
 pub mod cost;
+pub mod hardware;
+pub mod ops;
+pub mod roofline;
+pub mod transformer;
 
 pub use cost::OpCost;
+pub use hardware::{GpuSpec, Precision};
+pub use roofline::{Bound, CeilingSource, Ceilings, Prediction};
+pub use transformer::TransformerShape;

@@ -1,0 +1,195 @@
+//! The hardware spec table (`data/gpus.json`): f32 and f16 peaks and memory bandwidth of
+//! the GPUs Ridge predicts for, each row with its source, matched to an adapter by PCI
+//! vendor/device id or by name.
+
+use serde::{Deserialize, Serialize};
+
+use crate::roofline::{CeilingSource, Ceilings};
+
+/// One GPU's datasheet ceilings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuSpec {
+    /// Marketing name.
+    pub name: String,
+    /// PCI vendor id.
+    pub vendor_id: u32,
+    /// PCI device ids that identify it exactly (empty: match by name only).
+    pub device_ids: Vec<u32>,
+    /// Adapter-name fragments that identify it (whole words, case-insensitive).
+    #[serde(rename = "match")]
+    pub patterns: Vec<String>,
+    /// Vector FP32 peak, TFLOP/s (10¹² FLOP/s, FMA = 2).
+    pub f32_tflops: f64,
+    /// Dense FP16 matrix-engine peak with FP32 accumulation, TFLOP/s (see the table's
+    /// `about`).
+    pub f16_tflops: f64,
+    /// Peak DRAM bandwidth, GB/s (10⁹ bytes/s).
+    pub bandwidth_gbps: f64,
+    /// Datasheet or derivation.
+    pub source: String,
+}
+
+/// Element precision of a workload, which picks the compute roof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Precision {
+    /// f32 storage and arithmetic.
+    F32,
+    /// f16 storage with f32 accumulation.
+    F16,
+}
+
+impl GpuSpec {
+    /// The roofline ceilings of this GPU at `precision` (no dispatch overhead: datasheets
+    /// do not state one).
+    pub fn ceilings(&self, precision: Precision) -> Ceilings {
+        let tflops = match precision {
+            Precision::F32 => self.f32_tflops,
+            Precision::F16 => self.f16_tflops,
+        };
+        Ceilings::new(
+            tflops,
+            self.bandwidth_gbps,
+            0.0,
+            CeilingSource::Spec(self.name.clone()),
+        )
+    }
+}
+
+#[derive(Deserialize)]
+struct Table {
+    gpus: Vec<GpuSpec>,
+}
+
+/// Every row of the spec table.
+pub fn table() -> Vec<GpuSpec> {
+    let table: Table = serde_json::from_str(include_str!("../data/gpus.json"))
+        .expect("data/gpus.json is valid (tested)");
+    table.gpus
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '(' && c != ')')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `pattern`'s words appear consecutively in `name`'s words.
+fn name_matches(name: &str, pattern: &str) -> bool {
+    let (n, p) = (words(name), words(pattern));
+    !p.is_empty() && n.windows(p.len()).any(|w| w == p.as_slice())
+}
+
+/// The spec row for an adapter: an exact (vendor, device) id match first, else the row
+/// with the longest name pattern found in `name`. `None` for CPU drivers and unknown GPUs.
+pub fn lookup(vendor_id: u32, device_id: u32, name: &str) -> Option<GpuSpec> {
+    let rows = table();
+    if let Some(row) = rows
+        .iter()
+        .find(|r| r.vendor_id == vendor_id && device_id != 0 && r.device_ids.contains(&device_id))
+    {
+        return Some(row.clone());
+    }
+    rows.into_iter()
+        .filter_map(|r| {
+            let best = r
+                .patterns
+                .iter()
+                .filter(|p| name_matches(name, p))
+                .map(|p| words(p).len())
+                .max()?;
+            Some((best, r))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, r)| r)
+}
+
+/// The spec row whose name or pattern matches `query` (for `--adapter "NVIDIA H200"`).
+pub fn find(query: &str) -> Option<GpuSpec> {
+    let q = query.to_lowercase();
+    table()
+        .into_iter()
+        .find(|r| r.name.to_lowercase() == q)
+        .or_else(|| lookup(0, 0, query))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_complete_and_sourced() {
+        let rows = table();
+        assert!(rows.len() >= 25);
+        for r in &rows {
+            assert!(
+                r.f32_tflops > 0.0 && r.f16_tflops >= r.f32_tflops * 0.99,
+                "{}",
+                r.name
+            );
+            assert!(
+                r.bandwidth_gbps > 0.0 && !r.patterns.is_empty(),
+                "{}",
+                r.name
+            );
+            assert!(r.source.len() > 20, "{} has no real source", r.name);
+        }
+        for want in [
+            "H100",
+            "H200",
+            "A100",
+            "L4",
+            "RTX 4090",
+            "RTX 3090",
+            "RTX 3060",
+            "MI300X",
+            "MI250X",
+            "RX 7900 XTX",
+            "RX 6800",
+            "Apple M1",
+            "Apple M4 Max",
+            "Arc A770",
+            "Iris Xe",
+        ] {
+            assert!(
+                rows.iter()
+                    .any(|r| r.patterns.iter().any(|p| name_matches(p, want))
+                        || name_matches(&r.name, want)),
+                "{want}"
+            );
+        }
+    }
+
+    #[test]
+    fn adapters_match_by_id_then_by_name() {
+        assert_eq!(lookup(0x10de, 0x2335, "").unwrap().name, "NVIDIA H200 SXM");
+        assert_eq!(
+            lookup(0x10de, 0, "NVIDIA H200").unwrap().name,
+            "NVIDIA H200 SXM"
+        );
+        assert_eq!(lookup(0x10de, 0, "NVIDIA L4").unwrap().name, "NVIDIA L4");
+        assert!(
+            lookup(0x10de, 0, "NVIDIA L40S").is_none(),
+            "L4 must not match L40S"
+        );
+        assert_eq!(
+            lookup(0x106b, 0, "Apple M1 Max").unwrap().name,
+            "Apple M1 Max"
+        );
+        assert_eq!(lookup(0x106b, 0, "Apple M1").unwrap().name, "Apple M1");
+        assert_eq!(
+            lookup(0x10de, 0, "NVIDIA H100 PCIe").unwrap().name,
+            "NVIDIA H100 PCIe"
+        );
+        assert!(lookup(0x10005, 0, "llvmpipe (LLVM 15.0.6, 256 bits)").is_none());
+        assert_eq!(find("NVIDIA H200").unwrap().name, "NVIDIA H200 SXM");
+    }
+
+    #[test]
+    fn h200_ridge_points() {
+        let h = find("H200").unwrap();
+        assert!((h.ceilings(Precision::F32).ridge_point() - 66.9e12 / 4.8e12).abs() < 1e-9);
+        assert!(h.ceilings(Precision::F16).ridge_point() > 200.0);
+    }
+}

@@ -1,0 +1,432 @@
+//! Transformer-level formulas: FLOPs per layer op by op (and the widely quoted closed
+//! forms), inference and training memory, communication volume. Sources are in each
+//! docstring. Conventions as in [`crate::ops`]: a multiply-add is 2 FLOPs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::OpCost;
+use crate::ops;
+
+/// The shape of a Transformer stack.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransformerShape {
+    /// Layers (blocks).
+    pub layers: usize,
+    /// Model width d.
+    pub hidden: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (= heads without grouped-query attention).
+    pub kv_heads: usize,
+    /// Feed-forward width d_ff.
+    pub intermediate: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Position-table rows (0 for rotary or no learned positions).
+    pub max_positions: usize,
+}
+
+impl TransformerShape {
+    /// all-MiniLM-L6-v2: 6 layers, d = 384, 12 heads, d_ff = 1536, vocab 30,522, 512
+    /// positions (its `config.json`).
+    pub fn minilm_l6() -> Self {
+        Self {
+            layers: 6,
+            hidden: 384,
+            heads: 12,
+            kv_heads: 12,
+            intermediate: 1536,
+            vocab: 30522,
+            max_positions: 512,
+        }
+    }
+
+    /// Reads a Hugging Face `config.json` (BERT or Llama style field names).
+    ///
+    /// Errors: a message naming the missing field or the JSON error.
+    pub fn from_hf_config(json: &str) -> Result<Self, String> {
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let get = |k: &str| v.get(k).and_then(|x| x.as_u64()).map(|x| x as usize);
+        let need = |k: &str| get(k).ok_or_else(|| format!("config.json has no {k}"));
+        let heads = need("num_attention_heads")?;
+        let hidden = need("hidden_size")?;
+        if heads == 0 || hidden % heads != 0 {
+            return Err(format!(
+                "hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
+            ));
+        }
+        Ok(Self {
+            layers: need("num_hidden_layers")?,
+            hidden,
+            heads,
+            kv_heads: get("num_key_value_heads").unwrap_or(heads),
+            intermediate: need("intermediate_size")?,
+            vocab: need("vocab_size")?,
+            max_positions: get("max_position_embeddings").unwrap_or(0),
+        })
+    }
+
+    /// Width of one head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+
+    /// Parameters of a BERT-style encoder: word, position and 2 token-type embeddings plus
+    /// their layer norm; per layer Q, K, V, output projections with biases (K and V
+    /// narrowed by grouped-query attention), two layer norms, the two FFN matrices with
+    /// biases.
+    pub fn encoder_params(&self) -> usize {
+        let (d, f) = (self.hidden, self.intermediate);
+        let kv = self.kv_heads * self.head_dim();
+        let embeddings = (self.vocab + self.max_positions + 2) * d + 2 * d;
+        let attention = d * d + d + 2 * (d * kv + kv) + d * d + d;
+        let ffn = d * f + f + f * d + d;
+        embeddings + self.layers * (attention + ffn + 4 * d)
+    }
+}
+
+/// One op of a planned forward pass.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlannedOp {
+    /// Part of the model (`embeddings`, `layer 0 · attention`, …).
+    pub scope: String,
+    /// Op name, as the profiler names the kernel.
+    pub name: String,
+    /// Cost.
+    pub cost: OpCost,
+}
+
+/// The ops of a BERT encoder forward pass with mean pooling, in the order Ridge's
+/// `ridge_nn::Bert` dispatches them, for `batch` sequences of `seq` tokens at `e` bytes per
+/// element. A GPU test checks the order and names against a profiled forward pass.
+pub fn encoder_ops(
+    s: &TransformerShape,
+    batch: usize,
+    seq: usize,
+    normalize: bool,
+    e: usize,
+) -> Vec<PlannedOp> {
+    let (b, d, f, nh, dh) = (batch, s.hidden, s.intermediate, s.heads, s.head_dim());
+    let t = b * seq;
+    let mut out = Vec::new();
+    let mut push = |scope: &str, name: &str, cost: OpCost| {
+        out.push(PlannedOp {
+            scope: scope.into(),
+            name: name.into(),
+            cost,
+        })
+    };
+    push("embeddings", "embedding", ops::embedding(t, d, e));
+    push(
+        "embeddings",
+        "add",
+        ops::elementwise(t * d, seq * d, 1.0, e),
+    );
+    push("embeddings", "add", ops::elementwise(t * d, d, 1.0, e));
+    push("embeddings", "layer_norm", ops::norm(t, d, false, true, e));
+    for l in 0..s.layers {
+        let a = format!("layer {l} · attention");
+        push(&a, "gemm", ops::gemm(t, 3 * d, d, 1, 1, 1, false, true, e));
+        push(&a, "permute", ops::permute(3 * t * d, e));
+        push(
+            &a,
+            "gemm",
+            ops::gemm(seq, seq, dh, b * nh, b * nh, b * nh, false, false, e),
+        );
+        push(&a, "softmax", ops::softmax(b * nh * seq, seq, b * seq, e));
+        push(
+            &a,
+            "gemm",
+            ops::gemm(seq, dh, seq, b * nh, b * nh, b * nh, false, false, e),
+        );
+        push(&a, "permute", ops::permute(t * d, e));
+        push(&a, "gemm", ops::gemm(t, d, d, 1, 1, 1, false, true, e));
+        push(&a, "add", ops::elementwise(t * d, t * d, 1.0, e));
+        push(&a, "layer_norm", ops::norm(t, d, false, true, e));
+        let m = format!("layer {l} · feed-forward");
+        push(&m, "gemm", ops::gemm(t, f, d, 1, 1, 1, false, true, e));
+        push(&m, "gelu", ops::elementwise(t * f, 0, 5.0, e));
+        push(&m, "gemm", ops::gemm(t, d, f, 1, 1, 1, false, true, e));
+        push(&m, "add", ops::elementwise(t * d, t * d, 1.0, e));
+        push(&m, "layer_norm", ops::norm(t, d, false, true, e));
+    }
+    push(
+        "pooling",
+        "mean_pool",
+        ops::mean_pool(b, seq, d, normalize, e),
+    );
+    out
+}
+
+/// Forward FLOPs of one layer for `n` tokens (one sequence), counted op by op.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerFlops {
+    /// Q, K, V projections: 3 · 2·n·d² (with grouped-query attention K and V shrink).
+    pub qkv: f64,
+    /// Scores Q·Kᵀ: 2·n²·d.
+    pub scores: f64,
+    /// Softmax: 5 per score (scale, mask, max-subtract, exp, divide) over heads·n².
+    pub softmax: f64,
+    /// Weighted sum P·V: 2·n²·d.
+    pub context: f64,
+    /// Output projection: 2·n·d².
+    pub out_proj: f64,
+    /// Feed-forward: 2 · 2·n·d·d_ff.
+    pub ffn: f64,
+}
+
+impl LayerFlops {
+    /// The op-by-op count (biases, norms and activations left out, as the closed forms do;
+    /// softmax kept separately).
+    pub fn of(s: &TransformerShape, n: usize) -> Self {
+        let (n, d, f) = (n as f64, s.hidden as f64, s.intermediate as f64);
+        let kv = (s.kv_heads * s.head_dim()) as f64;
+        Self {
+            qkv: 2.0 * n * d * (d + 2.0 * kv),
+            scores: 2.0 * n * n * d,
+            softmax: 5.0 * s.heads as f64 * n * n,
+            context: 2.0 * n * n * d,
+            out_proj: 2.0 * n * d * d,
+            ffn: 4.0 * n * d * f,
+        }
+    }
+
+    /// Everything counted, softmax included.
+    pub fn total(&self) -> f64 {
+        self.matmul() + self.softmax
+    }
+
+    /// The matrix multiplications only (what the closed forms count).
+    pub fn matmul(&self) -> f64 {
+        self.qkv + self.scores + self.context + self.out_proj + self.ffn
+    }
+}
+
+/// The quoted attention-sublayer cost 8·n·d² + 4·n²·d: Q, K, V and output projections
+/// (4 · 2nd²) plus scores and weighted sum (2 · 2n²d), multiply-add = 2, softmax and the
+/// FFN left out (e.g. Vaswani et al. 2017's per-layer complexity table turned into FLOPs;
+/// Kaplan et al., "Scaling Laws for Neural Language Models", 2020, Table 1).
+pub fn quoted_attention_flops(n: usize, d: usize) -> f64 {
+    let (n, d) = (n as f64, d as f64);
+    8.0 * n * d * d + 4.0 * n * n * d
+}
+
+/// The quoted whole-layer cost 24·n·d² + 4·n²·d: attention as above plus an FFN of width
+/// 4d (16nd²), multiply-add = 2, only matrix multiplications (Narayanan et al., "Efficient
+/// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC 2021, §5.1:
+/// 24Bsh² + 4Bs²h per layer forward).
+pub fn quoted_layer_flops(n: usize, d: usize) -> f64 {
+    let (n, d) = (n as f64, d as f64);
+    24.0 * n * d * d + 4.0 * n * n * d
+}
+
+/// KV cache bytes: 2 (K and V) · layers · kv_heads · head_dim · seq · batch · bytes per
+/// element (Pope et al., "Efficiently Scaling Transformer Inference", 2022, §2; grouped-query
+/// attention shrinks kv_heads, Ainslie et al. 2023).
+pub fn kv_cache_bytes(
+    layers: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    seq: usize,
+    batch: usize,
+    bytes: usize,
+) -> f64 {
+    2.0 * layers as f64
+        * kv_heads as f64
+        * head_dim as f64
+        * seq as f64
+        * batch as f64
+        * bytes as f64
+}
+
+/// Inference memory of a forward pass.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InferenceMemory {
+    /// Parameters × bytes.
+    pub weights: f64,
+    /// Largest live activations of one layer: the residual stream, Q/K/V, the attention
+    /// scores and probabilities (heads · seq² per sequence) and the FFN hidden state.
+    pub activations: f64,
+    /// KV cache for a decoder generating `seq` tokens (an encoder keeps none; reported for
+    /// comparison).
+    pub kv_cache: f64,
+}
+
+impl InferenceMemory {
+    /// Memory for `batch` sequences of `seq` tokens at `bytes` per element.
+    pub fn of(s: &TransformerShape, batch: usize, seq: usize, bytes: usize) -> Self {
+        let (b, n, d) = (batch as f64, seq as f64, s.hidden as f64);
+        let e = bytes as f64;
+        let per_layer =
+            b * n * (2.0 * d + 3.0 * d + s.intermediate as f64) + 2.0 * b * s.heads as f64 * n * n;
+        Self {
+            weights: s.encoder_params() as f64 * e,
+            activations: per_layer * e,
+            kv_cache: kv_cache_bytes(s.layers, s.kv_heads, s.head_dim(), seq, batch, bytes),
+        }
+    }
+
+    /// Sum of the three.
+    pub fn total(&self) -> f64 {
+        self.weights + self.activations + self.kv_cache
+    }
+}
+
+/// Training-state bytes per parameter with Adam in fp32: weights 4 + gradients 4 + two
+/// moments 8 = 16 (Rajbhandari et al., "ZeRO", SC 2020, §3.1).
+pub const ADAM_FP32_BYTES_PER_PARAM: f64 = 16.0;
+
+/// Mixed precision with Adam: fp16 weights 2 + fp16 gradients 2 + fp32 master weights,
+/// momentum and variance 12 = 16 (ZeRO §3.1: 2Ψ + 2Ψ + KΨ with K = 12).
+pub const ADAM_MIXED_BYTES_PER_PARAM: f64 = 16.0;
+
+/// ZeRO data-parallel partitioning (Rajbhandari et al. 2020, Figure 1) of mixed-precision
+/// Adam state across `gpus`: bytes per GPU for `params` parameters. Stage 0 is plain data
+/// parallelism (16Ψ); 1 partitions optimizer states (4Ψ + 12Ψ/N); 2 also gradients
+/// (2Ψ + 14Ψ/N); 3 also parameters (16Ψ/N).
+pub fn zero_bytes_per_gpu(params: f64, gpus: usize, stage: u8) -> f64 {
+    let n = gpus.max(1) as f64;
+    match stage {
+        0 => 16.0 * params,
+        1 => 4.0 * params + 12.0 * params / n,
+        2 => 2.0 * params + 14.0 * params / n,
+        _ => 16.0 * params / n,
+    }
+}
+
+/// Activation bytes per layer during training with fp16 activations: s·b·h·(34 + 5·a·s/h)
+/// without recomputation, 2·s·b·h with full activation checkpointing (only the layer input
+/// kept), at the price of recomputing the forward pass (≈ 1/3 more compute: 4 forward-
+/// equivalents instead of 3). Korthikanti et al., "Reducing Activation Recomputation in
+/// Large Transformer Models", MLSys 2023, §4, eq. 1.
+pub fn training_activation_bytes_per_layer(
+    s: &TransformerShape,
+    seq: usize,
+    batch: usize,
+    checkpointing: bool,
+) -> f64 {
+    let (sq, b, h, a) = (seq as f64, batch as f64, s.hidden as f64, s.heads as f64);
+    if checkpointing {
+        2.0 * sq * b * h
+    } else {
+        sq * b * h * (34.0 + 5.0 * a * sq / h)
+    }
+}
+
+/// Bytes each GPU sends (and receives) in a ring all-reduce of `params` gradients of
+/// `bytes` each over `p` GPUs: 2·(p − 1)/p · params · bytes (Patarasuk & Yuan, "Bandwidth
+/// optimal all-reduce algorithms", JPDC 2009).
+pub fn ring_allreduce_bytes(params: f64, bytes: usize, p: usize) -> f64 {
+    let p = p.max(1) as f64;
+    2.0 * (p - 1.0) / p * params * bytes as f64
+}
+
+/// GPUs of a 3-D parallel layout: data × pipeline × tensor parallel degrees (Narayanan et
+/// al. 2021, §2).
+pub fn gpus(data: usize, pipeline: usize, tensor: usize) -> usize {
+    data * pipeline * tensor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_by_op_matches_the_quoted_forms() {
+        // With d_ff = 4d and no GQA, the op-by-op matmuls are exactly the quoted forms.
+        for (n, d, heads) in [(128, 384, 12), (512, 768, 12), (4096, 4096, 32)] {
+            let s = TransformerShape {
+                layers: 1,
+                hidden: d,
+                heads,
+                kv_heads: heads,
+                intermediate: 4 * d,
+                vocab: 1,
+                max_positions: 0,
+            };
+            let f = LayerFlops::of(&s, n);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
+            assert!(close(f.matmul(), quoted_layer_flops(n, d)), "{n} {d}");
+            assert!(close(
+                f.qkv + f.out_proj + f.scores + f.context,
+                quoted_attention_flops(n, d)
+            ));
+        }
+        // n = 128, d = 384 by hand: 24·128·384² + 4·128²·384 = 452,984,832 + 25,165,824.
+        assert_eq!(quoted_layer_flops(128, 384), 478_150_656.0);
+        assert_eq!(
+            quoted_attention_flops(128, 384),
+            150_994_944.0 + 25_165_824.0
+        );
+    }
+
+    #[test]
+    fn kv_cache_of_a_70b_class_model_with_gqa() {
+        // Llama-2-70B: 80 layers, 8 KV heads of 128, fp16: 327,680 bytes per token.
+        assert_eq!(kv_cache_bytes(80, 8, 128, 1, 1, 2), 327_680.0);
+        // 4096 tokens × batch 1: 1,342,177,280 bytes (1.25 GiB); without GQA (64 heads) 8×.
+        assert_eq!(kv_cache_bytes(80, 8, 128, 4096, 1, 2), 1_342_177_280.0);
+        assert_eq!(
+            kv_cache_bytes(80, 64, 128, 4096, 1, 2),
+            8.0 * 1_342_177_280.0
+        );
+    }
+
+    #[test]
+    fn adam_memory_of_a_6_7b_model() {
+        let p = 6.7e9;
+        assert_eq!(p * ADAM_FP32_BYTES_PER_PARAM, 107.2e9);
+        assert_eq!(p * ADAM_MIXED_BYTES_PER_PARAM, 107.2e9);
+        // ZeRO paper's 7.5B example over 64 GPUs: 120 GB, 31.4 GB, 16.6 GB, 1.88 GB.
+        let z = |stage| zero_bytes_per_gpu(7.5e9, 64, stage) / 1e9;
+        assert!((z(0) - 120.0).abs() < 1e-9);
+        assert!((z(1) - 31.40625).abs() < 1e-9);
+        assert!((z(2) - 16.640625).abs() < 1e-9);
+        assert!((z(3) - 1.875).abs() < 1e-9);
+    }
+
+    #[test]
+    fn minilm_parameter_count() {
+        // all-MiniLM-L6-v2's model.safetensors holds 22,713,728 values: 22,565,376 encoder
+        // parameters, a 384×384 + 384 pooler sentence-transformers never uses (147,840) and
+        // 512 int64 position ids (checked against the file).
+        assert_eq!(TransformerShape::minilm_l6().encoder_params(), 22_565_376);
+    }
+
+    #[test]
+    fn communication_and_layout() {
+        assert_eq!(ring_allreduce_bytes(1e9, 2, 1), 0.0);
+        assert_eq!(ring_allreduce_bytes(1e9, 2, 8), 2.0 * 7.0 / 8.0 * 2e9);
+        assert_eq!(gpus(8, 4, 2), 64);
+        let s = TransformerShape::minilm_l6();
+        let full = training_activation_bytes_per_layer(&s, 128, 32, false);
+        let ckpt = training_activation_bytes_per_layer(&s, 128, 32, true);
+        assert!(full > 17.0 * ckpt);
+    }
+
+    #[test]
+    fn hf_configs_parse() {
+        let s = TransformerShape::from_hf_config(r#"{"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522,"max_position_embeddings":512}"#).unwrap();
+        assert_eq!(s, TransformerShape::minilm_l6());
+        assert!(
+            TransformerShape::from_hf_config("{}")
+                .unwrap_err()
+                .contains("num_attention_heads")
+        );
+    }
+
+    #[test]
+    fn planned_encoder_has_fourteen_ops_per_layer() {
+        let ops = encoder_ops(&TransformerShape::minilm_l6(), 2, 16, true, 4);
+        assert_eq!(ops.len(), 4 + 6 * 14 + 1);
+        let gemm_flops: f64 = ops
+            .iter()
+            .filter(|o| o.name == "gemm")
+            .map(|o| o.cost.flops)
+            .sum();
+        let lf = LayerFlops::of(&TransformerShape::minilm_l6(), 16);
+        // Two sequences, bias adds on top of the matmuls.
+        assert!(gemm_flops >= 2.0 * 6.0 * lf.matmul());
+        assert!(gemm_flops < 2.0 * 6.0 * lf.matmul() * 1.01);
+    }
+}
