@@ -137,26 +137,23 @@ fn ensure_vulkan_driver() -> Result {
     )
 }
 
-/// Builds the `ridge` CLI in release mode and returns its path.
-fn ridge_cli() -> Result<String> {
-    run(
-        "cargo",
-        &["build", "--release", "--quiet", "-p", "ridge-cli"],
-    )?;
-    Ok(root().join("target/release/ridge").display().to_string())
+/// Runs the `ridge` CLI (built in release mode) with `args`.
+fn ridge(args: &[&str]) -> Result {
+    let mut all = vec!["run", "--release", "--quiet", "-p", "ridge-cli", "--"];
+    all.extend_from_slice(args);
+    run("cargo", &all)
 }
 
 fn fetch_model() -> Result {
-    run(&ridge_cli()?, &["fetch-model"])
+    ridge(&["fetch-model"])
 }
 
 fn demo() -> Result {
     ensure_vulkan_driver()?;
-    let ridge = ridge_cli()?;
-    run(&ridge, &["fetch-model"])?;
-    run(&ridge, &["info"])?;
-    run(&ridge, &["check", "--repeats", "3"])?;
-    run(&ridge, &["demo"])
+    fetch_model()?;
+    ridge(&["info"])?;
+    ridge(&["check", "--repeats", "3"])?;
+    ridge(&["demo"])
 }
 
 fn test() -> Result {
