@@ -1,9 +1,12 @@
 //! `ridge`: Ridge's command-line interface.
 
+mod bench;
 mod check;
 mod demo;
 mod embed;
 mod info;
+mod plot;
+mod predict;
 
 use std::process::ExitCode;
 
@@ -27,6 +30,13 @@ enum Command {
     /// Run every kernel on seeded random data against its f64 CPU reference and print
     /// errors, measured time, GFLOP/s and GB/s.
     Check(check::Args),
+    /// Sweep every kernel over sizes that cross the ridge point; print FLOPs, bytes,
+    /// intensity, predicted time (spec and measured ceilings), measured time, bound and % of
+    /// roofline, and the model's accuracy.
+    Bench(bench::Args),
+    /// Predict a Transformer's per-op times and memory on a GPU of the spec table (no GPU
+    /// needed).
+    Predict(predict::Args),
     /// Sentence embeddings with all-MiniLM-L6-v2 (or any local BERT sentence-transformers
     /// folder), computed on Ridge's kernels.
     Embed(embed::EmbedArgs),
@@ -48,6 +58,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Predict(args) => predict::run(args),
         Command::Embed(args) => embed::embed(args),
         Command::Similarity(args) => embed::similarity(args),
         Command::FetchModel(args) => embed::fetch(args),

@@ -41,3 +41,51 @@ fn an_unknown_adapter_is_one_line_and_a_failure() {
         .expect("an error line");
     assert!(line.contains("no-such-gpu"), "{err}");
 }
+
+#[test]
+fn bench_smoke_runs_one_tiny_sweep_and_reports_json() {
+    let out = ridge(
+        &["bench", "--op", "add", "--repeats", "1", "--json", "-"],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["op"] == "add"));
+    assert!(doc["measured"]["bandwidth_gbps"].as_f64().unwrap() > 0.0);
+    assert!(doc["adapter"].is_string() && doc["accuracy_measured"].is_object());
+}
+
+#[test]
+fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
+    let out = ridge(
+        &[
+            "predict",
+            "--model",
+            "minilm",
+            "--seq",
+            "128",
+            "--batch",
+            "32",
+            "--adapter",
+            "NVIDIA H200",
+            "--json",
+        ],
+        &[("WGPU_BACKEND", "none")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["ops"].as_array().unwrap().len(), 4 + 6 * 14 + 1);
+    assert!(doc["sequences_per_second"].as_f64().unwrap() > 0.0);
+    let bad = ridge(&["predict", "--adapter", "Voodoo 2"], &[]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no GPU named"));
+}

@@ -3,6 +3,7 @@
 //! and written), an f64 CPU `reference`, and a launcher that records one dispatch (a
 //! profiler span named after the op). The WGSL lives in `shaders/` at the workspace root.
 
+pub mod ceilings;
 pub mod check;
 pub mod elementwise;
 pub mod embedding;
@@ -14,6 +15,7 @@ pub mod pool;
 pub mod shaders;
 pub mod softmax;
 pub mod suite;
+pub mod sweep;
 
 pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{Gemm, GemmConfig};

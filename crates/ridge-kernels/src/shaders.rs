@@ -40,6 +40,12 @@ pub static POOL: ShaderSource = ShaderSource {
     body: include_str!("../../../shaders/pool.wgsl"),
 };
 
+/// `shaders/ceilings.wgsl`.
+pub static CEILINGS: ShaderSource = ShaderSource {
+    name: "ceilings",
+    body: include_str!("../../../shaders/ceilings.wgsl"),
+};
+
 /// One buildable shader variant: source, entry point, defines.
 pub type Variant = (&'static ShaderSource, &'static str, Defines);
 
@@ -64,6 +70,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::layout::variants(dtype));
         v.extend(crate::embedding::variants(dtype));
         v.extend(crate::pool::variants(dtype));
+        v.extend(crate::ceilings::variants(dtype));
     }
     v
 }

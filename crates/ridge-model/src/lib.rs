@@ -10,6 +10,7 @@
 pub mod cost;
 pub mod hardware;
 pub mod ops;
+pub mod report;
 pub mod roofline;
 pub mod transformer;
 

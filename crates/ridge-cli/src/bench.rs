@@ -1,0 +1,221 @@
+//! `ridge bench`: every kernel's measured time next to its roofline prediction.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ridge_core::{Context, DType};
+use ridge_kernels::{ceilings, sweep};
+use ridge_model::report::{Accuracy, BenchReport, CurvePoint, Measured, Row};
+use ridge_model::{Precision, hardware};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Sweep size: `quick` (default on CPU drivers) or `full` (GEMM to 4096³; default on GPUs).
+    #[arg(long, value_parser = ["quick", "full"])]
+    size: Option<String>,
+    /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
+    /// transpose, nchw_to_nhwc, nhwc_to_nchw.
+    #[arg(long, value_delimiter = ',')]
+    op: Vec<String>,
+    /// Timed launches per case (median reported).
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Write the JSON report (adapter fingerprint, ceilings, every case, accuracy) here;
+    /// `-` prints it instead of the table.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the roofline plot (log-log SVG) here.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| {
+        if v >= 100.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.4}")
+        }
+    })
+}
+
+pub fn run(args: Args) -> crate::CliResult {
+    let ctx = pollster::block_on(Context::new())?;
+    let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+    let size = match args.size.as_deref() {
+        Some("full") => sweep::SweepSize::Full,
+        Some(_) => sweep::SweepSize::Quick,
+        None if cpu => sweep::SweepSize::Quick,
+        None => sweep::SweepSize::Full,
+    };
+    let quiet = args.json.as_deref() == Some(std::path::Path::new("-"));
+    let say = |s: String| {
+        if !quiet {
+            println!("{s}");
+        }
+    };
+    say(format!(
+        "ridge bench on {} ({size:?} sweep, median of {} launches)",
+        ctx.describe(),
+        args.repeats
+    ));
+
+    let max_copy = if cpu { 64 << 20 } else { 1 << 30 };
+    let m = pollster::block_on(ceilings::measure(&ctx, max_copy, args.repeats))?;
+    let measured_ceilings = m.ceilings(false);
+    let fp = ctx.fingerprint();
+    let spec = hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
+    say(format!(
+        "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}, {} µs GPU time per dispatch ({} µs host time in a stream); ridge point {:.2} FLOP/B",
+        m.bandwidth_gbps,
+        m.f32_tflops,
+        m.f16_tflops
+            .map_or(String::new(), |t| format!(", {t:.3} TFLOP/s f16")),
+        m.dispatch_overhead_us
+            .map_or("n/a".into(), |v| format!("{v:.1}")),
+        m.host_overhead_us
+            .map_or("n/a".into(), |v| format!("{v:.1}")),
+        measured_ceilings.ridge_point()
+    ));
+    say(format!(
+        "  bandwidth by size: {}",
+        m.bandwidth_curve
+            .iter()
+            .map(|p| format!("{} KiB {:.1}", p.bytes >> 10, p.gbps))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    ));
+    match &spec {
+        Some(s) => say(format!(
+            "spec ceilings ({}): {} GB/s, {} TFLOP/s f32, {} TFLOP/s f16 — {}",
+            s.name, s.bandwidth_gbps, s.f32_tflops, s.f16_tflops, s.source
+        )),
+        None => say("spec ceilings: no row of the spec table matches this adapter".into()),
+    }
+
+    say(format!(
+        "\n{:<12} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+        "op",
+        "shape",
+        "type",
+        "FLOPs",
+        "bytes",
+        "FLOP/B",
+        "pred spec",
+        "pred meas",
+        "measured",
+        "meas/pred",
+        "bound",
+        "%roof"
+    ));
+    let mut rows = Vec::new();
+    for case in sweep::cases(&ctx, size, &args.op) {
+        let prepared = sweep::prepare(&ctx, &case)?;
+        let measured_ms =
+            pollster::block_on(ceilings::median_ms(&ctx, args.repeats, &prepared.launch)).ok();
+        let f16 = case.dtype == DType::F16;
+        let ceil = m.ceilings(f16);
+        let pred = ceil.predict(&prepared.cost);
+        let precision = if f16 { Precision::F16 } else { Precision::F32 };
+        let spec_ms = spec
+            .as_ref()
+            .map(|s| s.ceilings(precision).predict(&prepared.cost).seconds * 1e3);
+        let row = Row {
+            op: case.op.clone(),
+            shape: case.shape.clone(),
+            dtype: case.dtype.to_string(),
+            flops: prepared.cost.flops,
+            bytes: prepared.cost.bytes,
+            measured_ms,
+            predicted_spec_ms: spec_ms,
+            predicted_measured_ms: pred.seconds * 1e3,
+            bound: pred.bound,
+            roofline_fraction: measured_ms
+                .and_then(|t| ceil.fraction_of_roofline(&prepared.cost, t * 1e-3)),
+        };
+        say(format!(
+            "{:<12} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+            row.op,
+            format!("{:?}", row.shape),
+            row.dtype,
+            row.flops,
+            row.bytes,
+            row.intensity(),
+            ms(row.predicted_spec_ms),
+            ms(Some(row.predicted_measured_ms)),
+            ms(row.measured_ms),
+            row.measured_ms.map_or("n/a".into(), |t| format!(
+                "{:.2}",
+                t / row.predicted_measured_ms
+            )),
+            row.bound.to_string(),
+            row.roofline_fraction
+                .map_or("n/a".into(), |f| format!("{:.1}", 100.0 * f)),
+        ));
+        rows.push(row);
+    }
+
+    let accuracy_measured = Accuracy::of(&rows, |r| Some(r.predicted_measured_ms));
+    let accuracy_spec = Accuracy::of(&rows, |r| r.predicted_spec_ms);
+    let fmt = |a: &Accuracy| {
+        let f =
+            |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} ({:.2}×)", 2f64.powf(v)));
+        format!(
+            "all {} · memory-bound {} · compute-bound {}",
+            f(a.all),
+            f(a.memory),
+            f(a.compute)
+        )
+    };
+    say("\nmodel accuracy, median |log2(measured ÷ predicted)| (goal for memory-bound with measured ceilings: ≤ 0.32, i.e. 1.25×):".to_string());
+    say(format!("  measured ceilings: {}", fmt(&accuracy_measured)));
+    say(format!("  spec ceilings:     {}", fmt(&accuracy_spec)));
+
+    let report = BenchReport {
+        ridge_version: env!("CARGO_PKG_VERSION").into(),
+        adapter: fp.name.clone(),
+        backend: fp.backend.clone(),
+        vendor_id: fp.vendor_id,
+        device_id: fp.device_id,
+        driver: fp.driver.clone(),
+        timing: if ctx.has_timestamps() {
+            "GPU timestamps".into()
+        } else {
+            "wall clock".into()
+        },
+        spec,
+        measured: Measured {
+            bandwidth_curve: m
+                .bandwidth_curve
+                .iter()
+                .map(|p| CurvePoint {
+                    bytes: p.bytes,
+                    gbps: p.gbps,
+                })
+                .collect(),
+            bandwidth_gbps: m.bandwidth_gbps,
+            f32_tflops: m.f32_tflops,
+            f16_tflops: m.f16_tflops,
+            dispatch_overhead_us: m.dispatch_overhead_us,
+            host_overhead_us: m.host_overhead_us,
+        },
+        measured_ceilings,
+        rows,
+        accuracy_measured,
+        accuracy_spec,
+    };
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        if quiet {
+            println!("{text}");
+        } else {
+            std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("report written to {}", path.display());
+        }
+    }
+    if let Some(path) = &args.svg {
+        crate::plot::roofline_svg(&report, path)?;
+        say(format!("roofline written to {}", path.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,161 @@
+//! `ridge predict`: per-op predicted times, totals and memory of a Transformer on any GPU of
+//! the spec table, without a GPU.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ridge_model::transformer::{self, InferenceMemory, LayerFlops, TransformerShape};
+use ridge_model::{OpCost, Precision, hardware};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A named preset (`minilm`) or a Hugging Face config.json.
+    #[arg(long, default_value = "minilm")]
+    model: String,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 128)]
+    seq: usize,
+    /// Sequences per batch.
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+    /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…).
+    #[arg(long, default_value = "NVIDIA H200")]
+    adapter: String,
+    /// Storage precision: f32, or f16 with f32 accumulation.
+    #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
+    dtype: String,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
+    match model {
+        "minilm" | "all-MiniLM-L6-v2" => Ok(TransformerShape::minilm_l6()),
+        path => {
+            let text = std::fs::read_to_string(PathBuf::from(path)).map_err(|e| {
+                format!("--model {path}: not a preset (minilm) and not readable: {e}")
+            })?;
+            Ok(TransformerShape::from_hf_config(&text).map_err(|e| format!("{path}: {e}"))?)
+        }
+    }
+}
+
+pub fn run(args: Args) -> crate::CliResult {
+    let s = shape(&args.model)?;
+    if args.seq == 0 || args.batch == 0 {
+        return Err("--seq and --batch must be at least 1".into());
+    }
+    let spec = hardware::find(&args.adapter).ok_or_else(|| {
+        let names: Vec<String> = hardware::table().into_iter().map(|r| r.name).collect();
+        format!(
+            "no GPU named {:?} in the spec table; known: {}",
+            args.adapter,
+            names.join(", ")
+        )
+    })?;
+    let (precision, e) = if args.dtype == "f16" {
+        (Precision::F16, 2)
+    } else {
+        (Precision::F32, 4)
+    };
+    let ceilings = spec.ceilings(precision);
+    let ops = transformer::encoder_ops(&s, args.batch, args.seq, true, e);
+
+    // Group by op name, in first-seen order.
+    let mut groups: Vec<(String, usize, OpCost, f64, usize)> = Vec::new(); // name, count, cost, seconds, memory-bound count
+    for op in &ops {
+        let p = ceilings.predict(&op.cost);
+        let memory = (p.bound == ridge_model::Bound::Memory) as usize;
+        match groups.iter_mut().find(|g| g.0 == op.name) {
+            Some(g) => {
+                g.1 += 1;
+                g.2 = g.2 + op.cost;
+                g.3 += p.seconds;
+                g.4 += memory;
+            }
+            None => groups.push((op.name.clone(), 1, op.cost, p.seconds, memory)),
+        }
+    }
+    let total_s: f64 = groups.iter().map(|g| g.3).sum();
+    let total_cost: OpCost = ops.iter().map(|o| o.cost).sum();
+    let memory = InferenceMemory::of(&s, args.batch, args.seq, e);
+    let layer = LayerFlops::of(&s, args.seq);
+
+    if args.json {
+        let doc = serde_json::json!({
+            "model": s, "seq": args.seq, "batch": args.batch, "dtype": args.dtype,
+            "adapter": spec, "ceilings": ceilings,
+            "ops": ops.iter().map(|o| serde_json::json!({
+                "scope": o.scope, "name": o.name, "flops": o.cost.flops, "bytes": o.cost.bytes,
+                "predicted": ceilings.predict(&o.cost),
+            })).collect::<Vec<_>>(),
+            "total_seconds": total_s, "sequences_per_second": args.batch as f64 / total_s,
+            "memory_bytes": memory, "layer_flops_per_sequence": layer,
+            "quoted": { "attention_8nd2_4n2d": transformer::quoted_attention_flops(args.seq, s.hidden),
+                        "layer_24nd2_4n2d": transformer::quoted_layer_flops(args.seq, s.hidden) },
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} layers, d {}, {} heads, d_ff {} · batch {} × {} tokens · {} on {} ({:.1} TFLOP/s, {:.0} GB/s, ridge point {:.1} FLOP/B)",
+        s.layers,
+        s.hidden,
+        s.heads,
+        s.intermediate,
+        args.batch,
+        args.seq,
+        args.dtype,
+        spec.name,
+        ceilings.peak_flops / 1e12,
+        ceilings.bandwidth / 1e9,
+        ceilings.ridge_point()
+    );
+    println!(
+        "\n{:<11} {:>5} {:>12} {:>12} {:>8} {:>12} {:>7}  bound",
+        "op", "count", "FLOPs", "bytes", "FLOP/B", "predicted", "share"
+    );
+    for (name, count, cost, seconds, mem) in &groups {
+        let bound = if *mem == *count {
+            "memory"
+        } else if *mem == 0 {
+            "compute"
+        } else {
+            "mixed"
+        };
+        println!(
+            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>9.4} ms {:>6.1}%  {bound}",
+            cost.flops,
+            cost.bytes,
+            cost.intensity(),
+            seconds * 1e3,
+            100.0 * seconds / total_s
+        );
+    }
+    println!(
+        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>9.4} ms  → {:.0} sequences/s (no dispatch overhead: datasheets do not state one)",
+        "total",
+        ops.len(),
+        total_cost.flops,
+        total_cost.bytes,
+        total_cost.intensity(),
+        total_s * 1e3,
+        args.batch as f64 / total_s
+    );
+    println!(
+        "\nper layer and sequence: {:.3e} FLOPs op by op ({:.3e} in matmuls) · quoted 24nd²+4n²d = {:.3e} · attention 8nd²+4n²d = {:.3e}",
+        layer.total(),
+        layer.matmul(),
+        transformer::quoted_layer_flops(args.seq, s.hidden),
+        transformer::quoted_attention_flops(args.seq, s.hidden)
+    );
+    let mb = |b: f64| b / (1 << 20) as f64;
+    println!(
+        "memory: weights {:.1} MiB · activations of one layer {:.1} MiB · (a decoder's KV cache for this batch would be {:.1} MiB)",
+        mb(memory.weights),
+        mb(memory.activations),
+        mb(memory.kv_cache)
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,135 @@
+//! The `ridge bench --json` report: what was measured on one adapter, next to what the model
+//! predicted. The dashboard loads these from several machines to compare them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::hardware::GpuSpec;
+use crate::roofline::{Bound, Ceilings};
+
+/// One bandwidth-curve point.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Bytes copied.
+    pub bytes: u64,
+    /// GB/s (read + write).
+    pub gbps: f64,
+}
+
+/// Ceilings measured on the adapter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Copy bandwidth by size.
+    pub bandwidth_curve: Vec<CurvePoint>,
+    /// Device-memory bandwidth (largest copy), GB/s.
+    pub bandwidth_gbps: f64,
+    /// f32 FMA peak, TFLOP/s.
+    pub f32_tflops: f64,
+    /// f16 FMA peak, TFLOP/s.
+    pub f16_tflops: Option<f64>,
+    /// GPU time of a trivial dispatch, µs (added to every prediction).
+    pub dispatch_overhead_us: Option<f64>,
+    /// Host wall-clock time per dispatch in a stream, µs.
+    pub host_overhead_us: Option<f64>,
+}
+
+/// One measured case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Op name.
+    pub op: String,
+    /// Problem shape.
+    pub shape: Vec<usize>,
+    /// `f32` or `f16`.
+    pub dtype: String,
+    /// FLOPs of one launch.
+    pub flops: f64,
+    /// Fewest bytes of one launch.
+    pub bytes: f64,
+    /// Median measured time, ms (`None`: could not be timed).
+    pub measured_ms: Option<f64>,
+    /// Predicted from the spec table, ms.
+    pub predicted_spec_ms: Option<f64>,
+    /// Predicted from the measured ceilings, ms.
+    pub predicted_measured_ms: f64,
+    /// Which roof applies (measured ceilings).
+    pub bound: Bound,
+    /// Share of the measured roofline reached, 0–1.
+    pub roofline_fraction: Option<f64>,
+}
+
+impl Row {
+    /// FLOP/byte.
+    pub fn intensity(&self) -> f64 {
+        crate::OpCost::new(self.flops, self.bytes).intensity()
+    }
+    /// Achieved GFLOP/s.
+    pub fn gflops(&self) -> Option<f64> {
+        self.measured_ms
+            .and_then(|ms| crate::OpCost::new(self.flops, self.bytes).gflops(ms))
+    }
+    /// Achieved GB/s.
+    pub fn gbps(&self) -> Option<f64> {
+        self.measured_ms
+            .and_then(|ms| crate::OpCost::new(self.flops, self.bytes).gbps(ms))
+    }
+}
+
+/// Model accuracy: median |log2(measured ÷ predicted)| (0 perfect, 0.32 = within 1.25×).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Accuracy {
+    /// Over every case.
+    pub all: Option<f64>,
+    /// Over memory-bound cases.
+    pub memory: Option<f64>,
+    /// Over compute-bound cases.
+    pub compute: Option<f64>,
+}
+
+impl Accuracy {
+    /// Accuracy of `predicted(row)` against the measured times.
+    pub fn of(rows: &[Row], predicted: impl Fn(&Row) -> Option<f64>) -> Self {
+        let pairs = |bound: Option<Bound>| -> Vec<(f64, f64)> {
+            rows.iter()
+                .filter(|r| bound.is_none_or(|b| r.bound == b))
+                .filter_map(|r| Some((r.measured_ms?, predicted(r)?)))
+                .collect()
+        };
+        let m = |b| crate::roofline::median_abs_log2_error(&pairs(b));
+        Self {
+            all: m(None),
+            memory: m(Some(Bound::Memory)),
+            compute: m(Some(Bound::Compute)),
+        }
+    }
+}
+
+/// A whole `ridge bench` report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// Ridge version that wrote it.
+    pub ridge_version: String,
+    /// Adapter name.
+    pub adapter: String,
+    /// Backend.
+    pub backend: String,
+    /// PCI vendor id.
+    pub vendor_id: u32,
+    /// PCI device id.
+    pub device_id: u32,
+    /// Driver.
+    pub driver: String,
+    /// How times were measured.
+    pub timing: String,
+    /// The spec-table row matched, if any.
+    pub spec: Option<GpuSpec>,
+    /// Ceilings measured on the adapter.
+    pub measured: Measured,
+    /// f32 roofline from the measured ceilings.
+    pub measured_ceilings: Ceilings,
+    /// Every case.
+    pub rows: Vec<Row>,
+    /// Accuracy of the predictions from measured ceilings.
+    pub accuracy_measured: Accuracy,
+    /// Accuracy of the predictions from the spec table.
+    pub accuracy_spec: Accuracy,
+}
