@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use ridge::core::{DType, Error, Result, Tensor, wgpu};
-use ridge::kernels::Gemm;
+use ridge::kernels::{Gemm, GemmConfig, GemmKernel};
 
 use crate::harness::*;
 
@@ -138,23 +138,49 @@ fn f16_storage_accumulates_in_f32() {
 
 #[test]
 fn more_workgroups_than_one_dimension_allows() {
-    // With at most 4 workgroups per dimension, 5 × 4 tiles × 2 batches = 40 workgroups need
-    // all three dimensions (4 · 4 · 3): the linear workgroup index must cover them exactly.
+    // With at most 4 workgroups per dimension and 64 × 64 tiles, 5 × 4 tiles × 2 batches = 40
+    // workgroups need all three dimensions (4 · 4 · 3): the linear workgroup index must cover
+    // them exactly.
     on_every_adapter_with(
         "gemm_folded_grid",
         |a| with_limits(a, |l| l.max_compute_workgroups_per_dimension = 4),
         |ctx| {
+            let set = ridge::tune::TableSet::default();
+            ctx.set_tuning(Some(std::sync::Arc::new(set)));
+            let tiled = GemmKernel::Tiled(GemmConfig::DEFAULT);
             let g = Gemm {
                 batch: 2,
                 ..Gemm::new(5 * 64 - 3, 4 * 64 - 1, 9)
             };
-            check(ctx, g, DType::F32, true, 2, 1, 7)?;
+            let (a, b) = (
+                Tensor::from_slice(ctx, &random(1, 2 * g.m * 9, -1.0, 1.0), &[2, g.m, 9])?,
+                Tensor::from_slice(ctx, &random(2, 9 * g.n, -1.0, 1.0), &[9, g.n])?,
+            );
+            let c = poisoned(ctx, &[2, g.m, g.n], DType::F32)?;
+            g.run_with(ctx, tiled, &a, &b, None, &c)?;
+            let want = g.reference(
+                &block(a.to_vec::<f32>(ctx))?,
+                &block(b.to_vec::<f32>(ctx))?,
+                None,
+                &[],
+            );
+            let bounds = g.error_bounds(
+                DType::F32,
+                &block(a.to_vec::<f32>(ctx))?,
+                &block(b.to_vec::<f32>(ctx))?,
+                None,
+                &[],
+                &want,
+            );
+            assert_close("folded gemm", &block(c.to_vec::<f32>(ctx))?, &want, |i| {
+                bounds[i]
+            })?;
             // 4³ = 64 workgroups at most: 65 tiles must be refused before dispatch.
             let g = Gemm::new(65 * 64, 1, 1);
             let a = Tensor::empty(ctx, &[g.m, 1], DType::F32)?;
             let b = Tensor::empty(ctx, &[1, 1], DType::F32)?;
             let c = Tensor::empty(ctx, &[g.m, 1], DType::F32)?;
-            expect_err("gemm grid", g.run(ctx, &a, &b, None, &c), |e| {
+            expect_err("gemm grid", g.run_with(ctx, tiled, &a, &b, None, &c), |e| {
                 matches!(e, Error::LimitExceeded { .. })
             })
         },

@@ -53,7 +53,13 @@ pub fn contexts() -> &'static [Context] {
             .filter_map(|a| {
                 let name = context::describe(&a.get_info());
                 match pollster::block_on(Context::on_adapter(a, &ContextOptions::default())) {
-                    Ok(ctx) => Some(ctx),
+                    Ok(ctx) => {
+                        // Tests never autotune: they run with the fixed, shipped table.
+                        let (tables, warnings) = ridge::tune::tables_for(&ctx.fingerprint(), None);
+                        assert!(warnings.is_empty(), "shipped tables: {warnings:?}");
+                        ctx.set_tuning(Some(std::sync::Arc::new(tables)));
+                        Some(ctx)
+                    }
                     Err(e) => {
                         eprintln!("harness: skipping {name}: {e}");
                         None

@@ -11,3 +11,4 @@ mod minilm_errors;
 mod nn_ops;
 mod norm;
 mod softmax;
+mod tuning;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ridge_core::{Context, DType};
+use ridge_core::DType;
 use ridge_kernels::{ceilings, sweep};
 use ridge_model::report::{Accuracy, BenchReport, CurvePoint, Measured, Row};
 use ridge_model::{Precision, hardware};
@@ -40,7 +40,7 @@ fn ms(v: Option<f64>) -> String {
 }
 
 pub fn run(args: Args) -> crate::CliResult {
-    let ctx = pollster::block_on(Context::new())?;
+    let ctx = crate::context()?;
     let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
     let size = match args.size.as_deref() {
         Some("full") => sweep::SweepSize::Full,

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use ridge_core::Context;
 use ridge_kernels::suite;
 
 #[derive(clap::Args)]
@@ -20,7 +19,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 pub fn run(args: Args) -> crate::CliResult {
-    let ctx = pollster::block_on(Context::new())?;
+    let ctx = crate::context()?;
     let method = if ctx.has_timestamps() {
         "GPU timestamps"
     } else {

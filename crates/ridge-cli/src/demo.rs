@@ -4,7 +4,6 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ridge_core::Context;
 use ridge_nn::cosine;
 
 use crate::embed::ModelArgs;
@@ -25,7 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> crate::CliResult {
-    let ctx = pollster::block_on(Context::new())?;
+    let ctx = crate::context()?;
     println!("MiniLM on {}", ctx.describe());
     let load = Instant::now();
     let model = args.model.load(&ctx)?;

@@ -65,7 +65,7 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     if texts.is_empty() {
         return Err("nothing to embed: give texts as arguments or --file FILE".into());
     }
-    let ctx = pollster::block_on(Context::new())?;
+    let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
@@ -110,7 +110,7 @@ pub struct SimilarityArgs {
 }
 
 pub fn similarity(args: SimilarityArgs) -> crate::CliResult {
-    let ctx = pollster::block_on(Context::new())?;
+    let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
     let v = pollster::block_on(model.embed(&ctx, &[&args.a, &args.b], 2))?;
     let c = cosine(&v[0], &v[1]);

@@ -25,12 +25,13 @@ struct AdapterReport {
     limits: Vec<(&'static str, u64)>,
 }
 
-const FEATURES: [wgpu::Features; 5] = [
+const FEATURES: [wgpu::Features; 6] = [
     wgpu::Features::SHADER_F16,
     wgpu::Features::TIMESTAMP_QUERY,
     wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
     wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
     wgpu::Features::SUBGROUP,
+    wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
 ];
 
 use ridge_core::wgpu;

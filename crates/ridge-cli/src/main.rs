@@ -7,6 +7,7 @@ mod embed;
 mod info;
 mod plot;
 mod predict;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,9 @@ enum Command {
     /// Predict a Transformer's per-op times and memory on a GPU of the spec table (no GPU
     /// needed).
     Predict(predict::Args),
+    /// Find the fastest kernel variants for this adapter (the autotuner) and write them to
+    /// the user's tuning table; `--show` prints the tables in use.
+    Tune(tune::Args),
     /// Sentence embeddings with all-MiniLM-L6-v2 (or any local BERT sentence-transformers
     /// folder), computed on Ridge's kernels.
     Embed(embed::EmbedArgs),
@@ -52,6 +56,17 @@ enum Command {
 /// What every subcommand returns; an error becomes one line on stderr and exit code 1.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
+/// A context on the chosen adapter with its tuning tables installed (warnings about
+/// corrupt, stale or foreign tables go to stderr).
+pub fn context() -> Result<ridge_core::Context, Box<dyn std::error::Error>> {
+    let ctx = pollster::block_on(ridge_core::Context::new())?;
+    let (_, warnings) = ridge_tune::install(&ctx);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(ctx)
+}
+
 fn main() -> ExitCode {
     quiet_mesa_egl();
     let cli = Cli::parse();
@@ -60,6 +75,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Predict(args) => predict::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Embed(args) => embed::embed(args),
         Command::Similarity(args) => embed::similarity(args),
         Command::FetchModel(args) => embed::fetch(args),

@@ -17,13 +17,19 @@ use crate::recorder::Recorder;
 /// list that `ridge info` prints.
 pub const ADAPTER_ENV: &str = "RIDGE_ADAPTER";
 
-/// Optional features Ridge asks for whenever the adapter has them.
+/// Optional features Ridge asks for whenever the adapter has them. Cooperative matrices
+/// (tensor cores) are an experimental wgpu feature, native only.
 pub fn wanted_features() -> wgpu::Features {
-    wgpu::Features::SHADER_F16
+    let all = wgpu::Features::SHADER_F16
         | wgpu::Features::TIMESTAMP_QUERY
         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES
         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
-        | wgpu::Features::SUBGROUP
+        | wgpu::Features::SUBGROUP;
+    if cfg!(target_arch = "wasm32") {
+        all
+    } else {
+        all | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+    }
 }
 
 /// What identifies an adapter for tuning tables and reports: the same GPU, driver and backend
@@ -82,8 +88,10 @@ pub struct Context {
     limits: wgpu::Limits,
     features: wgpu::Features,
     pipelines: PipelineCache,
+    coop_f16: bool,
     placeholder: crate::Tensor,
     pub(crate) recorder: Mutex<Recorder>,
+    tuning: std::sync::RwLock<Option<Arc<dyn crate::tuning::Tuning>>>,
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -177,11 +185,18 @@ impl Context {
             None => own,
         };
         let features = adapter.features() & wanted_features() & !options.without_features;
+        let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // SAFETY: wgpu's experimental features may have bugs; Ridge uses only cooperative
+            // matrices, in one kernel whose results the GPU tests check against f64.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let desc = wgpu::DeviceDescriptor {
             label: Some("ridge"),
             required_features: features,
             required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features: experimental,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
@@ -214,6 +229,14 @@ impl Context {
 
         let features = device.features();
         let limits = device.limits();
+        let coop_f16 = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            && info.subgroup_min_size == 32
+            && info.subgroup_max_size == 32
+            && adapter.cooperative_matrix_properties().iter().any(|p| {
+                (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+                    && p.ab_type == wgpu::CooperativeScalarType::F16
+                    && p.cr_type == wgpu::CooperativeScalarType::F32
+            });
         let placeholder = crate::Tensor::from_buffer(
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("ridge placeholder binding"),
@@ -233,8 +256,10 @@ impl Context {
             limits,
             features,
             pipelines: PipelineCache::default(),
+            coop_f16,
             placeholder,
             recorder: Mutex::new(Recorder::default()),
+            tuning: std::sync::RwLock::new(None),
             errors,
             lost,
         })
@@ -291,9 +316,31 @@ impl Context {
     pub fn has_timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }
+    /// Whether 16×16×16 f16 × f16 → f32 cooperative matrices (tensor cores) are available at
+    /// subgroup size 32, as Ridge's tensor-core GEMM needs.
+    pub fn has_coop_f16(&self) -> bool {
+        self.coop_f16
+    }
     /// Whether WGSL subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {
         self.features.contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// Installs the tuning table the kernels consult (`None` leaves them to their
+    /// heuristics).
+    pub fn set_tuning(&self, tuning: Option<Arc<dyn crate::tuning::Tuning>>) {
+        *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = tuning;
+    }
+
+    /// The tuned variant for `op` on `shape` and `dtype`, if a table is installed and has one.
+    pub fn tuned(
+        &self,
+        op: &str,
+        shape: &[usize],
+        dtype: crate::DType,
+    ) -> Option<crate::tuning::VariantParams> {
+        let tuning = self.tuning.read().unwrap_or_else(|e| e.into_inner());
+        tuning.as_ref()?.variant(op, shape, dtype)
     }
 
     /// Errors with [`Error::MissingFeature`] unless the device has `feature`.
@@ -403,6 +450,9 @@ pub fn feature_name(feature: wgpu::Features) -> &'static str {
             "timestamp-query-inside-encoders"
         }
         f if f == wgpu::Features::SUBGROUP => "subgroups",
+        f if f == wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX => {
+            "cooperative-matrix (experimental)"
+        }
         _ => "unnamed feature",
     }
 }

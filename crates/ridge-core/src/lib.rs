@@ -9,6 +9,7 @@ pub mod pipeline;
 pub mod profiler;
 pub mod recorder;
 pub mod tensor;
+pub mod tuning;
 
 pub use context::{Context, ContextOptions, Fingerprint};
 pub use error::{Error, Result};
@@ -16,4 +17,5 @@ pub use pipeline::{Defines, PipelineCache, ShaderSource};
 pub use profiler::{Profile, Span, TimingMethod};
 pub use recorder::Dispatch;
 pub use tensor::{DType, Element, Tensor};
+pub use tuning::{Tuning, VariantParams};
 pub use wgpu;

@@ -14,7 +14,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
-use crate::shaders::{self, GEMM, Variant};
+use crate::shaders::{self, GEMM, GEMM_COOP, Variant};
 
 /// A GEMM problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -70,6 +70,164 @@ impl GemmConfig {
     /// Bytes of workgroup memory (two f32 tiles).
     pub fn workgroup_bytes(&self) -> u32 {
         (self.bm + self.bn) * self.bk * 4
+    }
+}
+
+/// Tiling of the tensor-core GEMM (`shaders/gemm_coop.wgsl`): `sg_m × sg_n` subgroups of
+/// 32, each owning a 32 × 32 block of C as 2 × 2 cooperative 16×16 accumulators; `bk`-deep
+/// slices staged in workgroup memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopConfig {
+    /// Subgroups along M.
+    pub sg_m: u32,
+    /// Subgroups along N.
+    pub sg_n: u32,
+    /// Depth of each staged K slice, a multiple of 16.
+    pub bk: u32,
+}
+
+impl CoopConfig {
+    /// 2 × 2 subgroups (a 64 × 64 tile, 128 invocations), 32 deep.
+    pub const DEFAULT: CoopConfig = CoopConfig {
+        sg_m: 2,
+        sg_n: 2,
+        bk: 32,
+    };
+
+    /// Rows of C per workgroup.
+    pub fn bm(&self) -> u32 {
+        32 * self.sg_m
+    }
+    /// Columns of C per workgroup.
+    pub fn bn(&self) -> u32 {
+        32 * self.sg_n
+    }
+    /// Invocations per workgroup.
+    pub fn invocations(&self) -> u32 {
+        32 * self.sg_m * self.sg_n
+    }
+    /// Bytes of workgroup memory: f16 A and B slices plus a 16×16 f32 scratch per subgroup.
+    pub fn workgroup_bytes(&self) -> u32 {
+        (self.bm() + self.bn()) * self.bk * 2 + self.sg_m * self.sg_n * 256 * 4
+    }
+}
+
+/// Which kernel runs a GEMM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// The tiled SIMT kernel (`shaders/gemm.wgsl`), every adapter.
+    Tiled(GemmConfig),
+    /// Cooperative matrices (`shaders/gemm_coop.wgsl`): f16 storage on adapters with
+    /// f16 → f32 tensor cores.
+    Coop(CoopConfig),
+}
+
+impl GemmKernel {
+    /// The vendor-heuristic default: tensor cores for f16 where the adapter has them; on CPU
+    /// drivers 128 × 128 tiles with 8 × 8 per invocation (fastest on lavapipe,
+    /// benches/NOTES.md); elsewhere [`GemmConfig::DEFAULT`].
+    pub fn heuristic(ctx: &Context, dtype: DType) -> Self {
+        if dtype == DType::F16 && ctx.has_coop_f16() {
+            GemmKernel::Coop(CoopConfig::DEFAULT)
+        } else if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+            GemmKernel::Tiled(GemmConfig {
+                bm: 128,
+                bn: 128,
+                bk: 8,
+                tm: 8,
+                tn: 8,
+            })
+        } else {
+            GemmKernel::Tiled(GemmConfig::DEFAULT)
+        }
+    }
+
+    /// Whether this kernel can run `dtype` on `ctx` within its limits.
+    pub fn fits(&self, ctx: &Context, dtype: DType) -> bool {
+        let l = ctx.limits();
+        let (invocations, bytes, ok) = match self {
+            GemmKernel::Tiled(c) => (
+                c.invocations(),
+                c.workgroup_bytes(),
+                check_config(c).is_ok(),
+            ),
+            GemmKernel::Coop(c) => (
+                c.invocations(),
+                c.workgroup_bytes(),
+                dtype == DType::F16 && ctx.has_coop_f16() && c.bk > 0 && c.bk.is_multiple_of(16),
+            ),
+        };
+        ok && invocations <= l.max_compute_invocations_per_workgroup
+            && bytes <= l.max_compute_workgroup_storage_size
+            && (dtype != DType::F16 || ctx.has_f16())
+    }
+
+    /// As named parameters for a tuning table.
+    pub fn to_params(&self) -> ridge_core::VariantParams {
+        let pairs: Vec<(&str, u32)> = match *self {
+            GemmKernel::Tiled(c) => vec![
+                ("COOP", 0),
+                ("BM", c.bm),
+                ("BN", c.bn),
+                ("BK", c.bk),
+                ("TM", c.tm),
+                ("TN", c.tn),
+            ],
+            GemmKernel::Coop(c) => vec![
+                ("COOP", 1),
+                ("SG_M", c.sg_m),
+                ("SG_N", c.sg_n),
+                ("BK", c.bk),
+            ],
+        };
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// From a tuning table's parameters; `None` when some are missing.
+    pub fn from_params(p: &ridge_core::VariantParams) -> Option<Self> {
+        let g = |k: &str| p.get(k).copied();
+        Some(if g("COOP")? == 1 {
+            GemmKernel::Coop(CoopConfig {
+                sg_m: g("SG_M")?,
+                sg_n: g("SG_N")?,
+                bk: g("BK")?,
+            })
+        } else {
+            GemmKernel::Tiled(GemmConfig {
+                bm: g("BM")?,
+                bn: g("BN")?,
+                bk: g("BK")?,
+                tm: g("TM")?,
+                tn: g("TN")?,
+            })
+        })
+    }
+
+    /// Candidates the autotuner tries on `ctx` for `dtype` (those that fit).
+    pub fn candidates(ctx: &Context, dtype: DType) -> Vec<Self> {
+        let tiled = |bm, bn, bk, tm, tn| GemmKernel::Tiled(GemmConfig { bm, bn, bk, tm, tn });
+        let mut v = vec![
+            tiled(64, 64, 16, 4, 4),
+            tiled(64, 64, 8, 4, 4),
+            tiled(32, 32, 16, 4, 4),
+            tiled(128, 64, 8, 8, 4),
+            tiled(64, 128, 8, 4, 8),
+            tiled(128, 128, 8, 8, 8),
+            tiled(128, 128, 16, 8, 8),
+            tiled(64, 64, 32, 4, 4),
+        ];
+        for (sg_m, sg_n, bk) in [
+            (2, 2, 32),
+            (2, 2, 16),
+            (4, 2, 32),
+            (2, 4, 32),
+            (4, 4, 32),
+            (4, 4, 16),
+        ] {
+            v.push(GemmKernel::Coop(CoopConfig { sg_m, sg_n, bk }));
+        }
+        v.retain(|k| k.fits(ctx, dtype));
+        v
     }
 }
 
@@ -198,7 +356,16 @@ impl Gemm {
             .collect()
     }
 
-    /// Runs the GEMM with the default tiling.
+    /// The kernel Ridge picks for this problem on `ctx`: the installed tuning table's entry
+    /// when it has one that fits the adapter, else [`GemmKernel::heuristic`].
+    pub fn kernel(&self, ctx: &Context, dtype: DType) -> GemmKernel {
+        ctx.tuned("gemm", &[self.m, self.n, self.k], dtype)
+            .and_then(|p| GemmKernel::from_params(&p))
+            .filter(|k| k.fits(ctx, dtype))
+            .unwrap_or_else(|| GemmKernel::heuristic(ctx, dtype))
+    }
+
+    /// Runs the GEMM with the kernel [`Gemm::kernel`] picks.
     ///
     /// Errors: [`Error::Shape`] when a tensor does not hold the matrices described above;
     /// [`Error::DType`] when the dtypes differ; [`Error::InvalidArgument`] when `c` aliases an
@@ -212,14 +379,14 @@ impl Gemm {
         bias: Option<&Tensor>,
         c: &Tensor,
     ) -> Result<()> {
-        self.run_with(ctx, GemmConfig::DEFAULT, a, b, bias, c)
+        self.run_with(ctx, self.kernel(ctx, c.dtype()), a, b, bias, c)
     }
 
-    /// Runs the GEMM with a given tiling (the autotuner's entry point).
+    /// Runs the GEMM with a given kernel and tiling (the autotuner's entry point).
     pub fn run_with(
         &self,
         ctx: &Context,
-        config: GemmConfig,
+        kernel: GemmKernel,
         a: &Tensor,
         b: &Tensor,
         bias: Option<&Tensor>,
@@ -236,14 +403,32 @@ impl Gemm {
         }
         launch::same_dtype(name, c.dtype(), &inputs)?;
         launch::no_alias(name, c, &inputs)?;
-        check_config(&config)?;
-        launch::check_workgroup(ctx, name, config.invocations(), config.workgroup_bytes())?;
+        let (bm, bn, invocations, bytes) = match kernel {
+            GemmKernel::Tiled(cfg) => {
+                check_config(&cfg)?;
+                (cfg.bm, cfg.bn, cfg.invocations(), cfg.workgroup_bytes())
+            }
+            GemmKernel::Coop(cfg) => {
+                if c.dtype() != DType::F16
+                    || !ctx.has_coop_f16()
+                    || cfg.bk == 0
+                    || !cfg.bk.is_multiple_of(16)
+                {
+                    return Err(Error::invalid(
+                        name,
+                        "the cooperative-matrix kernel needs f16 tensors, an adapter with 16x16x16 f16 tensor cores at subgroup size 32, and BK a multiple of 16",
+                    ));
+                }
+                (cfg.bm(), cfg.bn(), cfg.invocations(), cfg.workgroup_bytes())
+            }
+        };
+        launch::check_workgroup(ctx, name, invocations, bytes)?;
         for t in [a, b, c] {
             launch::fits_u32(name, "elements", t.numel())?;
         }
 
-        let tiles_m = self.m.div_ceil(config.bm as usize) as u64;
-        let tiles_n = self.n.div_ceil(config.bn as usize) as u64;
+        let tiles_m = self.m.div_ceil(bm as usize) as u64;
+        let tiles_n = self.n.div_ceil(bn as usize) as u64;
         let total = tiles_m * tiles_n * self.batch as u64;
         let u = |v: usize| v as u32; // every value below is ≤ an element count checked above
         let (lda, ldb) = (self.a_dims()[1], self.b_dims()[1]);
@@ -261,17 +446,28 @@ impl Gemm {
             ])
             .f(self.alpha)
             .f(self.beta);
-        let defines = config_defines(
-            launch::dtype_defines(ctx, name, c.dtype())?,
-            &config,
-            self,
-            bias.is_some(),
-        );
-        let bias = bias.map_or(ctx.placeholder(), |t| t);
+        let (shader, entry, defines) = match kernel {
+            GemmKernel::Tiled(cfg) => (
+                &GEMM,
+                "gemm",
+                config_defines(
+                    launch::dtype_defines(ctx, name, c.dtype())?,
+                    &cfg,
+                    self,
+                    bias.is_some(),
+                ),
+            ),
+            GemmKernel::Coop(cfg) => (
+                &GEMM_COOP,
+                "gemm_coop",
+                coop_defines(&cfg, self, bias.is_some()),
+            ),
+        };
+        let bias = bias.unwrap_or(ctx.placeholder());
         Launch {
             label: name,
-            shader: &GEMM,
-            entry: "gemm",
+            shader,
+            entry,
             defines,
             params,
             buffers: vec![(1, a), (2, b), (3, bias), (4, c)],
@@ -333,6 +529,30 @@ fn config_defines(
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
+}
+
+fn coop_defines(c: &CoopConfig, g: &Gemm, bias: bool) -> ridge_core::Defines {
+    ridge_core::Defines::new()
+        .enable("f16")
+        .enable("wgpu_cooperative_matrix")
+        .u32("SG_M", c.sg_m)
+        .u32("SG_N", c.sg_n)
+        .u32("BK", c.bk)
+        .bool("TRANS_A", g.trans_a)
+        .bool("TRANS_B", g.trans_b)
+        .bool("HAS_BIAS", bias)
+}
+
+pub(crate) fn coop_variants() -> Vec<Variant> {
+    let g = Gemm {
+        trans_b: true,
+        ..Gemm::new(1, 1, 1)
+    };
+    vec![(
+        &GEMM_COOP,
+        "gemm_coop",
+        coop_defines(&CoopConfig::DEFAULT, &g, true),
+    )]
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {

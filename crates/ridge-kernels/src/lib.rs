@@ -12,13 +12,14 @@ pub mod launch;
 pub mod layout;
 pub mod norm;
 pub mod pool;
+pub mod rows;
 pub mod shaders;
 pub mod softmax;
 pub mod suite;
 pub mod sweep;
 
 pub use elementwise::{Binary, Unary, binary, unary};
-pub use gemm::{Gemm, GemmConfig};
+pub use gemm::{CoopConfig, Gemm, GemmConfig, GemmKernel};
 pub use layout::{nchw_to_nhwc, nhwc_to_nchw, permute};
 pub use norm::{Norm, NormKind};
 pub use pool::MeanPool;

@@ -8,6 +8,11 @@ pub static GEMM: ShaderSource = ShaderSource {
     name: "gemm",
     body: include_str!("../../../shaders/gemm.wgsl"),
 };
+/// `shaders/gemm_coop.wgsl`.
+pub static GEMM_COOP: ShaderSource = ShaderSource {
+    name: "gemm_coop",
+    body: include_str!("../../../shaders/gemm_coop.wgsl"),
+};
 /// `shaders/norm.wgsl`.
 pub static NORM: ShaderSource = ShaderSource {
     name: "norm",
@@ -64,6 +69,9 @@ pub fn all_variants() -> Vec<Variant> {
     let mut v = Vec::new();
     for dtype in [DType::F32, DType::F16] {
         v.extend(crate::gemm::variants(dtype));
+        if dtype == DType::F16 {
+            v.extend(crate::gemm::coop_variants());
+        }
         v.extend(crate::norm::variants(dtype));
         v.extend(crate::softmax::variants(dtype));
         v.extend(crate::elementwise::variants(dtype));

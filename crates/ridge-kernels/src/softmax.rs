@@ -137,7 +137,7 @@ impl Softmax {
         let rows = launch::fits_u32(name, "rows", self.rows)?;
         let cols = launch::fits_u32(name, "cols", self.cols)?;
         launch::fits_u32(name, "elements", x.numel())?;
-        let wg = launch::workgroup_size_1d(ctx, WG_CAP);
+        let wg = crate::rows::workgroup_size(ctx, name, self.rows, self.cols, x.dtype());
         let defines = launch::dtype_defines(ctx, name, x.dtype())?
             .u32("WG", wg)
             .bool("HAS_MASK", mask.is_some());

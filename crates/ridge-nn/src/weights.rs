@@ -130,3 +130,71 @@ fn bytemuck_f32(data: &[u8]) -> Vec<f32> {
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
 }
+
+/// A safetensors file of seeded random weights for `config`, under Hugging Face `BertModel`
+/// names: for timing the encoder where the real weights cannot travel (the GPU machine takes
+/// at most 64 MiB). Values are uniform in ±0.05 (±1 for layer-norm scales around 1), small
+/// enough that activations stay in range.
+pub fn random_bert_safetensors(config: &crate::config::BertConfig, seed: u64) -> Vec<u8> {
+    use rand::{RngExt, SeedableRng, rngs::StdRng};
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (h, i) = (config.hidden_size, config.intermediate_size);
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    let mut add = |name: String, shape: Vec<usize>, center: f32| {
+        let n: usize = shape.iter().product();
+        let bytes = (0..n)
+            .flat_map(|_| (center + rng.random_range(-0.05f32..0.05)).to_le_bytes())
+            .collect();
+        tensors.push((name, shape, bytes));
+    };
+    add(
+        "embeddings.word_embeddings.weight".into(),
+        vec![config.vocab_size, h],
+        0.0,
+    );
+    add(
+        "embeddings.position_embeddings.weight".into(),
+        vec![config.max_position_embeddings, h],
+        0.0,
+    );
+    add(
+        "embeddings.token_type_embeddings.weight".into(),
+        vec![config.type_vocab_size, h],
+        0.0,
+    );
+    let norm = |add: &mut dyn FnMut(String, Vec<usize>, f32), p: &str| {
+        add(format!("{p}.weight"), vec![h], 1.0);
+        add(format!("{p}.bias"), vec![h], 0.0);
+    };
+    norm(&mut add, "embeddings.LayerNorm");
+    for l in 0..config.num_hidden_layers {
+        let p = format!("encoder.layer.{l}");
+        for part in ["query", "key", "value"] {
+            add(format!("{p}.attention.self.{part}.weight"), vec![h, h], 0.0);
+            add(format!("{p}.attention.self.{part}.bias"), vec![h], 0.0);
+        }
+        add(
+            format!("{p}.attention.output.dense.weight"),
+            vec![h, h],
+            0.0,
+        );
+        add(format!("{p}.attention.output.dense.bias"), vec![h], 0.0);
+        norm(&mut add, &format!("{p}.attention.output.LayerNorm"));
+        add(format!("{p}.intermediate.dense.weight"), vec![i, h], 0.0);
+        add(format!("{p}.intermediate.dense.bias"), vec![i], 0.0);
+        add(format!("{p}.output.dense.weight"), vec![h, i], 0.0);
+        add(format!("{p}.output.dense.bias"), vec![h], 0.0);
+        norm(&mut add, &format!("{p}.output.LayerNorm"));
+    }
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(n, s, b)| {
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(Dtype::F32, s.clone(), b)
+                    .expect("consistent sizes"),
+            )
+        })
+        .collect();
+    safetensors::serialize(views, None).expect("serialisable")
+}

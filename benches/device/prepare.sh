@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Run here (not on the GPU machine), from the project root: builds Ridge's release binaries
+# and puts them, stripped, with the scripts the GPU machine needs, into .devbin/ (ignored by
+# git). Then one `run` call with carry [".gl", ".devbin"] and the command
+#     bash .devbin/sweep.sh
+# measures everything in one go (see sweep.sh) and prints the ratio table last.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+[ -d .gl ] || bash ../shared/device/prep.sh
+mkdir -p .devbin
+cp ../shared/device/gpu-env.sh ../shared/device/torch_ref.py .devbin/
+cargo build --release -p ridge-cli
+cargo build --release --benches
+cargo test --release --test gpu --no-run 2>&1 | tee /tmp/ridge-gpu-test-build.log
+gpu_test=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/ridge-gpu-test-build.log | tail -1)
+cp target/release/ridge .devbin/ridge
+cp "$(ls -t target/release/deps/minilm-* | grep -v '\.d$' | head -1)" .devbin/minilm
+cp "$(ls -t target/release/deps/gemm-* | grep -v '\.d$' | head -1)" .devbin/gemm
+cp "$gpu_test" .devbin/gpu-tests
+strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/gpu-tests
+cp benches/device/sweep.sh benches/device/minilm_torch.py benches/device/ratios.py .devbin/
+du -sh .devbin .gl

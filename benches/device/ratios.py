@@ -1,0 +1,59 @@
+"""Ratio table: Ridge (bench.json, gemm.txt, minilm.txt) ÷ PyTorch (torch.jsonl), same run."""
+import json, re, sys, pathlib
+
+out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+torch = [json.loads(l) for l in (out / "torch.jsonl").read_text().splitlines() if l.startswith("{") and '"op"' in l]
+ref = {(t["op"], tuple(t["shape"])): t for t in torch}
+bench = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {"rows": []}
+rows = []
+copy = next((t for t in torch if t["op"] == "copy_f32"), None)
+
+def ridge_row(op, shape, dtype="f32"):
+    for r in bench["rows"]:
+        if r["op"] == op and tuple(r["shape"]) == tuple(shape) and r["dtype"] == dtype and r["measured_ms"]:
+            return r
+    return None
+
+for n in (1024, 2048, 4096):
+    for dt in ("f32", "f16"):
+        r, t = ridge_row("gemm", (n, n, n), dt), ref.get((f"gemm_{'float32' if dt == 'f32' else 'float16'}", (n, n, n)))
+        if r and t:
+            tf = 2 * n**3 / r["measured_ms"] / 1e9
+            rows.append((f"gemm {dt} {n}³", f"{tf:.2f} TFLOP/s", f"{t['tflops']:.2f} TFLOP/s", tf / t["tflops"]))
+best = {}
+for line in (out / "gemm.txt").read_text().splitlines() if (out / "gemm.txt").exists() else []:
+    dt = line.split()[0]
+    for n, tf in re.findall(r"(\d+)³ ([\d.]+) TFLOP/s", line):
+        key = (dt, int(n))
+        if float(tf) > best.get(key, (0, ""))[0]:
+            best[key] = (float(tf), line.split("  ")[0])
+for (dt, n), (tf, cfg) in sorted(best.items()):
+    t = ref.get((f"gemm_{'float32' if dt == 'f32' else 'float16'}", (n, n, n)))
+    if t:
+        rows.append((f"gemm {dt} {n}³ best candidate", f"{tf:.2f} TFLOP/s", f"{t['tflops']:.2f} TFLOP/s", tf / t["tflops"]))
+        rows.append(("", cfg[:60], "", None))
+for op, top in (("layer_norm", "layernorm_f32"), ("softmax", "softmax_f32")):
+    for t in (x for x in torch if x["op"] == top):
+        r = ridge_row(op, t["shape"])
+        if r:
+            gb = 2 * r["shape"][0] * r["shape"][1] * 4 / r["measured_ms"] / 1e6
+            rows.append((f"{op} {t['shape']}", f"{gb:.0f} GB/s", f"{t['gbps']:.0f} GB/s", gb / t["gbps"]))
+for t in (x for x in torch if x["op"] == "nchw_to_nhwc_f32"):
+    r = ridge_row("nchw_to_nhwc", t["shape"])
+    if r:
+        gb = r["bytes"] / r["measured_ms"] / 1e6
+        rows.append((f"nchw_to_nhwc {t['shape']}", f"{gb:.0f} GB/s", f"{t['gbps']:.0f} GB/s", gb / t["gbps"]))
+if copy:
+    rows.append(("copy (device, PyTorch)", "", f"{copy['gbps']:.0f} GB/s", None))
+    if bench.get("measured"):
+        gb = bench["measured"]["bandwidth_gbps"]
+        rows.append(("copy (Ridge stream_copy)", f"{gb:.0f} GB/s", f"{copy['gbps']:.0f} GB/s", gb / copy["gbps"]))
+m = (out / "minilm.txt").read_text() if (out / "minilm.txt").exists() else ""
+for batch, sps in re.findall(r"batch (\d+): [\d.]+ ms per batch \(median of \d+\), ([\d.]+) sentences/s", m):
+    for impl in ("eager", "sdpa"):
+        t = ref.get((f"minilm_{impl}_f32", (int(batch), 128)))
+        if t:
+            rows.append((f"MiniLM batch {batch}×128 vs torch {impl}", f"{float(sps):.0f} sent/s", f"{t['sentences_per_s']:.0f} sent/s", float(sps) / t["sentences_per_s"]))
+print(f"{'case':<40} {'Ridge':>22} {'PyTorch':>16} {'ratio':>7}")
+for case, a, b, r in rows:
+    print(f"{case:<40} {a:>22} {b:>16} {'' if r is None else f'{r:.2f}':>7}")

@@ -1,0 +1,144 @@
+//! `ridge tune`: measure the best kernel variants for this adapter into the user's tuning
+//! table, or show the tables in use.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ridge_tune::autotune::{self, TuneOptions};
+use ridge_tune::{Table, cache};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax. Default: all.
+    #[arg(long, value_delimiter = ',')]
+    op: Vec<String>,
+    /// Time budget, e.g. 60s, 5m (a plain number is seconds).
+    #[arg(long, default_value = "120s")]
+    budget: String,
+    /// Timed launches per candidate (median).
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
+    /// Print the tables in use and where each representative problem's variant comes from;
+    /// tune nothing.
+    #[arg(long)]
+    show: bool,
+}
+
+fn budget(s: &str) -> Result<Duration, String> {
+    s.parse::<u64>()
+        .map(Duration::from_secs)
+        .or_else(|_| humantime::parse_duration(s))
+        .map_err(|e| format!("--budget {s:?}: {e}"))
+}
+
+pub fn run(args: Args) -> crate::CliResult {
+    let budget = budget(&args.budget)?;
+    let ctx = crate::context()?;
+    let fp = ctx.fingerprint();
+    let (tables, _) = ridge_tune::install(&ctx);
+    let problems = autotune::problems(&ctx, &args.op);
+    if args.show {
+        println!(
+            "tuning for {} — user table: {}",
+            ctx.describe(),
+            cache::path(&fp).display()
+        );
+        if tables.layers.is_empty() {
+            println!("no table applies: every kernel uses its heuristic");
+        }
+        for (name, t) in &tables.layers {
+            println!("\n{name} ({} entries)", t.entries.len());
+            for e in &t.entries {
+                let origin = match &e.origin {
+                    ridge_tune::Origin::Measured { device, date } => {
+                        format!("measured on {device}, {date}")
+                    }
+                    ridge_tune::Origin::Heuristic => "vendor-heuristic default".into(),
+                };
+                let ms = e.ms.map_or(String::new(), |ms| format!(" {ms:.4} ms"));
+                println!(
+                    "  {:<10} {:<18} {:<4} {:?}{ms}  ({origin})",
+                    e.op,
+                    format!("{:?}", e.bucket),
+                    e.dtype,
+                    e.params
+                );
+            }
+        }
+        println!("\nrepresentative problems:");
+        for p in &problems {
+            let from = tables
+                .find(&p.op, &p.shape, p.dtype)
+                .map_or("heuristic".to_string(), |(n, e)| {
+                    format!("{n}: {:?}", e.params)
+                });
+            println!(
+                "  {:<10} {:<18} {:<4} ← {from}",
+                p.op,
+                format!("{:?}", p.shape),
+                p.dtype
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let spec = ridge_model::hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
+    let ceilings = match &spec {
+        Some(s) => s.ceilings(ridge_model::Precision::F32),
+        None => {
+            eprintln!("measuring this adapter's ceilings for the roofline…");
+            pollster::block_on(ridge_kernels::ceilings::measure(&ctx, 16 << 20, 3))?.ceilings(false)
+        }
+    };
+    let opts = TuneOptions {
+        ops: args.op.clone(),
+        budget,
+        repeats: args.repeats.max(1),
+        good_enough: 0.9,
+        progress: true,
+    };
+    let family = ridge_tune::shipped::family(&fp).unwrap_or("unknown");
+    let (fresh, trials) = pollster::block_on(autotune::autotune(
+        &ctx,
+        &problems,
+        &opts,
+        Some(&ceilings),
+        family,
+    ))?;
+    for t in &trials {
+        let r = match &t.result {
+            Ok(ms) => format!("{ms:.4} ms"),
+            Err(e) => e.clone(),
+        };
+        println!(
+            "{:<10} {:<18} {:<4} {:?}: {r}",
+            t.problem.op,
+            format!("{:?}", t.problem.shape),
+            t.problem.dtype,
+            t.params
+        );
+    }
+    // Merge into the existing user table (new measurements replace old ones).
+    let mut table = cache::read(&fp)
+        .and_then(|(name, json)| Table::parse(&name, &json).ok())
+        .filter(|t| t.fingerprint.as_ref() == Some(&fp))
+        .unwrap_or_else(|| Table::new(family, Some(fp.clone())));
+    for e in fresh.entries {
+        table.insert(e);
+    }
+    let path =
+        cache::write(&fp, &table).map_err(|e| format!("{}: {e}", cache::path(&fp).display()))?;
+    println!("\nbest variants:");
+    for e in &table.entries {
+        println!(
+            "  {:<10} bucket {:<18} {:<4} {:?} {:.4} ms",
+            e.op,
+            format!("{:?}", e.bucket),
+            e.dtype,
+            e.params,
+            e.ms.unwrap_or(f64::NAN)
+        );
+    }
+    println!("user table written to {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,356 @@
+//! The autotuner: for each op and representative shape, every candidate that fits the
+//! adapter is first checked against the f64 reference on an odd-shaped proxy problem, then
+//! timed (median of repeated launches); it stops early once a candidate reaches the set
+//! fraction of the roofline, and when the time budget is spent.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ridge_core::{Context, DType, Result, Tensor, Tuning, VariantParams};
+use ridge_kernels::check::compare;
+use ridge_kernels::{Gemm, GemmKernel, Norm, NormKind, Softmax, ceilings, rows};
+use ridge_model::roofline::Ceilings;
+
+use crate::key;
+use crate::table::{Entry, Origin, Table, shader_hash};
+
+/// What to tune and how hard.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    /// Ops to tune (`gemm`, `layer_norm`, `rms_norm`, `softmax`); empty tunes all.
+    pub ops: Vec<String>,
+    /// Wall-clock budget for the whole run.
+    pub budget: Duration,
+    /// Timed launches per candidate.
+    pub repeats: usize,
+    /// Stop trying candidates for a problem once one reaches this fraction of the roofline.
+    pub good_enough: f64,
+    /// Show a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// One problem to tune.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// Op name.
+    pub op: String,
+    /// Shape in the op's convention (GEMM [m, n, k], row ops [rows, cols]).
+    pub shape: Vec<usize>,
+    /// Storage type.
+    pub dtype: DType,
+}
+
+/// The representative problems for `ctx`: GEMMs and row ops at MiniLM's sizes and at sizes
+/// that cross the ridge point (smaller on CPU drivers).
+pub fn problems(ctx: &Context, ops: &[String]) -> Vec<Problem> {
+    let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+    let mut v = Vec::new();
+    let p = |op: &str, shape: &[usize], dtype| Problem {
+        op: op.into(),
+        shape: shape.to_vec(),
+        dtype,
+    };
+    let gemms: &[[usize; 3]] = if cpu {
+        &[[128, 128, 128], [512, 1536, 384]]
+    } else {
+        &[
+            [256, 256, 256],
+            [4096, 1536, 384],
+            [1024, 1024, 1024],
+            [4096, 4096, 4096],
+        ]
+    };
+    for g in gemms {
+        v.push(p("gemm", g, DType::F32));
+        if ctx.has_f16() {
+            v.push(p("gemm", g, DType::F16));
+        }
+    }
+    let row_shapes: &[[usize; 2]] = if cpu {
+        &[[1024, 384]]
+    } else {
+        &[[4096, 384], [16384, 4096]]
+    };
+    for op in ["layer_norm", "rms_norm", "softmax"] {
+        for s in row_shapes {
+            v.push(p(op, s, DType::F32));
+        }
+    }
+    v.retain(|pr| ops.is_empty() || ops.contains(&pr.op));
+    v
+}
+
+/// A tuning that answers every query for one op with fixed parameters: how the autotuner
+/// runs a candidate through the normal launch path.
+struct Fixed(String, VariantParams);
+
+impl Tuning for Fixed {
+    fn variant(&self, op: &str, _: &[usize], _: DType) -> Option<VariantParams> {
+        (op == self.0).then(|| self.1.clone())
+    }
+}
+
+fn candidates(ctx: &Context, pr: &Problem) -> Vec<VariantParams> {
+    match pr.op.as_str() {
+        "gemm" => GemmKernel::candidates(ctx, pr.dtype)
+            .iter()
+            .map(GemmKernel::to_params)
+            .collect(),
+        _ => rows::candidates(ctx)
+            .into_iter()
+            .map(|wg| [("WG".to_string(), wg)].into_iter().collect())
+            .collect(),
+    }
+}
+
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.5) - 1.0)
+        .collect()
+}
+
+fn upload(ctx: &Context, v: &[f32], shape: &[usize], dtype: DType) -> Result<(Tensor, Vec<f32>)> {
+    match dtype {
+        DType::F16 => {
+            let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
+            Ok((
+                Tensor::from_slice(ctx, &h, shape)?,
+                h.iter().map(|x| x.to_f32()).collect(),
+            ))
+        }
+        _ => Ok((Tensor::from_slice(ctx, v, shape)?, v.to_vec())),
+    }
+}
+
+/// Runs `pr.op` at `shape` through the normal launcher; returns (launcher, output, reference
+/// values and bounds).
+type Built = (
+    Box<dyn Fn(&Context) -> Result<()>>,
+    Tensor,
+    Option<(Vec<f32>, Vec<f64>)>,
+);
+
+fn build(
+    ctx: &Context,
+    op: &str,
+    shape: &[usize],
+    dtype: DType,
+    with_reference: bool,
+) -> Result<Built> {
+    Ok(match op {
+        "gemm" => {
+            let g = Gemm {
+                trans_b: true,
+                ..Gemm::new(shape[0], shape[1], shape[2])
+            };
+            let (a, av) = upload(
+                ctx,
+                &values(shape[0] * shape[2], 1),
+                &[shape[0], shape[2]],
+                dtype,
+            )?;
+            let (b, bv) = upload(
+                ctx,
+                &values(shape[1] * shape[2], 2),
+                &[shape[1], shape[2]],
+                dtype,
+            )?;
+            let c = Tensor::empty(ctx, &[shape[0], shape[1]], dtype)?;
+            let reference = with_reference.then(|| {
+                let want = g.reference(&av, &bv, None, &[]);
+                let bounds = g.error_bounds(dtype, &av, &bv, None, &[], &want);
+                (want, bounds)
+            });
+            let out = c.clone();
+            (
+                Box::new(move |ctx| g.run(ctx, &a, &b, None, &out)),
+                c,
+                reference,
+            )
+        }
+        "softmax" => {
+            let sm = Softmax::new(shape[0], shape[1]);
+            let (x, xv) = upload(ctx, &values(shape[0] * shape[1], 3), shape, dtype)?;
+            let y = Tensor::empty(ctx, shape, dtype)?;
+            let reference = with_reference.then(|| {
+                let want = sm.reference(&xv, None);
+                let bounds = want.iter().map(|&w| sm.error_bound(dtype, w)).collect();
+                (want, bounds)
+            });
+            let out = y.clone();
+            (
+                Box::new(move |ctx| sm.run(ctx, &x, None, &out)),
+                y,
+                reference,
+            )
+        }
+        _ => {
+            let kind = if op == "rms_norm" {
+                NormKind::RmsNorm
+            } else {
+                NormKind::LayerNorm
+            };
+            let norm = Norm {
+                kind,
+                rows: shape[0],
+                cols: shape[1],
+                eps: 1e-5,
+            };
+            let (x, xv) = upload(ctx, &values(shape[0] * shape[1], 4), shape, dtype)?;
+            let y = Tensor::empty(ctx, shape, dtype)?;
+            let reference = with_reference.then(|| {
+                let want = norm.reference(&xv, None, None);
+                let bounds = norm.error_bounds(dtype, &want, None, None);
+                (want, bounds)
+            });
+            let out = y.clone();
+            (
+                Box::new(move |ctx| norm.run(ctx, &x, None, None, &out)),
+                y,
+                reference,
+            )
+        }
+    })
+}
+
+/// Odd shapes that exercise every tile edge.
+fn proxy(op: &str) -> Vec<usize> {
+    if op == "gemm" {
+        vec![133, 70, 97]
+    } else {
+        vec![7, 1001]
+    }
+}
+
+/// Whether the candidate installed on `ctx` computes `op` within its error bound.
+async fn correct(ctx: &Context, op: &str, dtype: DType) -> Result<bool> {
+    let (launch, out, reference) = build(ctx, op, &proxy(op), dtype, true)?;
+    out.poison(ctx);
+    launch(ctx)?;
+    let got = out.to_f32(ctx).await?;
+    let (want, bounds) = reference.expect("built with a reference");
+    Ok(compare(&got, &want, |i| bounds[i]).passed())
+}
+
+/// One line of the tuning log.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    /// The problem.
+    pub problem: Problem,
+    /// The candidate.
+    pub params: VariantParams,
+    /// Median time, ms, or why it was not timed.
+    pub result: std::result::Result<f64, String>,
+}
+
+/// Tunes `problems` on `ctx` into a new table for this adapter (`family` names it).
+/// `ceilings` (measured, or from the spec table) give the roofline used to stop early.
+pub async fn autotune(
+    ctx: &Context,
+    problems: &[Problem],
+    opts: &TuneOptions,
+    ceilings: Option<&Ceilings>,
+    family: &str,
+) -> Result<(Table, Vec<Trial>)> {
+    let started = Instant::now();
+    let mut table = Table::new(family, Some(ctx.fingerprint()));
+    let mut trials = Vec::new();
+    let total: usize = problems.iter().map(|p| candidates(ctx, p).len()).sum();
+    let bar = if opts.progress {
+        indicatif::ProgressBar::new(total as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:<40} [{bar:30}] {pos}/{len} candidates, {elapsed}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    let date = today();
+    for pr in problems {
+        let mut best: Option<(f64, VariantParams)> = None;
+        for params in candidates(ctx, pr) {
+            bar.set_message(format!("{} {:?} {}", pr.op, pr.shape, pr.dtype));
+            bar.inc(1);
+            if started.elapsed() > opts.budget {
+                trials.push(Trial {
+                    problem: pr.clone(),
+                    params,
+                    result: Err("budget spent".into()),
+                });
+                continue;
+            }
+            ctx.set_tuning(Some(Arc::new(Fixed(pr.op.clone(), params.clone()))));
+            let result = async {
+                if !correct(ctx, &pr.op, pr.dtype).await? {
+                    return Ok(Err(
+                        "wrong results on the proxy problem: rejected".to_string()
+                    ));
+                }
+                let (launch, _, _) = build(ctx, &pr.op, &pr.shape, pr.dtype, false)?;
+                Ok::<_, ridge_core::Error>(
+                    ceilings::median_ms(ctx, opts.repeats, &launch)
+                        .await
+                        .map_err(|e| e.to_string()),
+                )
+            }
+            .await;
+            let result = result.unwrap_or_else(|e| Err(e.to_string()));
+            if let Ok(ms) = result
+                && best.as_ref().is_none_or(|(b, _)| ms < *b)
+            {
+                best = Some((ms, params.clone()));
+            }
+            trials.push(Trial {
+                problem: pr.clone(),
+                params,
+                result,
+            });
+            // Stop early once the best candidate is close enough to the roofline.
+            if let (Some((ms, _)), Some(c)) = (&best, ceilings) {
+                let cost = cost_of(pr);
+                if c.fraction_of_roofline(&cost, ms * 1e-3)
+                    .is_some_and(|f| f >= opts.good_enough)
+                {
+                    bar.inc((candidates(ctx, pr).len() as u64).saturating_sub(1));
+                    break;
+                }
+            }
+        }
+        if let Some((ms, params)) = best {
+            table.insert(Entry {
+                op: pr.op.clone(),
+                bucket: key::bucket(&pr.shape),
+                dtype: key::dtype_name(pr.dtype).into(),
+                params,
+                shader_hash: shader_hash(&pr.op),
+                ms: Some(ms),
+                origin: Origin::Measured {
+                    device: ctx.info().name.clone(),
+                    date: date.clone(),
+                },
+            });
+        }
+    }
+    ctx.set_tuning(None);
+    bar.finish_and_clear();
+    // The caller installs the new table (crate::install) once it is saved.
+    Ok((table, trials))
+}
+
+fn cost_of(pr: &Problem) -> ridge_model::OpCost {
+    let e = pr.dtype.size();
+    let s = &pr.shape;
+    match pr.op.as_str() {
+        "gemm" => ridge_model::ops::gemm(s[0], s[1], s[2], 1, 1, 1, false, false, e),
+        "softmax" => ridge_model::ops::softmax(s[0], s[1], 0, e),
+        op => ridge_model::ops::norm(s[0], s[1], op == "rms_norm", false, e),
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+fn today() -> String {
+    humantime::format_rfc3339(std::time::SystemTime::now()).to_string()[..10].to_string()
+}

@@ -1,0 +1,59 @@
+//! The user's tuning tables in the OS cache folder (`$RIDGE_CACHE_DIR` or the OS cache
+//! directory + `ridge/tuning/`), one file per adapter fingerprint.
+
+use std::path::PathBuf;
+
+use ridge_core::Fingerprint;
+
+use crate::table::Table;
+
+/// The cache folder for tuning tables.
+pub fn dir() -> PathBuf {
+    let base = std::env::var_os("RIDGE_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            dirs::cache_dir()
+                .unwrap_or_else(std::env::temp_dir)
+                .join("ridge")
+        });
+    base.join("tuning")
+}
+
+/// The user table's file for an adapter: vendor, device, backend and a slug of the name.
+pub fn path(fp: &Fingerprint) -> PathBuf {
+    let slug: String = fp
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    dir().join(format!(
+        "{:04x}-{:04x}-{}-{}.json",
+        fp.vendor_id,
+        fp.device_id,
+        fp.backend,
+        slug.trim_matches('-')
+    ))
+}
+
+/// The user's table for `fp` as (file name, JSON), if present and readable.
+pub fn read(fp: &Fingerprint) -> Option<(String, String)> {
+    let p = path(fp);
+    std::fs::read_to_string(&p)
+        .ok()
+        .map(|json| (p.display().to_string(), json))
+}
+
+/// Writes the user's table for `fp`; returns the path.
+pub fn write(fp: &Fingerprint, table: &Table) -> std::io::Result<PathBuf> {
+    let p = path(fp);
+    std::fs::create_dir_all(dir())?;
+    std::fs::write(&p, table.to_json())?;
+    Ok(p)
+}

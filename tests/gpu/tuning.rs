@@ -1,0 +1,139 @@
+//! Tuning tables reach the kernels; bad entries fall back to heuristics; the autotuner
+//! accepts only candidates that compute the right result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ridge::core::{ContextOptions, DType, Error, Tensor};
+use ridge::kernels::{Gemm, GemmConfig, GemmKernel};
+use ridge::tune::autotune::{self, Problem, TuneOptions};
+use ridge::tune::{Entry, Origin, Table, TableSet};
+
+use crate::harness::*;
+
+fn table_with(op: &str, bucket: &[usize], params: &[(&str, u32)]) -> TableSet {
+    let mut t = Table::new("test", None);
+    t.insert(Entry {
+        op: op.into(),
+        bucket: bucket.to_vec(),
+        dtype: "f32".into(),
+        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        shader_hash: "*".into(),
+        ms: None,
+        origin: Origin::Heuristic,
+    });
+    TableSet {
+        layers: vec![("test".into(), t)],
+    }
+}
+
+#[test]
+fn a_table_entry_picks_the_kernel_and_stays_correct() {
+    on_every_adapter_with(
+        "tuning_entry_used",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let cfg = GemmConfig {
+                bm: 32,
+                bn: 64,
+                bk: 8,
+                tm: 2,
+                tn: 4,
+            };
+            let set = table_with(
+                "gemm",
+                &[128, 128, 128],
+                &[
+                    ("COOP", 0),
+                    ("BM", 32),
+                    ("BN", 64),
+                    ("BK", 8),
+                    ("TM", 2),
+                    ("TN", 4),
+                ],
+            );
+            ctx.set_tuning(Some(Arc::new(set)));
+            let g = Gemm::new(100, 90, 80);
+            assert_eq!(g.kernel(ctx, DType::F32), GemmKernel::Tiled(cfg));
+            crate::gemm::check(ctx, g, DType::F32, true, 1, 1, 11)?;
+            // An entry beyond the adapter's limits (2048 invocations) falls back to the heuristic.
+            let set = table_with(
+                "gemm",
+                &[128, 128, 128],
+                &[
+                    ("COOP", 0),
+                    ("BM", 256),
+                    ("BN", 256),
+                    ("BK", 8),
+                    ("TM", 4),
+                    ("TN", 8),
+                ],
+            );
+            ctx.set_tuning(Some(Arc::new(set)));
+            assert_eq!(
+                g.kernel(ctx, DType::F32),
+                GemmKernel::heuristic(ctx, DType::F32)
+            );
+            // A row-op entry with a non-power-of-two workgroup is ignored too.
+            let set = table_with("softmax", &[128, 128], &[("WG", 48)]);
+            ctx.set_tuning(Some(Arc::new(set)));
+            let x = Tensor::from_slice(ctx, &random(1, 128 * 100, -3.0, 3.0), &[100, 128])?;
+            let y = poisoned(ctx, &[100, 128], DType::F32)?;
+            ridge::kernels::Softmax::new(100, 128).run(ctx, &x, None, &y)?;
+            let got = block(y.to_vec::<f32>(ctx))?;
+            let want = ridge::kernels::Softmax::new(100, 128)
+                .reference(&block(x.to_vec::<f32>(ctx))?, None);
+            assert_close("softmax", &got, &want, |i| {
+                ridge::kernels::Softmax::new(100, 128).error_bound(DType::F32, want[i])
+            })
+        },
+    );
+}
+
+#[test]
+fn the_autotuner_measures_checked_candidates_within_its_budget() {
+    on_every_adapter_with(
+        "tuning_autotune",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let problems = vec![
+                Problem {
+                    op: "gemm".into(),
+                    shape: vec![64, 64, 64],
+                    dtype: DType::F32,
+                },
+                Problem {
+                    op: "layer_norm".into(),
+                    shape: vec![64, 384],
+                    dtype: DType::F32,
+                },
+            ];
+            let opts = TuneOptions {
+                ops: vec![],
+                budget: Duration::from_secs(60),
+                repeats: 1,
+                good_enough: 2.0,
+                progress: false,
+            };
+            let (table, trials) = block(autotune::autotune(ctx, &problems, &opts, None, "test"))?;
+            assert!(trials.iter().any(|t| t.result.is_ok()), "{trials:?}");
+            assert_eq!(table.entries.len(), 2, "{table:?}");
+            for e in &table.entries {
+                assert!(
+                    matches!(e.origin, Origin::Measured { .. }) && e.ms.is_some_and(|ms| ms > 0.0)
+                );
+            }
+            // Every accepted GEMM entry is a kernel that fits the adapter.
+            let gemm = table.entries.iter().find(|e| e.op == "gemm").unwrap();
+            let kernel = GemmKernel::from_params(&gemm.params)
+                .ok_or_else(|| Error::invalid("tune", "unparsable entry"))?;
+            assert!(kernel.fits(ctx, DType::F32));
+            // The autotuner leaves the context without its temporary tuning.
+            assert_eq!(
+                Gemm::new(64, 64, 64).kernel(ctx, DType::F32),
+                GemmKernel::heuristic(ctx, DType::F32)
+            );
+            Ok(())
+        },
+    );
+}
