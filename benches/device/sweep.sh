@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (one `run` call): correctness on the H200, Ridge's sweeps, the
-# PyTorch references, then the ratio table. Everything lands in $OUT as well.
+# Runs on the GPU machine in one `run` call: correctness on the GPU (GPU tests, kernel
+# suite), Ridge's sweeps (bench, GEMM candidates, autotuner, MiniLM), the PyTorch references,
+# then the ratio table. Files come back in $OUT (at most 8).
 set -uo pipefail
 source .devbin/gpu-env.sh
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+W=/tmp/ridge-work; mkdir -p "$W"
+export RIDGE_CACHE_DIR=$W/cache
 B=.devbin
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-$B/ridge info --json > "$OUT/info.json"; $B/ridge info | head -14
-echo "== GPU tests (all but the ones needing the real MiniLM files)"
-$B/gpu-tests --skip minilm 2>&1 | tail -5 | tee "$OUT/gpu-tests.txt"
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+$B/ridge info | head -16
+echo "== GPU tests (all but those needing the real MiniLM files)"
+timeout 240 $B/gpu-tests --skip minilm 2>&1 | grep -E "^test |test result|panicked|error" | tail -60
 echo "== kernel suite"
-$B/ridge check --repeats 20 --json > "$OUT/check.json"; $B/ridge check --repeats 20 2>&1 | tail -24
+$B/ridge check --repeats 20 --json > "$W/check.json"; $B/ridge check --repeats 20 2>&1 | tail -26
 echo "== bench"
-$B/ridge bench --size full --repeats 20 --json "$OUT/bench.json" --svg "$OUT/roofline.svg" > "$OUT/bench.txt" 2>&1; tail -40 "$OUT/bench.txt"
+$B/ridge bench --size full --repeats 20 --json "$W/bench.json" --svg "$W/roofline.svg" 2>&1 | tail -45
 echo "== GEMM candidates"
-$B/gemm --sizes 1024,4096 2>&1 | tee "$OUT/gemm.txt"
+timeout 150 $B/gemm --sizes 1024,4096 2>&1 | tee "$W/gemm.txt"
+echo "== autotuner"
+timeout 200 $B/ridge tune --budget 150s --repeats 5 2>&1 | tail -22
+cp "$W"/cache/tuning/*.json "$W/tuning.json" 2>/dev/null
 echo "== MiniLM (random weights)"
-$B/minilm --random-weights --batches 1,32 2>&1 | tee "$OUT/minilm.txt"
+$B/minilm --random-weights --batches 1,32 2>&1 | tee "$W/minilm.txt"
 echo "== PyTorch"
-python3 $B/torch_ref.py all 2>&1 | tee "$OUT/torch.jsonl"
-python3 $B/minilm_torch.py 2>&1 | tee -a "$OUT/torch.jsonl"
+python3 $B/torch_ref.py all 2>&1 | tee "$W/torch.jsonl"
+python3 $B/minilm_torch.py 2>&1 | tee -a "$W/torch.jsonl"
 echo "== ratios"
-python3 $B/ratios.py "$OUT"
+python3 $B/ratios.py "$W"
+} 2>&1 | tee "$W/log.txt"
+cp "$W/log.txt" "$W/bench.json" "$W/roofline.svg" "$W/torch.jsonl" "$W/tuning.json" "$W/check.json" "$W/gemm.txt" "$W/minilm.txt" "$OUT/" 2>/dev/null
+true
