@@ -116,7 +116,7 @@ fn main() {
                 let launch = |ctx: &Context| g.run_with(ctx, kernel, &a, &b, None, &c);
                 match pollster::block_on(median_ms(&ctx, 10, &launch)) {
                     Ok(ms) => line.push_str(&format!(
-                        "  {n}³ {:.2} TFLOP/s",
+                        "  {n}³ {:.4} TFLOP/s",
                         2.0 * (n as f64).powi(3) / ms / 1e9
                     )),
                     Err(e) => line.push_str(&format!("  {n}³ failed: {e}")),

@@ -2,13 +2,18 @@
 //
 // Tiling: a workgroup computes a BM x BN tile of C, staging BK-deep slices of op(A) and op(B)
 // in workgroup memory; each invocation keeps a TM x TN register block of accumulators (f32
-// whatever T is). Invocation (x, y) owns rows y + i*WG_Y and columns x + j*WG_X, so that
-// neighbouring invocations read neighbouring workgroup-memory words and write neighbouring
-// columns of C. Out-of-range rows/columns load as 0 and are never stored, so any M, N, K works.
+// whatever T is) as TM x TN/4 vec4 variables. Invocation (x, y) owns rows y + i*WG_Y and the
+// column quads (x + j*WG_X)*4 .. +3, so neighbouring invocations read neighbouring
+// workgroup-memory words (B as vec4) and write neighbouring columns of C. Out-of-range rows
+// and columns load as 0 and are never stored, so any M, N, K works.
 //
-// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN, TRANS_A, TRANS_B,
-// HAS_BIAS. With TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With
-// TRANS_B, B is stored N x K; otherwise K x N.
+// The register block is generated (the //@ markers): every accumulator is a named variable
+// with constant indices. A private array indexed in a loop instead ends up in local memory
+// on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
+//
+// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN (a multiple of 4),
+// TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A is stored K x M (lda = M); otherwise M x K
+// (lda = K). With TRANS_B, B is stored N x K; otherwise K x N.
 // The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
 
 struct Params {
@@ -27,9 +32,10 @@ struct Params {
 const WG_X: u32 = BN / TN;
 const WG_Y: u32 = BM / TM;
 const THREADS: u32 = WG_X * WG_Y;
+const QUADS: u32 = BN / 4u; // vec4 columns per row of the B tile
 
-var<workgroup> a_tile: array<f32, BK * BM>; // a_tile[k * BM + m]
-var<workgroup> b_tile: array<f32, BK * BN>; // b_tile[k * BN + n]
+var<workgroup> a_tile: array<f32, BK * BM>;          // a_tile[k * BM + m]
+var<workgroup> b_tile: array<vec4<f32>, BK * QUADS>; // b_tile[k * QUADS + n / 4][n % 4]
 
 fn load_a(base: u32, row: u32, col: u32) -> f32 {
     if row >= p.m || col >= p.k { return 0.0; }
@@ -41,6 +47,21 @@ fn load_b(base: u32, row: u32, col: u32) -> f32 {
     if row >= p.k || col >= p.n { return 0.0; }
     if TRANS_B { return f32(b[base + col * p.ldb + row]); }
     return f32(b[base + row * p.ldb + col]);
+}
+
+// alpha * acc + beta * C + bias for the four columns col..col+3 of one row, inside C only.
+fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
+    if row >= p.m { return; }
+    for (var e = 0u; e < 4u; e++) {
+        let cc = col + e;
+        if cc >= p.n { return; }
+        let ci = c_base + row * p.ldc + cc;
+        var v = p.alpha * acc[e];
+        // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
+        if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
+        if HAS_BIAS { v += f32(bias[cc]); }
+        c[ci] = T(v);
+    }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
@@ -61,8 +82,7 @@ fn gemm(
     let b_base = batch * p.stride_b;
     let c_base = batch * p.stride_c;
 
-    var acc: array<f32, TM * TN>;
-    for (var i = 0u; i < TM * TN; i++) { acc[i] = 0.0; }
+    //@DECLARE
 
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
         // Stage op(A)[m0.., k0..] and op(B)[k0.., n0..]; consecutive invocations read
@@ -75,35 +95,18 @@ fn gemm(
         for (var i = tid; i < BK * BN; i += THREADS) {
             var kk: u32; var nn: u32;
             if TRANS_B { kk = i % BK; nn = i / BK; } else { nn = i % BN; kk = i / BN; }
-            b_tile[kk * BN + nn] = load_b(b_base, k0 + kk, n0 + nn);
+            b_tile[kk * QUADS + nn / 4u][nn % 4u] = load_b(b_base, k0 + kk, n0 + nn);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BK; kk++) {
-            var av: array<f32, TM>;
-            var bv: array<f32, TN>;
-            for (var i = 0u; i < TM; i++) { av[i] = a_tile[kk * BM + lid.y + i * WG_Y]; }
-            for (var j = 0u; j < TN; j++) { bv[j] = b_tile[kk * BN + lid.x + j * WG_X]; }
-            for (var i = 0u; i < TM; i++) {
-                for (var j = 0u; j < TN; j++) {
-                    acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
-                }
-            }
+            let ar = kk * BM + lid.y;
+            let br = kk * QUADS + lid.x;
+            //@FMA
         }
         workgroupBarrier();
     }
 
-    for (var i = 0u; i < TM; i++) {
-        let row = m0 + lid.y + i * WG_Y;
-        if row >= p.m { continue; }
-        for (var j = 0u; j < TN; j++) {
-            let col = n0 + lid.x + j * WG_X;
-            if col >= p.n { continue; }
-            let ci = c_base + row * p.ldc + col;
-            var v = p.alpha * acc[i * TN + j];
-            // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
-            if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
-            if HAS_BIAS { v += f32(bias[col]); }
-            c[ci] = T(v);
-        }
-    }
+    let row0 = m0 + lid.y;
+    let col0 = n0 + lid.x * 4u;
+    //@STORE
 }

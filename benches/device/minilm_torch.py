@@ -8,10 +8,11 @@ from transformers import BertConfig, BertModel
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-cfg = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
-                 max_position_embeddings=512, layer_norm_eps=1e-12, hidden_act="gelu", vocab_size=30522)
 for impl in ("eager", "sdpa"):
-    model = BertModel(cfg, add_pooling_layer=False, attn_implementation=impl).cuda().eval()
+    cfg = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
+                     max_position_embeddings=512, layer_norm_eps=1e-12, hidden_act="gelu", vocab_size=30522)
+    cfg._attn_implementation = impl
+    model = BertModel(cfg, add_pooling_layer=False).cuda().eval()
     for batch in (1, 32):
         ids = torch.randint(1000, 30000, (batch, 128), device="cuda")
         mask = torch.ones_like(ids)

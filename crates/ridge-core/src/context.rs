@@ -230,6 +230,7 @@ impl Context {
         let features = device.features();
         let limits = device.limits();
         let coop_f16 = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            && features.contains(wgpu::Features::SHADER_F16)
             && info.subgroup_min_size == 32
             && info.subgroup_max_size == 32
             && adapter.cooperative_matrix_properties().iter().any(|p| {

@@ -13,11 +13,14 @@ pub struct ShaderSource {
 }
 
 /// The one template step Ridge's shaders use: `enable` directives, an element-type alias and
-/// `const` declarations prepended to a shader body. One WGSL source serves every variant.
+/// `const` declarations prepended to a shader body, and generated blocks put in place of
+/// `//@NAME` marker lines (unrolled register tiles, whose size is a define). One WGSL source
+/// serves every variant.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Defines {
     enables: Vec<&'static str>,
     lines: Vec<String>,
+    blocks: Vec<(String, String)>,
 }
 
 impl Defines {
@@ -47,6 +50,11 @@ impl Defines {
         self.lines.push(format!("const {name}: bool = {value};"));
         self
     }
+    /// Replaces the line `//@name` in the body with `code`.
+    pub fn block(mut self, name: &str, code: String) -> Self {
+        self.blocks.push((format!("//@{name}"), code));
+        self
+    }
     /// The WGSL text to prepend.
     pub fn header(&self) -> String {
         let mut s = String::new();
@@ -61,11 +69,15 @@ impl Defines {
     }
     /// The complete WGSL module: header, then body.
     pub fn apply(&self, shader: &ShaderSource) -> String {
+        let mut body = shader.body.to_string();
+        for (marker, code) in &self.blocks {
+            body = body.replace(marker, code);
+        }
         format!(
             "// {}.wgsl with Ridge defines\n{}\n{}",
             shader.name,
             self.header(),
-            shader.body
+            body
         )
     }
 }

@@ -504,15 +504,46 @@ impl Gemm {
 }
 
 fn check_config(c: &GemmConfig) -> Result<()> {
-    let ok =
-        c.tm > 0 && c.tn > 0 && c.bk > 0 && c.bm.is_multiple_of(c.tm) && c.bn.is_multiple_of(c.tn);
+    let ok = c.tm > 0
+        && c.tn > 0
+        && c.tn.is_multiple_of(4)
+        && c.bk > 0
+        && c.bm.is_multiple_of(c.tm)
+        && c.bn.is_multiple_of(c.tn);
     if ok {
         return Ok(());
     }
     Err(Error::invalid(
         "gemm",
-        format!("tiling {c:?}: BM and BN must be multiples of TM and TN"),
+        format!("tiling {c:?}: BM and BN must be multiples of TM and TN, and TN of 4"),
     ))
+}
+
+/// The generated register block of the tiled kernel: `TM × TN/4` vec4 accumulators with
+/// constant names, their fused multiply-adds for one k, and their stores.
+fn register_block(tm: u32, tn: u32) -> [(&'static str, String); 3] {
+    let quads = tn / 4;
+    let mut declare = String::new();
+    let mut fma = String::new();
+    let mut store = String::new();
+    for i in 0..tm {
+        fma.push_str(&format!(
+            "let a{i} = vec4<f32>(a_tile[ar + {i}u * WG_Y]);\n"
+        ));
+    }
+    for j in 0..quads {
+        fma.push_str(&format!("let b{j} = b_tile[br + {j}u * WG_X];\n"));
+    }
+    for i in 0..tm {
+        for j in 0..quads {
+            declare.push_str(&format!("var acc{i}_{j} = vec4<f32>();\n"));
+            fma.push_str(&format!("acc{i}_{j} = fma(a{i}, b{j}, acc{i}_{j});\n"));
+            store.push_str(&format!(
+                "store4(c_base, row0 + {i}u * WG_Y, col0 + {j}u * WG_X * 4u, acc{i}_{j});\n"
+            ));
+        }
+    }
+    [("DECLARE", declare), ("FMA", fma), ("STORE", store)]
 }
 
 fn config_defines(
@@ -521,7 +552,11 @@ fn config_defines(
     g: &Gemm,
     bias: bool,
 ) -> ridge_core::Defines {
-    d.u32("BM", c.bm)
+    let [(n1, b1), (n2, b2), (n3, b3)] = register_block(c.tm, c.tn);
+    d.block(n1, b1)
+        .block(n2, b2)
+        .block(n3, b3)
+        .u32("BM", c.bm)
         .u32("BN", c.bn)
         .u32("BK", c.bk)
         .u32("TM", c.tm)
