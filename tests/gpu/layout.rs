@@ -89,7 +89,7 @@ fn shape_and_perm() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() })]
     #[test]
     fn random_permutes_are_exact((shape, perm) in shape_and_perm(), seed in 0u64..1000) {
         on_every_adapter("layout_proptest", |ctx| check(ctx, &shape, &perm, DType::F32, seed));

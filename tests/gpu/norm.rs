@@ -225,7 +225,7 @@ fn bad_inputs_give_typed_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() })]
     #[test]
     fn random_rows_match_the_reference(
         rows in 1usize..20, cols in 1usize..700, rms: bool, affine: bool,

@@ -156,7 +156,7 @@ fn bad_inputs_give_typed_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() })]
     #[test]
     fn random_rows_match_the_reference(rows in 1usize..20, cols in 1usize..600, magnitude in 0.1f32..200.0, seed in 0u64..1000) {
         on_every_adapter("softmax_proptest", |ctx| {

@@ -20,6 +20,20 @@ pub fn unit_roundoff(dtype: DType) -> f64 {
     }
 }
 
+/// Largest error of rounding `value` to `dtype` (round to nearest): u·|value| for normal
+/// numbers, plus half the spacing of subnormals (2⁻²⁵ in f16, 2⁻¹⁵⁰ in f32), which bounds the
+/// absolute error where the relative one does not hold — an f16 output of 1e-5 is subnormal
+/// and can be off by 3e-8, far more than u·|value| = 5e-9 (seen on the H200's tensor-core
+/// GEMM, correctly rounded).
+pub fn storage_rounding(dtype: DType, value: f64) -> f64 {
+    let half_subnormal = match dtype {
+        DType::F32 => 2f64.powi(-150),
+        DType::F16 => 2f64.powi(-25),
+        DType::U32 => 0.0,
+    };
+    unit_roundoff(dtype) * value.abs() + half_subnormal
+}
+
 /// Higham's γ_k = k·u / (1 − k·u) for f32: the bound on the relative error of a k-term dot
 /// product summed in any order, fused multiply-adds included (Higham, "Accuracy and
 /// Stability of Numerical Algorithms", 2nd ed., §3.1, Lemma 3.1 and eq. 3.4).

@@ -119,7 +119,7 @@ pub fn error_bound(gelu: bool, dtype: DType, x: f32, want: f32) -> f64 {
     } else {
         crate::check::U32 * w
     };
-    base + crate::check::unit_roundoff(dtype) * w
+    base + crate::check::storage_rounding(dtype, w)
 }
 
 /// GELU in f64 with libm's erf.

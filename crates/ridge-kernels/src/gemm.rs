@@ -341,7 +341,6 @@ impl Gemm {
         };
         let magnitude = plain.reference(&abs(a), &abs(b), None, &[]);
         let gk = crate::check::gamma(self.k + 2);
-        let u_out = crate::check::unit_roundoff(dtype);
         (0..want.len())
             .map(|i| {
                 let mut m = self.alpha.abs() as f64 * magnitude[i] as f64;
@@ -351,7 +350,7 @@ impl Gemm {
                 if let Some(bias) = bias {
                     m += bias[i % self.n.max(1)].abs() as f64;
                 }
-                gk * m + u_out * want[i].abs() as f64 + f64::MIN_POSITIVE
+                gk * m + crate::check::storage_rounding(dtype, want[i] as f64)
             })
             .collect()
     }

@@ -95,14 +95,14 @@ impl Norm {
         beta: Option<&[f32]>,
     ) -> Vec<f64> {
         let log = (self.cols.max(1) as f64).log2() + 2.0;
-        let u_out = crate::check::unit_roundoff(dtype);
         (0..want.len())
             .map(|i| {
                 let c = i % self.cols.max(1);
                 let g = gamma.map_or(1.0, |g| g[c].abs() as f64);
                 let b = beta.map_or(0.0, |b| b[c].abs() as f64);
                 let scale = (4.0 * g + b).max(1.0);
-                16.0 * log * crate::check::U32 * scale + u_out * want[i].abs() as f64
+                16.0 * log * crate::check::U32 * scale
+                    + crate::check::storage_rounding(dtype, want[i] as f64)
             })
             .collect()
     }

@@ -71,8 +71,7 @@ impl MeanPool {
         } else {
             x_abs_max as f64
         };
-        g * scale.max(want.abs() as f64) * 4.0
-            + crate::check::unit_roundoff(dtype) * want.abs() as f64
+        g * scale.max(want.abs() as f64) * 4.0 + crate::check::storage_rounding(dtype, want as f64)
     }
 
     /// Pools `x` into `out`.

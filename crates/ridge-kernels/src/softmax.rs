@@ -80,9 +80,8 @@ impl Softmax {
     /// 1e-7 absolute covers tiny outputs, whose exp error is relative to a larger argument;
     /// plus the final rounding to the storage type.
     pub fn error_bound(&self, dtype: DType, want: f32) -> f64 {
-        let rel = 8.0 * ((self.cols.max(1) as f64).log2() + 2.0) * crate::check::U32
-            + crate::check::unit_roundoff(dtype);
-        rel * want.abs() as f64 + 1e-7
+        let rel = 8.0 * ((self.cols.max(1) as f64).log2() + 2.0) * crate::check::U32;
+        rel * want.abs() as f64 + 1e-7 + crate::check::storage_rounding(dtype, want as f64)
     }
 
     /// Softmax of `x` into `y`, masked by `mask` when given.
