@@ -90,6 +90,7 @@ pub struct Context {
     pipelines: PipelineCache,
     coop_f16: bool,
     placeholder: crate::Tensor,
+    buffers: Arc<crate::pool::BufferPool>,
     pub(crate) recorder: Mutex<Recorder>,
     tuning: std::sync::RwLock<Option<Arc<dyn crate::tuning::Tuning>>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -259,6 +260,7 @@ impl Context {
             pipelines: PipelineCache::default(),
             coop_f16,
             placeholder,
+            buffers: Arc::default(),
             recorder: Mutex::new(Recorder::default()),
             tuning: std::sync::RwLock::new(None),
             errors,
@@ -303,6 +305,13 @@ impl Context {
     /// their use.
     pub fn placeholder(&self) -> &crate::Tensor {
         &self.placeholder
+    }
+    pub(crate) fn buffer_pool(&self) -> &Arc<crate::pool::BufferPool> {
+        &self.buffers
+    }
+    /// Bytes of device memory held in free, recyclable tensor buffers.
+    pub fn pooled_bytes(&self) -> u64 {
+        self.buffers.pooled_bytes()
     }
     /// `name (backend, device type)`, for messages.
     pub fn describe(&self) -> String {

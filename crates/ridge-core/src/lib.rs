@@ -6,6 +6,7 @@
 pub mod context;
 pub mod error;
 pub mod pipeline;
+pub mod pool;
 pub mod profiler;
 pub mod recorder;
 pub mod tensor;

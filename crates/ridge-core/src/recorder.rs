@@ -2,7 +2,9 @@
 //!
 //! Ops call [`Context::dispatch`]; dispatches accumulate in one command encoder and are
 //! submitted together when the host needs a result ([`Context::flush`], read-backs), so a
-//! whole model forward pass is a handful of submissions, not one per op.
+//! whole model forward pass is a handful of submissions, not one per op. Each dispatch's
+//! uniform parameters go into one arena buffer per submission (written just before it is
+//! submitted), not into a buffer of their own.
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -11,22 +13,32 @@ use crate::profiler::{Profile, ProfileState, TimingMethod};
 /// Dispatches recorded before the encoder is submitted on its own, to bound command-buffer
 /// size (and latency) in long sequences.
 const FLUSH_EVERY: u32 = 256;
+/// Bytes of uniform parameters per submission.
+const ARENA_BYTES: u64 = 64 << 10;
 
 /// One compute dispatch.
 pub struct Dispatch<'a> {
     /// Span name in profiles: the op's name.
     pub label: &'a str,
-    /// The pipeline.
+    /// The pipeline (its bind group 0 has the uniform parameters at binding 0).
     pub pipeline: &'a wgpu::ComputePipeline,
-    /// Bind group 0.
-    pub bind_group: &'a wgpu::BindGroup,
+    /// The uniform parameters (binding 0), a multiple of 16 bytes.
+    pub params: &'a [u8],
+    /// The other bindings of group 0.
+    pub bindings: &'a [(u32, wgpu::BindingResource<'a>)],
     /// Workgroup counts (x, y, z), each within `maxComputeWorkgroupsPerDimension`.
     pub workgroups: [u32; 3],
+}
+
+struct Arena {
+    buffer: wgpu::Buffer,
+    data: Vec<u8>,
 }
 
 #[derive(Default)]
 pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
+    arena: Option<Arena>,
     recorded: u32,
     scope: String,
     pub(crate) profile: Option<ProfileState>,
@@ -49,46 +61,108 @@ impl Context {
             });
         }
         let method = self.recorder().profile.as_ref().map(|p| p.method);
-        match method {
-            Some(TimingMethod::WallClock) => return self.dispatch_timed_by_clock(d),
-            Some(TimingMethod::GpuTimestamps) => {
-                let mut rec = self.recorder();
-                let rec = &mut *rec;
-                let profile = rec.profile.as_mut().expect("profiling is on");
-                let (query_set, first) = profile.next_timestamps(self, d.label, &rec.scope);
-                let writes = wgpu::ComputePassTimestampWrites {
-                    query_set: &query_set,
-                    beginning_of_pass_write_index: Some(first),
-                    end_of_pass_write_index: Some(first + 1),
-                };
-                let encoder = rec.encoder.get_or_insert_with(|| new_encoder(self));
-                encode(encoder, &d, Some(&writes));
-                rec.recorded += 1;
-            }
-            Some(TimingMethod::Unavailable) | None => {
-                let mut rec = self.recorder();
-                let rec = &mut *rec;
-                if let Some(p) = rec.profile.as_mut() {
-                    p.unavailable(d.label, &rec.scope);
-                }
-                let encoder = rec.encoder.get_or_insert_with(|| new_encoder(self));
-                encode(encoder, &d, None);
-                rec.recorded += 1;
-            }
+        if method == Some(TimingMethod::WallClock) {
+            return self.dispatch_timed_by_clock(d);
         }
-        if self.recorder().recorded >= FLUSH_EVERY {
-            self.flush();
+        let mut rec = self.recorder();
+        self.record(&mut rec, &d);
+        if rec.recorded >= FLUSH_EVERY {
+            self.flush_locked(&mut rec);
         }
         Ok(())
+    }
+
+    /// Encodes `d` into the pending encoder, with timestamps when profiling with them.
+    fn record(&self, rec: &mut Recorder, d: &Dispatch<'_>) {
+        let align = self.limits().min_uniform_buffer_offset_alignment.max(16) as u64;
+        let slot = (d.params.len() as u64).max(16).div_ceil(align) * align;
+        if rec
+            .arena
+            .as_ref()
+            .is_some_and(|a| a.data.len() as u64 + slot > ARENA_BYTES)
+        {
+            self.flush_locked(rec);
+        }
+        let arena = rec.arena.get_or_insert_with(|| Arena {
+            buffer: self.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("ridge uniforms"),
+                size: ARENA_BYTES,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            data: Vec::with_capacity(ARENA_BYTES as usize),
+        });
+        let offset = arena.data.len() as u64;
+        arena.data.extend_from_slice(d.params);
+        arena.data.resize((offset + slot) as usize, 0);
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &arena.buffer,
+                offset,
+                size: std::num::NonZeroU64::new((d.params.len() as u64).max(16)),
+            }),
+        }];
+        entries.extend(
+            d.bindings
+                .iter()
+                .map(|(binding, resource)| wgpu::BindGroupEntry {
+                    binding: *binding,
+                    resource: resource.clone(),
+                }),
+        );
+        let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(d.label),
+            layout: &d.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let timestamps = match rec.profile.as_mut() {
+            Some(p) if p.method == TimingMethod::GpuTimestamps => {
+                Some(p.next_timestamps(self, d.label, &rec.scope))
+            }
+            Some(p) => {
+                p.unavailable(d.label, &rec.scope);
+                None
+            }
+            None => None,
+        };
+        let encoder = rec.encoder.get_or_insert_with(|| new_encoder(self));
+        let writes = timestamps
+            .as_ref()
+            .map(|(set, first)| wgpu::ComputePassTimestampWrites {
+                query_set: set,
+                beginning_of_pass_write_index: Some(*first),
+                end_of_pass_write_index: Some(*first + 1),
+            });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(d.label),
+            timestamp_writes: writes,
+        });
+        pass.set_pipeline(d.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        let [x, y, z] = d.workgroups;
+        pass.dispatch_workgroups(x, y, z);
+        drop(pass);
+        rec.recorded += 1;
     }
 
     /// Submits everything recorded so far. Call before `queue.write_buffer` to a buffer an
     /// earlier dispatch reads (queue writes run before the next submission's commands).
     pub fn flush(&self) {
-        // Submit while holding the lock: another thread's flush must not return (and submit
-        // its read-back copy) before the dispatches recorded so far are on the queue.
         let mut rec = self.recorder();
+        self.flush_locked(&mut rec);
+    }
+
+    /// Writes the uniform arena and submits the pending encoder, under the recorder's lock:
+    /// another thread's flush must not return (and submit its read-back copy) before the
+    /// dispatches recorded so far are on the queue.
+    fn flush_locked(&self, rec: &mut Recorder) {
         rec.recorded = 0;
+        if let Some(arena) = rec.arena.take()
+            && !arena.data.is_empty()
+        {
+            self.queue().write_buffer(&arena.buffer, 0, &arena.data);
+        }
         if let Some(encoder) = rec.encoder.take() {
             self.queue().submit([encoder.finish()]);
         }
@@ -133,13 +207,11 @@ impl Context {
         new_encoder(self)
     }
 
-    /// Submits `encoder` in one submission right after everything recorded so far.
+    /// Submits `encoder` right after everything recorded so far.
     pub fn submit(&self, encoder: wgpu::CommandEncoder) {
         let mut rec = self.recorder();
-        rec.recorded = 0;
-        let pending = rec.encoder.take().map(|e| e.finish());
-        self.queue()
-            .submit(pending.into_iter().chain([encoder.finish()]));
+        self.flush_locked(&mut rec);
+        self.queue().submit([encoder.finish()]);
     }
 
     pub(crate) fn recorder(&self) -> std::sync::MutexGuard<'_, crate::recorder::Recorder> {
@@ -151,9 +223,13 @@ impl Context {
         self.flush();
         self.wait()?;
         let start = std::time::Instant::now();
-        let mut encoder = new_encoder(self);
-        encode(&mut encoder, &d, None);
-        self.queue().submit([encoder.finish()]);
+        {
+            let mut rec = self.recorder();
+            let profile = rec.profile.take();
+            self.record(&mut rec, &d);
+            self.flush_locked(&mut rec);
+            rec.profile = profile;
+        }
         self.wait()?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let mut rec = self.recorder();
@@ -175,19 +251,4 @@ fn new_encoder(ctx: &Context) -> wgpu::CommandEncoder {
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("ridge"),
         })
-}
-
-fn encode(
-    encoder: &mut wgpu::CommandEncoder,
-    d: &Dispatch<'_>,
-    timestamps: Option<&wgpu::ComputePassTimestampWrites<'_>>,
-) {
-    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: Some(d.label),
-        timestamp_writes: timestamps.cloned(),
-    });
-    pass.set_pipeline(d.pipeline);
-    pass.set_bind_group(0, d.bind_group, &[]);
-    let [x, y, z] = d.workgroups;
-    pass.dispatch_workgroups(x, y, z);
 }

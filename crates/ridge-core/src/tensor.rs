@@ -61,14 +61,24 @@ impl Element for u32 {
 /// Shapes are in elements, outermost first; `strides` are in elements too. Tensors made
 /// here are contiguous; [`Tensor::reshape`] gives another contiguous view of the same buffer
 /// and [`Tensor::narrow`] a range of its outermost dim. Cloning is cheap and shares the buffer.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Tensor {
-    buffer: wgpu::Buffer,
+    buffer: std::sync::Arc<crate::pool::PooledBuffer>,
     /// Byte offset of element 0 in `buffer`.
     offset: u64,
     shape: Vec<usize>,
     strides: Vec<usize>,
     dtype: DType,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("shape", &self.shape)
+            .field("dtype", &self.dtype)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Row-major strides of `shape`, in elements.
@@ -86,8 +96,9 @@ pub fn numel(shape: &[usize]) -> Option<usize> {
 }
 
 impl Tensor {
-    /// An uninitialised tensor. Buffers are at least 4 bytes and a multiple of 4 (WebGPU's
-    /// copy and binding alignment), so zero-size and odd-length f16 tensors are fine.
+    /// An uninitialised tensor (its buffer may come back from the context's pool holding old
+    /// data). Buffers are at least 4 bytes and a multiple of 4 (WebGPU's copy and binding
+    /// alignment), so zero-size and odd-length f16 tensors are fine.
     ///
     /// Errors: [`Error::LimitExceeded`] beyond `maxBufferSize`; [`Error::Shape`] when the
     /// element count overflows.
@@ -107,14 +118,7 @@ impl Tensor {
                 allowed,
             });
         }
-        let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("ridge tensor"),
-            size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let buffer = std::sync::Arc::new(ctx.buffer_pool().take(ctx.device(), size, allowed));
         Ok(Self {
             buffer,
             offset: 0,
@@ -127,7 +131,7 @@ impl Tensor {
     /// A contiguous tensor over a whole existing buffer (at least `shape`'s bytes).
     pub(crate) fn from_buffer(buffer: wgpu::Buffer, shape: &[usize], dtype: DType) -> Self {
         Self {
-            buffer,
+            buffer: std::sync::Arc::new(crate::pool::PooledBuffer::unpooled(buffer)),
             offset: 0,
             strides: contiguous_strides(shape),
             shape: shape.to_vec(),
@@ -161,13 +165,13 @@ impl Tensor {
         let aligned = bytes.len() / 4 * 4;
         if aligned > 0 {
             ctx.queue()
-                .write_buffer(&self.buffer, self.offset, &bytes[..aligned]);
+                .write_buffer(self.buffer(), self.offset, &bytes[..aligned]);
         }
         if aligned < bytes.len() {
             let mut tail = [0u8; 4];
             tail[..bytes.len() - aligned].copy_from_slice(&bytes[aligned..]);
             ctx.queue()
-                .write_buffer(&self.buffer, self.offset + aligned as u64, &tail);
+                .write_buffer(self.buffer(), self.offset + aligned as u64, &tail);
         }
         Ok(())
     }
@@ -177,13 +181,13 @@ impl Tensor {
     pub fn poison(&self, ctx: &Context) {
         ctx.flush();
         let bytes = vec![0xFFu8; self.padded_bytes() as usize];
-        ctx.queue().write_buffer(&self.buffer, self.offset, &bytes);
+        ctx.queue().write_buffer(self.buffer(), self.offset, &bytes);
     }
 
     /// Downloads the tensor as `T` (which must be its dtype).
     pub async fn to_vec<T: Element>(&self, ctx: &Context) -> Result<Vec<T>> {
         self.expect_dtype("Tensor::to_vec", T::DTYPE)?;
-        let raw = read_buffer(ctx, &self.buffer, self.offset, self.padded_bytes()).await?;
+        let raw = read_buffer(ctx, self.buffer(), self.offset, self.padded_bytes()).await?;
         let mut out: Vec<T> = bytemuck::pod_collect_to_vec(&raw);
         out.truncate(self.numel());
         Ok(out)
@@ -276,9 +280,9 @@ impl Tensor {
         let copy = Self::empty(ctx, &self.shape, self.dtype)?;
         let mut encoder = ctx.encoder();
         encoder.copy_buffer_to_buffer(
-            &self.buffer,
+            self.buffer(),
             self.offset,
-            &copy.buffer,
+            copy.buffer(),
             0,
             self.padded_bytes(),
         );
@@ -311,7 +315,7 @@ impl Tensor {
 
     /// The device buffer.
     pub fn buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
+        &self.buffer.buffer
     }
     /// Byte offset of the first element in [`Tensor::buffer`].
     pub fn offset(&self) -> u64 {
@@ -348,7 +352,7 @@ impl Tensor {
     /// The tensor's byte range as a binding resource.
     pub fn binding(&self) -> wgpu::BindingResource<'_> {
         wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &self.buffer,
+            buffer: self.buffer(),
             offset: self.offset,
             size: std::num::NonZeroU64::new(self.padded_bytes()),
         })

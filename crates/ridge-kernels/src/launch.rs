@@ -1,6 +1,6 @@
 //! What every launcher shares: dtype defines, uniform packing, binding checks, dispatch.
 
-use ridge_core::wgpu::{self, util::DeviceExt};
+use ridge_core::wgpu;
 use ridge_core::{Context, DType, Defines, Dispatch, Error, Result, ShaderSource, Tensor};
 
 /// Defines for a kernel whose storage type is `dtype`: `alias T = f32|f16;` and, for f16,
@@ -96,34 +96,16 @@ impl Launch<'_> {
         let pipeline = ctx
             .pipelines()
             .get(ctx.device(), self.shader, self.entry, &self.defines);
-        let uniform = ctx
-            .device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(self.label),
-                contents: &self.params.bytes(),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: uniform.as_entire_binding(),
-        }];
-        entries.extend(
-            self.buffers
-                .iter()
-                .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                    binding: *binding,
-                    resource: buffer.binding(),
-                }),
-        );
-        let bind_group = ctx.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(self.label),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
+        let bindings: Vec<(u32, wgpu::BindingResource<'_>)> = self
+            .buffers
+            .iter()
+            .map(|(b, t)| (*b, t.binding()))
+            .collect();
         ctx.dispatch(Dispatch {
             label: self.label,
             pipeline: &pipeline,
-            bind_group: &bind_group,
+            params: &self.params.bytes(),
+            bindings: &bindings,
             workgroups: self.workgroups,
         })
     }
