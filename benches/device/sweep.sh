@@ -13,9 +13,9 @@ B=.devbin
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 $B/ridge info | head -16
 echo "== GPU tests on Vulkan (all but those needing the real MiniLM files)"
-RIDGE_TEST_ADAPTERS=vulkan timeout 150 $B/gpu-tests --skip minilm > "$W/gpu-tests.txt" 2>&1
+RIDGE_TEST_ADAPTERS=vulkan timeout 240 $B/gpu-tests --skip minilm > "$W/gpu-tests.txt" 2>&1
 echo "exit $?"; grep -E "^test |test result|running for over" "$W/gpu-tests.txt" | grep -v " ok$" | tail -30
-grep -B2 -A12 "^failures:" "$W/gpu-tests.txt" | head -60
+grep -A12 "^---- " "$W/gpu-tests.txt" | head -60
 echo "== kernel suite"
 $B/ridge check --repeats 20 --json > "$W/check.json"; $B/ridge check --repeats 20 2>&1 | tail -26
 echo "== bench"

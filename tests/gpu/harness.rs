@@ -85,6 +85,12 @@ fn expectation(ctx: &Context, test: &str) -> Option<&'static Expectation> {
     })
 }
 
+/// wgpu's GL backend drives one GL context per adapter behind a lock it gives up on after a
+/// timeout ("Could not lock adapter context. This is most-likely a deadlock."): a long wait
+/// on the GPU in one test thread makes another's call panic. Tests on GL adapters therefore
+/// take turns; Vulkan, Metal and DX12 tests run in parallel.
+static GL_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `f` on every adapter; fails listing each adapter where the outcome differed from
 /// the expectation.
 pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
@@ -94,6 +100,8 @@ pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
         if expected.is_some_and(|e| e.outcome == Outcome::Skip) {
             continue;
         }
+        let _turn = (ctx.info().backend == ridge::core::wgpu::Backend::Gl)
+            .then(|| GL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
         let failed = match &result {
             Ok(Ok(())) => None,

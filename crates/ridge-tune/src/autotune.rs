@@ -324,8 +324,8 @@ pub async fn autotune(
                 op: pr.op.clone(),
                 bucket: key::bucket(&pr.shape),
                 dtype: key::dtype_name(pr.dtype).into(),
+                shader_hash: shader_hash(&pr.op, &params),
                 params,
-                shader_hash: shader_hash(&pr.op),
                 ms: Some(ms),
                 origin: Origin::Measured {
                     device: ctx.info().name.clone(),

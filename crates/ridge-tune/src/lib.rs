@@ -94,6 +94,20 @@ mod tests {
         }
     }
 
+    fn params(bm: u32) -> std::collections::BTreeMap<String, u32> {
+        [
+            ("COOP", 0),
+            ("BM", bm),
+            ("BN", 32),
+            ("BK", 8),
+            ("TM", 4),
+            ("TN", 4),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
     fn user_table(fingerprint: Option<Fingerprint>, hash: &str, bm: u32) -> String {
         let mut t = Table::new("llvmpipe", fingerprint);
         t.insert(Entry {
@@ -162,7 +176,7 @@ mod tests {
     #[test]
     fn user_beats_shipped_beats_nothing() {
         let me = fp("llvmpipe (LLVM 15.0.6, 256 bits)", 0x10005);
-        let hash = table::shader_hash("gemm");
+        let hash = table::shader_hash("gemm", &params(96));
         let (set, warnings) = tables_for(
             &me,
             Some(("user".into(), user_table(Some(me.clone()), &hash, 96))),
@@ -203,7 +217,7 @@ mod tests {
             &me,
             Some((
                 "user".into(),
-                user_table(Some(other), &table::shader_hash("gemm"), 96),
+                user_table(Some(other), &table::shader_hash("gemm", &params(96)), 96),
             )),
         );
         assert!(matches!(w.as_slice(), [TableWarning::Foreign { .. }]));

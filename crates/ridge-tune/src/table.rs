@@ -91,14 +91,14 @@ pub enum TableWarning {
     },
 }
 
-/// SHA-256 (first 16 hex digits) of the WGSL behind `op`.
-pub fn shader_hash(op: &str) -> String {
+/// SHA-256 (first 16 hex digits) of the WGSL that runs `op` with `params` (for GEMM the
+/// tensor-core shader when `COOP` is 1, else the tiled one), so that editing one kernel
+/// invalidates only its own entries.
+pub fn shader_hash(op: &str, params: &BTreeMap<String, u32>) -> String {
     use sha2::{Digest, Sha256};
     let sources: Vec<&ridge_core::ShaderSource> = match op {
-        "gemm" => vec![
-            &ridge_kernels::shaders::GEMM,
-            &ridge_kernels::shaders::GEMM_COOP,
-        ],
+        "gemm" if params.get("COOP") == Some(&1) => vec![&ridge_kernels::shaders::GEMM_COOP],
+        "gemm" => vec![&ridge_kernels::shaders::GEMM],
         "layer_norm" | "rms_norm" => vec![&ridge_kernels::shaders::NORM],
         "softmax" => vec![&ridge_kernels::shaders::SOFTMAX],
         _ => vec![],
@@ -145,7 +145,7 @@ impl Table {
     pub fn drop_stale(&mut self, source_name: &str) -> Option<TableWarning> {
         let before = self.entries.len();
         self.entries
-            .retain(|e| e.shader_hash == "*" || e.shader_hash == shader_hash(&e.op));
+            .retain(|e| e.shader_hash == "*" || e.shader_hash == shader_hash(&e.op, &e.params));
         let count = before - self.entries.len();
         (count > 0).then(|| TableWarning::Stale {
             source_name: source_name.into(),
