@@ -2,6 +2,7 @@
 
 mod harness;
 
+mod attention;
 mod core;
 mod elementwise;
 mod gemm;

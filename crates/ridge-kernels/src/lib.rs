@@ -3,6 +3,7 @@
 //! and written), an f64 CPU `reference`, and a launcher that records one dispatch (a
 //! profiler span named after the op). The WGSL lives in `shaders/` at the workspace root.
 
+pub mod attention;
 pub mod ceilings;
 pub mod check;
 pub mod elementwise;
@@ -18,6 +19,7 @@ pub mod softmax;
 pub mod suite;
 pub mod sweep;
 
+pub use attention::{Attention, HeadLayout, SparseLayout};
 pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{CoopConfig, Gemm, GemmConfig, GemmKernel};
 pub use layout::{nchw_to_nhwc, nhwc_to_nchw, permute};

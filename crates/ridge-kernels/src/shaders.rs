@@ -45,6 +45,11 @@ pub static POOL: ShaderSource = ShaderSource {
     body: include_str!("../../../shaders/pool.wgsl"),
 };
 
+/// `shaders/attention.wgsl`.
+pub static ATTENTION: ShaderSource = ShaderSource {
+    name: "attention",
+    body: include_str!("../../../shaders/attention.wgsl"),
+};
 /// `shaders/ceilings.wgsl`.
 pub static CEILINGS: ShaderSource = ShaderSource {
     name: "ceilings",
@@ -79,6 +84,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::embedding::variants(dtype));
         v.extend(crate::pool::variants(dtype));
         v.extend(crate::ceilings::variants(dtype));
+        v.extend(crate::attention::variants(dtype));
     }
     v
 }

@@ -12,6 +12,7 @@ pub mod hardware;
 pub mod ops;
 pub mod report;
 pub mod roofline;
+pub mod sparsity;
 pub mod transformer;
 
 pub use cost::OpCost;

@@ -80,6 +80,18 @@ pub fn mean_pool(batch: usize, seq: usize, hidden: usize, normalize: bool, e: us
     )
 }
 
+/// Attention over `batch · heads` heads of `n` queries and `n` keys of width `d`, of which
+/// `pairs` query–key pairs are computed (n² dense; nnz blocks × block² block-sparse): 2 × 2d
+/// FLOPs per pair for QKᵀ and P·V plus 5 for the softmax. Bytes: Q, K, V read once and O
+/// written once (4·n·d per head) — what a fused kernel must move at least.
+pub fn attention(batch: usize, heads: usize, n: usize, d: usize, pairs: f64, e: usize) -> OpCost {
+    let bh = (batch * heads) as f64;
+    OpCost::new(
+        bh * pairs * (4.0 * d as f64 + 5.0),
+        bh * 4.0 * (n * d * e) as f64,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

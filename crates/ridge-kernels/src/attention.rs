@@ -1,0 +1,483 @@
+//! Fused multi-head attention, dense or BigBird block-sparse (`shaders/attention.wgsl`).
+//!
+//! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head), n queries and n keys of width
+//! `head_dim`. Q, K, V and O are strided views ([`HeadLayout`]): `[B, H, S, D]`, `[B, S, H, D]`
+//! or the packed `[B, S, 3, H, D]` output of a fused QKV projection, read in place. Masks:
+//! per-batch `lengths` (keys at or after it are padding), `causal`, and for block-sparse a
+//! [`BlockLayout`]. A query whose keys are all masked gets zeros.
+
+use ridge_core::{Context, DType, Error, Result, Tensor};
+use ridge_model::OpCost;
+use ridge_model::sparsity::BlockLayout;
+
+use crate::launch::{self, Launch, Params};
+use crate::shaders::{self, ATTENTION, Variant};
+
+/// Where (batch, position, head) rows live in a tensor, in elements; head dims contiguous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadLayout {
+    /// Element offset of (0, 0, 0).
+    pub offset: usize,
+    /// Elements between batches.
+    pub batch_stride: usize,
+    /// Elements between positions.
+    pub seq_stride: usize,
+    /// Elements between heads.
+    pub head_stride: usize,
+}
+
+impl HeadLayout {
+    /// Contiguous `[batch, heads, seq, head_dim]`.
+    pub fn bhsd(heads: usize, seq: usize, head_dim: usize) -> Self {
+        Self {
+            offset: 0,
+            batch_stride: heads * seq * head_dim,
+            seq_stride: head_dim,
+            head_stride: seq * head_dim,
+        }
+    }
+    /// Contiguous `[batch, seq, heads, head_dim]` (a `[tokens, hidden]` activation).
+    pub fn bshd(seq: usize, heads: usize, head_dim: usize) -> Self {
+        Self {
+            offset: 0,
+            batch_stride: seq * heads * head_dim,
+            seq_stride: heads * head_dim,
+            head_stride: head_dim,
+        }
+    }
+    /// Part `which` (0 = Q, 1 = K, 2 = V) of a packed `[batch, seq, 3, heads, head_dim]` tensor.
+    pub fn packed_qkv(which: usize, seq: usize, heads: usize, head_dim: usize) -> Self {
+        let hd = heads * head_dim;
+        Self {
+            offset: which * hd,
+            batch_stride: seq * 3 * hd,
+            seq_stride: 3 * hd,
+            head_stride: head_dim,
+        }
+    }
+    fn index(&self, b: usize, s: usize, h: usize) -> usize {
+        self.offset + b * self.batch_stride + s * self.seq_stride + h * self.head_stride
+    }
+    fn words(&self) -> [usize; 4] {
+        [
+            self.offset,
+            self.batch_stride,
+            self.seq_stride,
+            self.head_stride,
+        ]
+    }
+}
+
+/// An attention problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Attention {
+    /// Batch entries.
+    pub batch: usize,
+    /// Heads.
+    pub heads: usize,
+    /// Queries and keys per head.
+    pub seq: usize,
+    /// Width of a head (a multiple of 4, at most 256).
+    pub head_dim: usize,
+    /// Mask keys after each query.
+    pub causal: bool,
+    /// Multiplies Q·Kᵀ; 1/√head_dim for standard attention (Vaswani et al., 2017).
+    pub scale: f32,
+    /// Layout of Q.
+    pub q: HeadLayout,
+    /// Layout of K.
+    pub k: HeadLayout,
+    /// Layout of V.
+    pub v: HeadLayout,
+    /// Layout of O.
+    pub o: HeadLayout,
+}
+
+/// A [`BlockLayout`] uploaded for the kernel.
+pub struct SparseLayout {
+    /// The layout.
+    pub layout: BlockLayout,
+    row_ptr: Tensor,
+    col_idx: Tensor,
+}
+
+impl SparseLayout {
+    /// Uploads `layout`'s block CSR.
+    pub fn upload(ctx: &Context, layout: BlockLayout) -> Result<Self> {
+        let row_ptr = Tensor::from_slice(ctx, &layout.row_ptr, &[layout.row_ptr.len()])?;
+        let cols = if layout.col_idx.is_empty() {
+            vec![0]
+        } else {
+            layout.col_idx.clone()
+        };
+        let col_idx = Tensor::from_slice(ctx, &cols, &[cols.len()])?;
+        Ok(Self {
+            layout,
+            row_ptr,
+            col_idx,
+        })
+    }
+}
+
+/// Tiling of one launch: query rows and keys per block, invocations per query row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionConfig {
+    /// Query rows per workgroup.
+    pub bq: u32,
+    /// Keys per block.
+    pub bk: u32,
+    /// Invocations per query row.
+    pub tpr: u32,
+}
+
+impl AttentionConfig {
+    /// Bytes of workgroup memory for `head_dim`.
+    pub fn workgroup_bytes(&self, head_dim: u32) -> u32 {
+        4 * (self.bq * head_dim + 2 * self.bk * head_dim + self.bq * self.bk) + 4
+    }
+
+    /// The largest dense tiling that fits the adapter (the autotuner can do better).
+    pub fn dense(ctx: &Context, head_dim: u32) -> Option<Self> {
+        [
+            (64, 32, 4),
+            (32, 32, 8),
+            (32, 16, 8),
+            (16, 16, 8),
+            (16, 8, 8),
+            (8, 8, 8),
+            (8, 8, 4),
+        ]
+        .into_iter()
+        .map(|(bq, bk, tpr)| AttentionConfig { bq, bk, tpr })
+        .find(|c| c.fits(ctx, head_dim))
+    }
+
+    /// The tiling for a block-sparse layout of `block`-token blocks: BQ = BK = block.
+    pub fn sparse(ctx: &Context, head_dim: u32, block: u32) -> Option<Self> {
+        [16, 8, 4, 2, 1]
+            .into_iter()
+            .map(|tpr| AttentionConfig {
+                bq: block,
+                bk: block,
+                tpr,
+            })
+            .find(|c| c.fits(ctx, head_dim))
+    }
+
+    fn fits(&self, ctx: &Context, head_dim: u32) -> bool {
+        let l = ctx.limits();
+        let threads = self.bq * self.tpr;
+        self.bk.is_multiple_of(self.tpr)
+            && head_dim.is_multiple_of(4 * self.tpr)
+            && threads <= l.max_compute_invocations_per_workgroup
+            && threads <= l.max_compute_workgroup_size_x
+            && self.workgroup_bytes(head_dim) <= l.max_compute_workgroup_storage_size
+    }
+}
+
+impl Attention {
+    /// Standard attention over contiguous `[batch, heads, seq, head_dim]` tensors, scale
+    /// 1/√head_dim, no causal mask.
+    pub fn new(batch: usize, heads: usize, seq: usize, head_dim: usize) -> Self {
+        let l = HeadLayout::bhsd(heads, seq, head_dim);
+        Self {
+            batch,
+            heads,
+            seq,
+            head_dim,
+            causal: false,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            q: l,
+            k: l,
+            v: l,
+            o: l,
+        }
+    }
+
+    /// Query–key pairs computed: n² dense, nnz blocks × block² sparse.
+    pub fn pairs(&self, layout: Option<&BlockLayout>) -> f64 {
+        match layout {
+            Some(l) => l.nnz() as f64 * (l.block * l.block) as f64,
+            None => (self.seq * self.seq) as f64,
+        }
+    }
+
+    /// Cost (see `ridge_model::ops::attention`).
+    pub fn cost(&self, dtype: DType, layout: Option<&BlockLayout>) -> OpCost {
+        ridge_model::ops::attention(
+            self.batch,
+            self.heads,
+            self.seq,
+            self.head_dim,
+            self.pairs(layout),
+            dtype.size(),
+        )
+    }
+
+    /// f64 reference: dense attention with the expanded mask (lengths, causal, and the block
+    /// layout's token mask). Returns `[batch, heads, seq, head_dim]`, whatever the O layout.
+    pub fn reference(
+        &self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        lengths: Option<&[u32]>,
+        layout: Option<&BlockLayout>,
+    ) -> Vec<f32> {
+        let (n, d) = (self.seq, self.head_dim);
+        let allowed = layout.map(BlockLayout::to_dense_mask);
+        let mut out = vec![0f32; self.batch * self.heads * n * d];
+        for b in 0..self.batch {
+            let len = lengths.map_or(n, |l| (l[b] as usize).min(n));
+            for h in 0..self.heads {
+                for i in 0..n {
+                    let keys: Vec<usize> = (0..n)
+                        .filter(|&j| {
+                            j < len
+                                && !(self.causal && j > i)
+                                && allowed.as_ref().is_none_or(|m| m[i * n + j])
+                        })
+                        .collect();
+                    if keys.is_empty() {
+                        continue;
+                    }
+                    let qi = self.q.index(b, i, h);
+                    let scores: Vec<f64> = keys
+                        .iter()
+                        .map(|&j| {
+                            let kj = self.k.index(b, j, h);
+                            (0..d)
+                                .map(|t| q[qi + t] as f64 * k[kj + t] as f64)
+                                .sum::<f64>()
+                                * self.scale as f64
+                        })
+                        .collect();
+                    let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let w: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+                    let sum: f64 = w.iter().sum();
+                    let base = ((b * self.heads + h) * n + i) * d;
+                    for t in 0..d {
+                        let acc: f64 = keys
+                            .iter()
+                            .zip(&w)
+                            .map(|(&j, wj)| wj * v[self.v.index(b, j, h) + t] as f64)
+                            .sum();
+                        out[base + t] = (acc / sum) as f32;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Error bound against [`Attention::reference`] for an output with reference `want`, for
+    /// values of V bounded by `v_max` in magnitude: the output is a convex combination of V
+    /// rows, each weight off by a few ulps relative (f32 exp and a sum over ≤ n terms, γ_n)
+    /// plus the f32 dot products of QKᵀ (γ_d relative to |q||k|·scale, which shifts weights by
+    /// at most that much in the exponent), so 4·(γ_n + γ_d·|s|_max + u)·v_max + the final
+    /// rounding to the storage type. `score_max` bounds |scale·q·k|.
+    pub fn error_bound(&self, dtype: DType, v_max: f64, score_max: f64, want: f32) -> f64 {
+        let g = crate::check::gamma(self.seq)
+            + crate::check::gamma(self.head_dim) * score_max.max(1.0)
+            + crate::check::U32;
+        4.0 * g * v_max.max(1e-30) + crate::check::storage_rounding(dtype, want as f64)
+    }
+
+    /// Runs attention: dense, or block-sparse when `sparse` is given. `lengths` (u32
+    /// `[batch]`) masks padded keys; without it every key counts.
+    ///
+    /// Errors: [`Error::Shape`] when a layout reaches past its tensor or the sparse layout is
+    /// for another length; [`Error::InvalidArgument`] for a head width that is not a multiple
+    /// of 4 up to 256 or an output aliasing an input; [`Error::LimitExceeded`] when no tiling
+    /// fits the adapter's workgroup limits; dtype errors as every op.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        ctx: &Context,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        lengths: Option<&Tensor>,
+        sparse: Option<&SparseLayout>,
+        o: &Tensor,
+    ) -> Result<()> {
+        let name = if sparse.is_some() {
+            "sparse_attention"
+        } else {
+            "attention"
+        };
+        launch::same_dtype(name, o.dtype(), &[q, k, v])?;
+        launch::no_alias(name, o, &[q, k, v])?;
+        let d = self.head_dim;
+        if d == 0 || !d.is_multiple_of(4) || d > 256 {
+            return Err(Error::invalid(
+                name,
+                format!("head_dim {d} must be a multiple of 4 up to 256"),
+            ));
+        }
+        if self.batch == 0 || self.heads == 0 || self.seq == 0 {
+            return Ok(());
+        }
+        for (what, t, l) in [
+            ("q", q, &self.q),
+            ("k", k, &self.k),
+            ("v", v, &self.v),
+            ("o", o, &self.o),
+        ] {
+            let last = l.index(self.batch - 1, self.seq - 1, self.heads - 1) + d;
+            if last > t.numel() {
+                return Err(Error::shape(
+                    name,
+                    format!(
+                        "{what}'s layout {l:?} reaches element {last}, the tensor holds {}",
+                        t.numel()
+                    ),
+                ));
+            }
+            launch::fits_u32(name, what, t.numel())?;
+        }
+        if let Some(len) = lengths {
+            len.expect_dtype(name, DType::U32)?;
+            len.expect_shape(name, "lengths", &[self.batch])?;
+        }
+        let config = match sparse {
+            Some(s) => {
+                if s.layout.seq != self.seq {
+                    return Err(Error::shape(
+                        name,
+                        format!(
+                            "the block layout is for {} tokens, not {}",
+                            s.layout.seq, self.seq
+                        ),
+                    ));
+                }
+                AttentionConfig::sparse(ctx, d as u32, s.layout.block as u32)
+            }
+            None => AttentionConfig::dense(ctx, d as u32),
+        };
+        let config = config.ok_or_else(|| Error::LimitExceeded {
+            what: format!("{name} with head_dim {d}"),
+            limit: "maxComputeWorkgroupStorageSize",
+            requested: AttentionConfig {
+                bq: 8,
+                bk: 8,
+                tpr: 4,
+            }
+            .workgroup_bytes(d as u32) as u64,
+            allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
+        })?;
+        let q_blocks = self.seq.div_ceil(config.bq as usize);
+        let k_blocks = self.seq.div_ceil(config.bk as usize);
+        let mut words: Vec<u32> = vec![
+            self.batch as u32,
+            self.heads as u32,
+            self.seq as u32,
+            q_blocks as u32,
+        ];
+        for l in [&self.q, &self.k, &self.v, &self.o] {
+            words.extend(l.words().iter().map(|&x| x as u32));
+        }
+        let defines = launch::dtype_defines(ctx, name, o.dtype())?;
+        let defines = attention_defines(defines, d as u32, &config, self.causal, sparse.is_some());
+        let full_lengths;
+        let lengths = match lengths {
+            Some(l) => l,
+            None => {
+                full_lengths =
+                    Tensor::from_slice(ctx, &vec![self.seq as u32; self.batch], &[self.batch])?;
+                &full_lengths
+            }
+        };
+        let (row_ptr, col_idx) = match sparse {
+            Some(s) => (&s.row_ptr, &s.col_idx),
+            None => (ctx.placeholder(), ctx.placeholder()),
+        };
+        let total = (self.batch * self.heads * q_blocks) as u64;
+        Launch {
+            label: name,
+            shader: &ATTENTION,
+            entry: "attention",
+            defines,
+            params: Params::new().words(&words).f(self.scale).u(k_blocks as u32),
+            buffers: vec![
+                (1, q),
+                (2, k),
+                (3, v),
+                (4, lengths),
+                (5, row_ptr),
+                (6, col_idx),
+                (7, o),
+            ],
+            workgroups: ctx.fold_workgroups(name, total)?,
+        }
+        .run(ctx)
+    }
+}
+
+/// The generated output accumulators: DH/TPR dims per invocation as vec4s.
+fn accumulators(head_dim: u32, tpr: u32) -> [(&'static str, String); 4] {
+    let quads = head_dim / tpr / 4;
+    let (mut declare, mut rescale, mut update, mut store) =
+        (String::new(), String::new(), String::new(), String::new());
+    for i in 0..quads {
+        declare.push_str(&format!("var o{i} = vec4<f32>();\n"));
+        rescale.push_str(&format!("o{i} *= corr;\n"));
+        update.push_str(&format!("o{i} += pj * v_s[vb + {i}u];\n"));
+        store.push_str(&format!("let y{i} = o{i} * inv;\n"));
+        for (e, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+            store.push_str(&format!(
+                "o[ob + {}u] = T(y{i}.{comp});\n",
+                i * 4 + e as u32
+            ));
+        }
+    }
+    [
+        ("DECLARE", declare),
+        ("RESCALE", rescale),
+        ("UPDATE", update),
+        ("STORE", store),
+    ]
+}
+
+fn attention_defines(
+    d: ridge_core::Defines,
+    head_dim: u32,
+    c: &AttentionConfig,
+    causal: bool,
+    sparse: bool,
+) -> ridge_core::Defines {
+    let mut d = d
+        .u32("DH", head_dim)
+        .u32("BQ", c.bq)
+        .u32("BK", c.bk)
+        .u32("TPR", c.tpr)
+        .bool("CAUSAL", causal)
+        .bool("SPARSE", sparse);
+    for (name, code) in accumulators(head_dim, c.tpr) {
+        d = d.block(name, code);
+    }
+    d
+}
+
+pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for (head_dim, causal, sparse) in [(32, false, false), (64, true, false), (128, false, true)] {
+        let c = AttentionConfig {
+            bq: 16,
+            bk: 16,
+            tpr: 4,
+        };
+        v.push((
+            &ATTENTION,
+            "attention",
+            attention_defines(
+                shaders::storage_defines(dtype),
+                head_dim,
+                &c,
+                causal,
+                sparse,
+            ),
+        ));
+    }
+    v
+}

@@ -1,0 +1,227 @@
+//! Fused attention, dense and block-sparse, against dense f64 attention with the expanded
+//! mask: head dims 32/64/128, causal and padding masks, odd lengths, f32 and f16, strided
+//! layouts, and BigBird layouts of every kind.
+
+use ridge::core::{Context, DType, Error, Result, Tensor};
+use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout};
+use ridge::model::sparsity::{BigBird, BlockLayout};
+
+use crate::harness::*;
+
+/// Runs `att` (O in its own layout), gathers O back to [B, H, S, D] and compares with the
+/// reference: within the op's error bound, and within 1e-5 absolute in f32 (the issue's
+/// requirement for block-sparse against dense).
+fn check(
+    ctx: &Context,
+    att: Attention,
+    dtype: DType,
+    lengths: Option<&[u32]>,
+    layout: Option<BlockLayout>,
+    seed: u64,
+) -> Result<()> {
+    let extent = |l: &HeadLayout| {
+        l.offset
+            + (att.batch - 1) * l.batch_stride
+            + (att.seq - 1) * l.seq_stride
+            + (att.heads - 1) * l.head_stride
+            + att.head_dim
+    };
+    let packed = att.q.seq_stride == att.k.seq_stride && att.q.offset != att.k.offset;
+    let (q, qv, k, kv, v, vv);
+    if packed {
+        let (t, vals) = upload(
+            ctx,
+            &random(seed, extent(&att.v), -2.0, 2.0),
+            &[extent(&att.v)],
+            dtype,
+        )?;
+        (q, qv, k, kv, v, vv) = (t.clone(), vals.clone(), t.clone(), vals.clone(), t, vals);
+    } else {
+        (q, qv) = upload(
+            ctx,
+            &random(seed, extent(&att.q), -2.0, 2.0),
+            &[extent(&att.q)],
+            dtype,
+        )?;
+        (k, kv) = upload(
+            ctx,
+            &random(seed + 1, extent(&att.k), -2.0, 2.0),
+            &[extent(&att.k)],
+            dtype,
+        )?;
+        (v, vv) = upload(
+            ctx,
+            &random(seed + 2, extent(&att.v), -1.0, 1.0),
+            &[extent(&att.v)],
+            dtype,
+        )?;
+    }
+    let o = poisoned(ctx, &[extent(&att.o)], dtype)?;
+    let len_t = lengths
+        .map(|l| Tensor::from_slice(ctx, l, &[l.len()]))
+        .transpose()?;
+    let sparse = layout
+        .clone()
+        .map(|l| SparseLayout::upload(ctx, l))
+        .transpose()?;
+    att.run(ctx, &q, &k, &v, len_t.as_ref(), sparse.as_ref(), &o)?;
+    let got_all = block(o.to_f32(ctx))?;
+    let want = att.reference(&qv, &kv, &vv, lengths, layout.as_ref());
+    let (n, d) = (att.seq, att.head_dim);
+    let mut got = Vec::with_capacity(want.len());
+    for b in 0..att.batch {
+        for h in 0..att.heads {
+            for i in 0..n {
+                let at = att.o.offset
+                    + b * att.o.batch_stride
+                    + i * att.o.seq_stride
+                    + h * att.o.head_stride;
+                got.extend_from_slice(&got_all[at..at + d]);
+            }
+        }
+    }
+    let score_max = 4.0 * d as f64 * att.scale as f64;
+    let what = format!(
+        "{att:?} {dtype} lengths={lengths:?} sparse={}",
+        layout.is_some()
+    );
+    assert_close("attention", &got, &want, |i| {
+        let b = att.error_bound(dtype, 2.0, score_max, want[i]);
+        if dtype == DType::F32 { b.min(1e-5) } else { b }
+    })
+    .map_err(|e| Error::invalid("attention", format!("{what}: {e}")))
+}
+
+#[test]
+fn dense_every_head_dim_mask_and_dtype() {
+    on_every_adapter("attention_dense", |ctx| {
+        let mut seed = 0;
+        for dtype in dtypes(ctx) {
+            for head_dim in [32, 64, 128] {
+                for (seq, causal) in [(1, false), (7, true), (33, false), (70, true)] {
+                    seed += 10;
+                    let att = Attention {
+                        causal,
+                        ..Attention::new(2, 3, seq, head_dim)
+                    };
+                    check(ctx, att, dtype, None, None, seed)?;
+                }
+            }
+            // Padding: batch 0 keeps 5 of 37 keys, batch 1 none (its rows must be zeros).
+            check(
+                ctx,
+                Attention::new(2, 2, 37, 64),
+                dtype,
+                Some(&[5, 0]),
+                None,
+                7,
+            )?;
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn strided_layouts_read_a_packed_projection_in_place() {
+    on_every_adapter("attention_layouts", |ctx| {
+        let (b, h, s, d) = (2, 3, 19, 32);
+        let att = Attention {
+            q: HeadLayout::packed_qkv(0, s, h, d),
+            k: HeadLayout::packed_qkv(1, s, h, d),
+            v: HeadLayout::packed_qkv(2, s, h, d),
+            o: HeadLayout::bshd(s, h, d),
+            ..Attention::new(b, h, s, d)
+        };
+        check(ctx, att, DType::F32, Some(&[19, 11]), None, 3)
+    });
+}
+
+#[test]
+fn block_sparse_matches_dense_with_the_expanded_mask() {
+    on_every_adapter("attention_sparse", |ctx| {
+        let bb = |block, global, window, random| BigBird {
+            block,
+            global,
+            window,
+            random,
+            seed: 5,
+        };
+        let cases = [
+            (100, bb(16, 1, 1, 1)), // block does not divide n: a tail block
+            (16, bb(16, 0, 0, 0)),  // one block
+            (64, bb(16, 4, 0, 0)),  // all global
+            (96, bb(16, 0, 1, 0)),  // window only
+            (128, bb(16, 0, 0, 2)), // random only (plus the diagonal-free rows)
+            (200, bb(32, 1, 1, 2)),
+        ];
+        for (i, (seq, p)) in cases.into_iter().enumerate() {
+            let layout = BlockLayout::bigbird(seq, p);
+            let att = Attention::new(2, 2, seq, 64);
+            check(
+                ctx,
+                att,
+                DType::F32,
+                None,
+                Some(layout.clone()),
+                20 + i as u64,
+            )?;
+            // With padding too.
+            check(
+                ctx,
+                att,
+                DType::F32,
+                Some(&[seq as u32, (seq / 3) as u32]),
+                Some(layout),
+                40 + i as u64,
+            )?;
+        }
+        // Random-only rows can miss every real key of a padded batch: those rows are zeros.
+        let layout = BlockLayout::bigbird(64, bb(16, 0, 0, 1));
+        check(
+            ctx,
+            Attention::new(1, 1, 64, 32),
+            DType::F32,
+            Some(&[3]),
+            Some(layout),
+            60,
+        )
+    });
+}
+
+#[test]
+fn bad_inputs_give_typed_errors() {
+    on_every_adapter("attention_bad_inputs", |ctx| {
+        let t = |n: usize| Tensor::empty(ctx, &[n], DType::F32);
+        let att = Attention::new(1, 2, 8, 32);
+        let (q, o) = (t(512)?, t(512)?);
+        expect_err(
+            "head_dim",
+            Attention {
+                head_dim: 30,
+                ..att
+            }
+            .run(ctx, &q, &q, &q, None, None, &o),
+            |e| matches!(e, Error::InvalidArgument { .. }),
+        )?;
+        expect_err(
+            "extent",
+            att.run(ctx, &t(100)?, &q, &q, None, None, &o),
+            |e| matches!(e, Error::Shape { .. }),
+        )?;
+        expect_err("alias", att.run(ctx, &q, &q, &q, None, None, &q), |e| {
+            matches!(e, Error::InvalidArgument { .. })
+        })?;
+        let other = SparseLayout::upload(ctx, BlockLayout::dense(16, 16))?;
+        expect_err(
+            "layout",
+            att.run(ctx, &q, &q, &q, None, Some(&other), &o),
+            |e| matches!(e, Error::Shape { .. }),
+        )?;
+        let bad_len = Tensor::from_slice(ctx, &[1.0f32], &[1])?;
+        expect_err(
+            "lengths",
+            att.run(ctx, &q, &q, &q, Some(&bad_len), None, &o),
+            |e| matches!(e, Error::DType { .. }),
+        )
+    });
+}
