@@ -127,19 +127,11 @@ pub fn encoder_ops(
     for l in 0..s.layers {
         let a = format!("layer {l} · attention");
         push(&a, "gemm", ops::gemm(t, 3 * d, d, 1, 1, 1, false, true, e));
-        push(&a, "permute", ops::permute(3 * t * d, e));
         push(
             &a,
-            "gemm",
-            ops::gemm(seq, seq, dh, b * nh, b * nh, b * nh, false, false, e),
+            "attention",
+            ops::attention(b, nh, seq, dh, (seq * seq) as f64, e),
         );
-        push(&a, "softmax", ops::softmax(b * nh * seq, seq, b * seq, e));
-        push(
-            &a,
-            "gemm",
-            ops::gemm(seq, dh, seq, b * nh, b * nh, b * nh, false, false, e),
-        );
-        push(&a, "permute", ops::permute(t * d, e));
         push(&a, "gemm", ops::gemm(t, d, d, 1, 1, 1, false, true, e));
         push(&a, "add", ops::elementwise(t * d, t * d, 1.0, e));
         push(&a, "layer_norm", ops::norm(t, d, false, true, e));
@@ -416,17 +408,24 @@ mod tests {
     }
 
     #[test]
-    fn planned_encoder_has_fourteen_ops_per_layer() {
+    fn planned_encoder_has_ten_ops_per_layer() {
         let ops = encoder_ops(&TransformerShape::minilm_l6(), 2, 16, true, 4);
-        assert_eq!(ops.len(), 4 + 6 * 14 + 1);
-        let gemm_flops: f64 = ops
-            .iter()
-            .filter(|o| o.name == "gemm")
-            .map(|o| o.cost.flops)
-            .sum();
+        assert_eq!(ops.len(), 4 + 6 * 10 + 1);
+        let flops = |name: &str| -> f64 {
+            ops.iter()
+                .filter(|o| o.name == name)
+                .map(|o| o.cost.flops)
+                .sum()
+        };
         let lf = LayerFlops::of(&TransformerShape::minilm_l6(), 16);
-        // Two sequences, bias adds on top of the matmuls.
-        assert!(gemm_flops >= 2.0 * 6.0 * lf.matmul());
-        assert!(gemm_flops < 2.0 * 6.0 * lf.matmul() * 1.01);
+        // Two sequences; projections and FFN are GEMMs (bias adds on top); QKᵀ, softmax and
+        // P·V are the fused attention.
+        let projections = lf.qkv + lf.out_proj + lf.ffn;
+        assert!(
+            flops("gemm") >= 2.0 * 6.0 * projections
+                && flops("gemm") < 2.0 * 6.0 * projections * 1.01
+        );
+        let attention = lf.scores + lf.context + lf.softmax;
+        assert!((flops("attention") - 2.0 * 6.0 * attention).abs() < 1e-6 * attention);
     }
 }

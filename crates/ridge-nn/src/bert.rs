@@ -3,10 +3,9 @@
 //!
 //! Per layer, for `T = batch·seq` tokens of width `H`, `nh` heads of width `dh`:
 //! ```text
-//! qkv   = x·W_qkvᵀ + b_qkv                      gemm    [T, 3H]  (Q, K, V weights fused)
-//! q,k,v = permute [B,S,3,nh,dh] → [3,B,nh,S,dh]  permute
-//! p     = softmax(q·kᵀ/√dh + mask)               gemm (batched B·nh) + softmax [B,nh,S,S]
-//! ctx   = p·v → permute [B,nh,S,dh] → [B,S,nh,dh] gemm (batched) + permute  [T, H]
+//! qkv   = x·W_qkvᵀ + b_qkv                      gemm      [T, 3H] = [B, S, 3, nh, dh]
+//! ctx   = softmax(q·kᵀ/√dh + padding) · v        attention [B, S, nh, dh] = [T, H]
+//!         (one fused kernel reading q, k, v in place from the packed projection)
 //! x     = LN(x + ctx·W_oᵀ + b_o)                 gemm + add + layer_norm
 //! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm + gelu + gemm + add + layer_norm
 //! ```
@@ -14,7 +13,8 @@
 //! host round trip until the caller reads a result.
 
 use ridge_core::{Context, DType, Tensor};
-use ridge_kernels::{Gemm, Norm, NormKind, Softmax, Unary, binary, embedding, layout, unary};
+use ridge_kernels::attention::{Attention, HeadLayout};
+use ridge_kernels::{Gemm, Norm, NormKind, Unary, binary, embedding, unary};
 
 use crate::config::BertConfig;
 use crate::error::{Error, Result};
@@ -205,16 +205,6 @@ impl Bert {
         ctx.set_scope("embeddings");
         let ids = Tensor::from_slice(ctx, &batch.ids, &[b, s])?;
         let lengths = Tensor::from_slice(ctx, &batch.lengths, &[b])?;
-        let mask: Vec<f32> = (0..t)
-            .map(|i| {
-                if (i % s) < batch.lengths[i / s] as usize {
-                    0.0
-                } else {
-                    f32::NEG_INFINITY
-                }
-            })
-            .collect();
-        let mask = Tensor::from_slice(ctx, &mask, &[b, s])?;
         let words = new(&[b, s, h])?;
         embedding::gather(ctx, &self.word, &ids, &words)?;
         let with_pos = new(&[b, s, h])?;
@@ -249,7 +239,6 @@ impl Bert {
             trans_b: true,
             ..Gemm::new(t, n, k)
         };
-        let align = ctx.limits().min_storage_buffer_offset_alignment as u64;
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope(&format!("layer {l} · attention"));
             let qkv = new(&[b, s, 3, nh, dh])?;
@@ -260,47 +249,17 @@ impl Bert {
                 Some(&layer.qkv_b),
                 &qkv.reshape(&[t, 3 * h])?,
             )?;
-            let heads = new(&[3, b * nh, s, dh])?;
-            layout::permute(
-                ctx,
-                &qkv,
-                &[2, 0, 3, 1, 4],
-                &heads.reshape(&[3, b, nh, s, dh])?,
-            )?;
-            let part = |i: usize| -> Result<Tensor> {
-                let view = heads.narrow(i, 1)?.reshape(&[b * nh, s, dh])?;
-                // Views bind at an offset, which must be aligned; otherwise copy.
-                Ok(if view.offset() % align == 0 {
-                    view
-                } else {
-                    view.duplicate(ctx)?
-                })
-            };
-            let (q, k, v) = (part(0)?, part(1)?, part(2)?);
-            let scores = new(&[b * nh, s, s])?;
-            let qk = Gemm {
-                batch: b * nh,
-                trans_b: true,
-                alpha: 1.0 / (dh as f32).sqrt(),
-                ..Gemm::new(s, s, dh)
-            };
-            qk.run(ctx, &q, &k, None, &scores)?;
-            let probs = new(&[b * nh, s, s])?;
-            Softmax {
-                rows: b * nh * s,
-                cols: s,
-                scale: 1.0,
-                mask_group: nh * s,
-            }
-            .run(ctx, &scores, Some(&mask), &probs)?;
-            let context = new(&[b, nh, s, dh])?;
-            Gemm {
-                batch: b * nh,
-                ..Gemm::new(s, dh, s)
-            }
-            .run(ctx, &probs, &v, None, &context.reshape(&[b * nh, s, dh])?)?;
+            // Fused attention reads Q, K and V straight out of the packed projection and writes
+            // the heads side by side: no permutes, no score matrix in memory.
             let merged = new(&[b, s, nh, dh])?;
-            layout::permute(ctx, &context, &[0, 2, 1, 3], &merged)?;
+            let attention = Attention {
+                q: HeadLayout::packed_qkv(0, s, nh, dh),
+                k: HeadLayout::packed_qkv(1, s, nh, dh),
+                v: HeadLayout::packed_qkv(2, s, nh, dh),
+                o: HeadLayout::bshd(s, nh, dh),
+                ..Attention::new(b, nh, s, dh)
+            };
+            attention.run(ctx, &qkv, &qkv, &qkv, Some(&lengths), None, &merged)?;
             let attn = new(&[t, h])?;
             linear(h, h).run(
                 ctx,
