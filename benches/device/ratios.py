@@ -48,6 +48,11 @@ if copy:
     if bench.get("measured"):
         gb = bench["measured"]["bandwidth_gbps"]
         rows.append(("copy (Ridge stream_copy)", f"{gb:.0f} GB/s", f"{copy['gbps']:.0f} GB/s", gb / copy["gbps"]))
+for t in (x for x in torch if x["op"] == "attention_f32_sdpa"):
+    r = ridge_row("attention", t["shape"])
+    if r:
+        tf = 4 * 12 * t["shape"][2] ** 2 * 64 / r["measured_ms"] / 1e9
+        rows.append((f"attention f32 {t['shape']} vs SDPA", f"{tf:.2f} TFLOP/s", f"{t['tflops']:.2f} TFLOP/s", tf / t["tflops"]))
 m = (out / "minilm.txt").read_text() if (out / "minilm.txt").exists() else ""
 for batch, sps in re.findall(r"batch (\d+): [\d.]+ ms per batch \(median of \d+\), ([\d.]+) sentences/s", m):
     for impl in ("eager", "sdpa"):

@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(long, value_parser = ["quick", "full"])]
     size: Option<String>,
     /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
-    /// transpose, nchw_to_nhwc, nhwc_to_nchw.
+    /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Timed launches per case (median reported).
@@ -155,6 +155,7 @@ pub fn run(args: Args) -> crate::CliResult {
         rows.push(row);
     }
 
+    print_sparse_vs_dense(&rows, &say);
     let accuracy_measured = Accuracy::of(&rows, |r| Some(r.predicted_measured_ms));
     let accuracy_spec = Accuracy::of(&rows, |r| r.predicted_spec_ms);
     let fmt = |a: &Accuracy| {
@@ -218,4 +219,37 @@ pub fn run(args: Args) -> crate::CliResult {
         say(format!("roofline written to {}", path.display()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Dense vs block-sparse attention by sequence length: measured and predicted time ratios,
+/// the layout's density, and where sparse starts to pay.
+fn print_sparse_vs_dense(rows: &[Row], say: &dyn Fn(String)) {
+    let find = |op: &str, n: usize| {
+        rows.iter()
+            .find(|r| r.op == op && r.shape.get(2) == Some(&n))
+    };
+    let mut lines = Vec::new();
+    for dense in rows.iter().filter(|r| r.op == "attention") {
+        let n = dense.shape[2];
+        let Some(sparse) = find("sparse_attention", n) else {
+            continue;
+        };
+        let density = ridge_kernels::sweep::bigbird(n).density();
+        let measured = sparse
+            .measured_ms
+            .zip(dense.measured_ms)
+            .map(|(s, d)| s / d);
+        let predicted = sparse.predicted_measured_ms / dense.predicted_measured_ms;
+        lines.push(format!(
+            "  n {n:>5}: density {density:.3} · sparse ÷ dense measured {} (goal ≤ 1.3·density = {:.3}) · predicted {predicted:.3}",
+            measured.map_or("n/a".into(), |m| format!("{m:.3}")),
+            1.3 * density
+        ));
+    }
+    if !lines.is_empty() {
+        say("\nBigBird (block 32, 2 global, window 1, 3 random) vs dense attention, 12 heads of 64:".into());
+        for l in lines {
+            say(l);
+        }
+    }
 }

@@ -107,8 +107,30 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         v.push(spec("nchw_to_nhwc", s, f32));
         v.push(spec("nhwc_to_nchw", &[s[0], s[2], s[3], s[1]], f32));
     }
+    // Dense vs BigBird attention (12 heads of 64, block 32: 2 global, window 1, 3 random).
+    let lengths: &[usize] = if full {
+        &[512, 1024, 2048, 4096, 8192]
+    } else {
+        &[128, 256]
+    };
+    for &n in lengths {
+        v.push(spec("attention", &[1, 12, n, 64], f32));
+        v.push(spec("sparse_attention", &[1, 12, n, 64], f32));
+    }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
     v
+}
+
+/// The BigBird layout the sweep uses for `n` tokens.
+pub fn bigbird(n: usize) -> ridge_model::sparsity::BlockLayout {
+    let p = ridge_model::sparsity::BigBird {
+        block: 32,
+        global: 2,
+        window: 1,
+        random: 3,
+        seed: 1,
+    };
+    ridge_model::sparsity::BlockLayout::bigbird(n, p)
 }
 
 fn filled(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Tensor> {
@@ -199,6 +221,22 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             Prepared {
                 cost: layout::cost(x.numel(), d),
                 launch: Box::new(move |ctx| layout::permute(ctx, &x, perm, &y)),
+            }
+        }
+        "attention" | "sparse_attention" => {
+            let att = crate::attention::Attention::new(s[0], s[1], s[2], s[3]);
+            let (q, k, vv, o) = (
+                filled(ctx, s, d)?,
+                filled(ctx, s, d)?,
+                filled(ctx, s, d)?,
+                out(s)?,
+            );
+            let sparse = (c.op == "sparse_attention")
+                .then(|| crate::attention::SparseLayout::upload(ctx, bigbird(s[2])))
+                .transpose()?;
+            Prepared {
+                cost: att.cost(d, sparse.as_ref().map(|l| &l.layout)),
+                launch: Box::new(move |ctx| att.run(ctx, &q, &k, &vv, None, sparse.as_ref(), &o)),
             }
         }
         other => {
