@@ -20,15 +20,17 @@ echo "== kernel suite"
 $B/ridge check --repeats 20 --json > "$W/check.json"; $B/ridge check --repeats 20 2>&1 | tail -26
 echo "== bench"
 $B/ridge bench --size full --repeats 20 --json "$W/bench.json" --svg "$W/roofline.svg" 2>&1 | tail -45
+if [ -z "${SKIP_TUNING:-}" ]; then
 echo "== GEMM candidates"
 timeout 150 $B/gemm --sizes 1024,4096 2>&1 | tee "$W/gemm.txt"
 echo "== autotuner"
 timeout 200 $B/ridge tune --budget 150s --repeats 5 2>&1 | tail -22
 cp "$W"/cache/tuning/*.json "$W/tuning.json" 2>/dev/null
+fi
 echo "== MiniLM (random weights)"
 $B/minilm --random-weights --batches 1,32 2>&1 | tee "$W/minilm.txt"
 echo "== PyTorch"
-python3 $B/torch_ref.py all 2>&1 | tee "$W/torch.jsonl"
+python3 $B/torch_ref.py ${TORCH_OPS:-all} 2>&1 | tee "$W/torch.jsonl"
 python3 $B/minilm_torch.py 2>&1 | tee -a "$W/torch.jsonl"
 echo "== ratios"
 python3 $B/ratios.py "$W"
