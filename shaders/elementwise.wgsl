@@ -1,37 +1,41 @@
-// Element-wise ops over flat arrays, one element per invocation.
+// Element-wise ops over flat arrays, one element (V = T) or four (V = vec4<T>) per invocation.
 //
 // add:       out[i] = a[i] + b[i % nb]          (residual add: nb = n; bias add: nb = columns)
 // scale:     out[i] = alpha * a[i]
 // gelu:      out[i] = gelu(a[i])                (the erf form, as BERT uses)
 // bias_gelu: out[i] = gelu(a[i] + b[i % nb])
 //
-// Defines: T (storage type), WG (invocations per workgroup). Linear workgroup grid.
+// n and nb count V units. With V = vec4<T> each invocation moves 16 (f32) or 8 (f16) bytes
+// per load, as the stream-copy ceiling kernel does; scalar loads reached about half of that
+// on the H200 (benches/NOTES.md).
+//
+// Defines: T (storage type), V (T or vec4<T>), VF (f32 or vec4<f32>), WG. Linear grid.
 
 struct Params { n: u32, nb: u32, alpha: f32, pad: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<T>;
-@group(0) @binding(2) var<storage, read> b: array<T>;
-@group(0) @binding(3) var<storage, read_write> out: array<T>;
+@group(0) @binding(1) var<storage, read> a: array<V>;
+@group(0) @binding(2) var<storage, read> b: array<V>;
+@group(0) @binding(3) var<storage, read_write> out: array<V>;
 
 fn element(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG + lid;
 }
 
 // erf(x) from the Chebyshev fit of erfc in Numerical Recipes (Press et al., 3rd ed., §6.2.2):
-// fractional error below 1.2e-7 for every x.
-fn erf_approx(x: f32) -> f32 {
+// fractional error below 1.2e-7 for every x; component-wise for vectors.
+fn erf_approx(x: VF) -> VF {
     let z = abs(x);
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
         t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
         t * (-0.82215223 + t * 0.17087277))))))));
     let erfc = t * exp(-z * z + poly);
-    return select(erfc - 1.0, 1.0 - erfc, x >= 0.0);
+    return select(erfc - 1.0, 1.0 - erfc, x >= VF(0.0));
 }
 
 // GELU(x) = x/2 * (1 + erf(x / sqrt(2)))  (Hendrycks & Gimpel, 2016).
-fn gelu(x: f32) -> f32 {
+fn gelu(x: VF) -> VF {
     return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
 }
 
@@ -40,7 +44,7 @@ fn add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3
        @builtin(local_invocation_index) lid: u32) {
     let i = element(wid, nwg, lid);
     if i >= p.n { return; }
-    out[i] = T(f32(a[i]) + f32(b[i % p.nb]));
+    out[i] = V(VF(a[i]) + VF(b[i % p.nb]));
 }
 
 @compute @workgroup_size(WG)
@@ -48,7 +52,7 @@ fn scale(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: ve
          @builtin(local_invocation_index) lid: u32) {
     let i = element(wid, nwg, lid);
     if i >= p.n { return; }
-    out[i] = T(p.alpha * f32(a[i]));
+    out[i] = V(p.alpha * VF(a[i]));
 }
 
 @compute @workgroup_size(WG)
@@ -56,7 +60,7 @@ fn gelu_erf(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
             @builtin(local_invocation_index) lid: u32) {
     let i = element(wid, nwg, lid);
     if i >= p.n { return; }
-    out[i] = T(gelu(f32(a[i])));
+    out[i] = V(gelu(VF(a[i])));
 }
 
 @compute @workgroup_size(WG)
@@ -64,5 +68,5 @@ fn bias_gelu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
              @builtin(local_invocation_index) lid: u32) {
     let i = element(wid, nwg, lid);
     if i >= p.n { return; }
-    out[i] = T(gelu(f32(a[i]) + f32(b[i % p.nb])));
+    out[i] = V(gelu(VF(a[i]) + VF(b[i % p.nb])));
 }

@@ -9,15 +9,21 @@
 // mean = m + s1/n and var = (s2 - s1^2/n) / n. A constant row gives x - mean = 0 exactly,
 // hence y = beta and never NaN; a row with a large mean keeps its small variance.
 //
-// Defines: T (storage type), WG (invocations per workgroup, a power of two), AFFINE.
+// Rows whose length is a multiple of 4 are read and written as vec4 (V = vec4<T>): 16-byte
+// accesses, as the stream-copy ceiling uses. `cols` counts V units; `n` is the true length.
+//
+// Defines: T (storage type), V (T or vec4<T>), VF (f32 or vec4<f32>), WG (invocations per
+// workgroup, a power of two), AFFINE; the //@HSUM block defines hsum (sum of a VF's lanes).
 
-struct Params { rows: u32, cols: u32, eps: f32, pad: u32 }
+struct Params { rows: u32, cols: u32, eps: f32, n: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<T>;
-@group(0) @binding(2) var<storage, read> gamma: array<T>;
-@group(0) @binding(3) var<storage, read> beta: array<T>;
-@group(0) @binding(4) var<storage, read_write> y: array<T>;
+@group(0) @binding(1) var<storage, read> x: array<V>;
+@group(0) @binding(2) var<storage, read> gamma: array<V>;
+@group(0) @binding(3) var<storage, read> beta: array<V>;
+@group(0) @binding(4) var<storage, read_write> y: array<V>;
+
+//@HSUM
 
 var<workgroup> partial: array<f32, WG>;
 
@@ -44,18 +50,18 @@ fn layer_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let row = row_index(wid, nwg);
     if row >= p.rows { return; }
     let base = row * p.cols;
-    let n = f32(p.cols);
+    let n = f32(p.n);
 
     var s0 = 0.0;
-    for (var c = lid; c < p.cols; c += WG) { s0 += f32(x[base + c]); }
+    for (var c = lid; c < p.cols; c += WG) { s0 += hsum(VF(x[base + c])); }
     let m = workgroup_sum(s0, lid) / n;
 
     var s1 = 0.0;
     var s2 = 0.0;
     for (var c = lid; c < p.cols; c += WG) {
-        let d = f32(x[base + c]) - m;
-        s1 += d;
-        s2 += d * d;
+        let d = VF(x[base + c]) - m;
+        s1 += hsum(d);
+        s2 += hsum(d * d);
     }
     let t1 = workgroup_sum(s1, lid);
     let t2 = workgroup_sum(s2, lid);
@@ -66,9 +72,9 @@ fn layer_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     let inv = inverseSqrt(variance + p.eps);
 
     for (var c = lid; c < p.cols; c += WG) {
-        var v = ((f32(x[base + c]) - m) - correction) * inv;
-        if AFFINE { v = v * f32(gamma[c]) + f32(beta[c]); }
-        y[base + c] = T(v);
+        var v = ((VF(x[base + c]) - m) - correction) * inv;
+        if AFFINE { v = v * VF(gamma[c]) + VF(beta[c]); }
+        y[base + c] = V(v);
     }
 }
 
@@ -81,14 +87,14 @@ fn rms_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 
     var s2 = 0.0;
     for (var c = lid; c < p.cols; c += WG) {
-        let v = f32(x[base + c]);
-        s2 += v * v;
+        let v = VF(x[base + c]);
+        s2 += hsum(v * v);
     }
-    let inv = inverseSqrt(workgroup_sum(s2, lid) / f32(p.cols) + p.eps);
+    let inv = inverseSqrt(workgroup_sum(s2, lid) / f32(p.n) + p.eps);
 
     for (var c = lid; c < p.cols; c += WG) {
-        var v = f32(x[base + c]) * inv;
-        if AFFINE { v = v * f32(gamma[c]); }
-        y[base + c] = T(v);
+        var v = VF(x[base + c]) * inv;
+        if AFFINE { v = v * VF(gamma[c]); }
+        y[base + c] = V(v);
     }
 }

@@ -43,12 +43,16 @@ fn every_op_on_odd_sizes() {
     on_every_adapter("elementwise_sizes", |ctx| {
         let mut seed = 0;
         for dtype in dtypes(ctx) {
+            // Lengths that are multiples of 4 run four elements per invocation, the rest one.
             for shape in [
                 &[0usize][..],
                 &[1],
+                &[4],
                 &[255],
                 &[257],
+                &[3, 384],
                 &[3, 385],
+                &[2, 5, 1000],
                 &[2, 5, 1001],
             ] {
                 seed += 10;

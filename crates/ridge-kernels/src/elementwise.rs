@@ -173,10 +173,16 @@ fn run(
     out: &Tensor,
     alpha: f32,
 ) -> Result<()> {
-    let n = launch::fits_u32(label, "elements", a.numel())?;
-    let nb = launch::fits_u32(label, "elements", b.map_or(1, |b| b.numel()))?;
+    let n = a.numel();
+    let nb = b.map_or(1, |b| b.numel());
+    // Four elements per invocation when every array is a whole number of vec4s and every
+    // view starts on a vec4 boundary.
+    let aligned = |t: &Tensor| t.offset().is_multiple_of(4 * a.dtype().size() as u64);
+    let width = if n.is_multiple_of(4) && (b.is_none() || nb.is_multiple_of(4)) && aligned(a) && aligned(out) && b.is_none_or(aligned) { 4 } else { 1 };
+    let n = launch::fits_u32(label, "elements", n / width)?;
+    let nb = launch::fits_u32(label, "elements", (nb / width).max(1))?;
     let wg = launch::workgroup_size_1d(ctx, WG_CAP);
-    let defines = launch::dtype_defines(ctx, label, a.dtype())?.u32("WG", wg);
+    let defines = vector_defines(launch::dtype_defines(ctx, label, a.dtype())?, a.dtype(), width).u32("WG", wg);
     let mut buffers = vec![(1, a), (3, out)];
     if let Some(b) = b {
         buffers.push((2, b));
@@ -186,17 +192,28 @@ fn run(
         shader: &ELEMENTWISE,
         entry,
         defines,
-        params: Params::new().u(n).u(nb.max(1)).f(alpha),
+        params: Params::new().u(n).u(nb).f(alpha),
         buffers,
         workgroups: ctx.fold_workgroups(label, n.div_ceil(wg) as u64)?,
     }
     .run(ctx)
 }
 
+fn vector_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
+    if width == 4 {
+        d.alias("V", &format!("vec4<{}>", dtype.wgsl())).alias("VF", "vec4<f32>")
+    } else {
+        d.alias("V", dtype.wgsl()).alias("VF", "f32")
+    }
+}
+
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
-    let d = shaders::storage_defines(dtype).u32("WG", WG_CAP);
-    ["add", "scale", "gelu_erf", "bias_gelu"]
-        .into_iter()
-        .map(|e| (&ELEMENTWISE, e, d.clone()))
-        .collect()
+    let mut v = Vec::new();
+    for width in [1, 4] {
+        let d = vector_defines(shaders::storage_defines(dtype), dtype, width).u32("WG", WG_CAP);
+        for e in ["add", "scale", "gelu_erf", "bias_gelu"] {
+            v.push((&ELEMENTWISE, e, d.clone()));
+        }
+    }
+    v
 }

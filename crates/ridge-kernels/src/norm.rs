@@ -169,13 +169,16 @@ impl Norm {
         let cols = launch::fits_u32(name, "cols", self.cols)?;
         launch::fits_u32(name, "elements", x.numel())?;
         let wg = crate::rows::workgroup_size(ctx, name, self.rows, self.cols, x.dtype());
-        let defines = launch::dtype_defines(ctx, name, x.dtype())?
-            .u32("WG", wg)
-            .bool("AFFINE", affine.is_some());
         let (g, b) = match affine {
             Some((g, b)) => (g, b),
             None => (ctx.placeholder(), ctx.placeholder()),
         };
+        // vec4 rows when the length allows and every view starts on a vec4 boundary.
+        let vec_bytes = 4 * x.dtype().size() as u64;
+        let width = if self.cols.is_multiple_of(4) && [x, y, g, b].iter().all(|t| t.offset().is_multiple_of(vec_bytes)) { 4 } else { 1 };
+        let defines = row_defines(launch::dtype_defines(ctx, name, x.dtype())?, x.dtype(), width)
+            .u32("WG", wg)
+            .bool("AFFINE", affine.is_some());
         let mut buffers = vec![(1, x), (2, g), (4, y)];
         if self.kind == NormKind::LayerNorm {
             buffers.push((3, b));
@@ -185,7 +188,7 @@ impl Norm {
             shader: &NORM,
             entry: name,
             defines,
-            params: Params::new().u(rows).u(cols).f(self.eps),
+            params: Params::new().u(rows).u(cols / width as u32).f(self.eps).u(cols),
             buffers,
             workgroups: ctx.fold_workgroups(name, if cols == 0 { 0 } else { rows as u64 })?,
         }
@@ -193,10 +196,24 @@ impl Norm {
     }
 }
 
+/// Element-type aliases for rows read one value (`V = T`) or four (`V = vec4<T>`) at a time,
+/// and `hsum`, the sum of a value's lanes.
+pub(crate) fn row_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
+    if width == 4 {
+        d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
+            .alias("VF", "vec4<f32>")
+            .block("HSUM", "fn hsum(v: VF) -> f32 { return dot(v, VF(1.0)); }".into())
+    } else {
+        d.alias("V", dtype.wgsl())
+            .alias("VF", "f32")
+            .block("HSUM", "fn hsum(v: VF) -> f32 { return v; }".into())
+    }
+}
+
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for affine in [false, true] {
-        let d = shaders::storage_defines(dtype)
+    for (affine, width) in [(false, 1), (true, 1), (true, 4)] {
+        let d = row_defines(shaders::storage_defines(dtype), dtype, width)
             .u32("WG", WG_CAP)
             .bool("AFFINE", affine);
         v.push((&NORM, "layer_norm", d.clone()));
