@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ridge::core::{Context, Error as GpuError, Result};
-use ridge::nn::{Error, SentenceEmbedder, fetch};
+use ridge::nn::{Error, ModelFiles, SentenceEmbedder, fetch};
 use safetensors::{Dtype, tensor::TensorView};
 
 use crate::harness::*;
@@ -109,7 +109,35 @@ fn broken_model_folders_are_refused_with_the_file_and_the_problem() {
         let weights = |e: &Error| matches!(e, Error::Weights { .. });
 
         let empty = tempfile::tempdir().unwrap();
-        expect_load_error(ctx, empty.path(), "config.json", "No such file", io)?;
+        expect_load_error(ctx, empty.path(), "config.json", "file not found", io)?;
+
+        // The browser's path: the same files, already in memory, one missing.
+        let dir = fetch::minilm_dir();
+        let mut files = ModelFiles {
+            base: "http://127.0.0.1/model".into(),
+            files: Default::default(),
+        };
+        for f in SMALL_FILES.iter().chain(&["model.safetensors"]) {
+            if *f != "1_Pooling/config.json" {
+                files
+                    .files
+                    .insert(f.to_string(), std::fs::read(dir.join(f)).unwrap());
+            }
+        }
+        match SentenceEmbedder::from_source(ctx, &files) {
+            Err(e @ Error::Io { .. })
+                if e.to_string()
+                    == "http://127.0.0.1/model/1_Pooling/config.json: file not found" => {}
+            other => {
+                return Err(GpuError::invalid(
+                    "load",
+                    format!(
+                        "in-memory files without the pooling config: {:?}",
+                        other.err()
+                    ),
+                ));
+            }
+        }
 
         let d = model_copy();
         std::fs::write(d.path().join("config.json"), "{ not json").unwrap();

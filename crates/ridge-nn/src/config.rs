@@ -1,11 +1,12 @@
 //! Model configuration: the BERT `config.json` and the sentence-transformers pipeline
 //! (`modules.json`, `sentence_bert_config.json`, `1_Pooling/config.json`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::error::{Error, Result, io};
+use crate::error::{Error, Result};
+use crate::source::ModelSource;
 
 /// A BERT encoder's hyper-parameters, as in Hugging Face's `BertConfig` (`config.json`).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -64,18 +65,21 @@ impl BertConfig {
         }
     }
 
-    /// Reads and validates `config.json`.
+    /// Parses and validates `config.json`; `path` names it in errors.
     ///
-    /// Errors: [`Error::Io`], [`Error::Config`] for malformed JSON or impossible values,
+    /// Errors: [`Error::Config`] for malformed JSON or impossible values,
     /// [`Error::Unsupported`] for another architecture, activation or position encoding.
-    pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(io(path))?;
-        let config: Self = serde_json::from_str(&text).map_err(|e| Error::Config {
-            path: path.into(),
-            message: e.to_string(),
-        })?;
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
+        let config: Self = parse_json(bytes, path)?;
         config.validate(path)?;
         Ok(config)
+    }
+
+    /// Reads and validates a model folder's `config.json`.
+    ///
+    /// Errors: as [`BertConfig::parse`], and [`Error::Io`] when it is missing or unreadable.
+    pub fn from_source(src: &dyn ModelSource) -> Result<Self> {
+        Self::parse(&src.require("config.json")?, &src.path("config.json"))
     }
 
     /// Checks that Ridge can run this configuration.
@@ -178,12 +182,20 @@ struct PoolingConfig {
     pooling_mode_mean_sqrt_len_tokens: bool,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
-    serde_json::from_str(&text).map_err(|e| Error::Config {
+fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], path: &Path) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Config {
         path: path.into(),
         message: e.to_string(),
     })
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(
+    src: &dyn ModelSource,
+    file: &str,
+) -> Result<Option<T>> {
+    src.read(file)?
+        .map(|bytes| parse_json(&bytes, &src.path(file)))
+        .transpose()
 }
 
 impl Pipeline {
@@ -194,11 +206,10 @@ impl Pipeline {
     ///
     /// Errors: [`Error::Unsupported`] for other modules or pooling modes, [`Error::Config`]
     /// and [`Error::Io`] for unreadable files.
-    pub fn from_dir(dir: &Path, bert: &BertConfig) -> Result<Self> {
-        let modules_path = dir.join("modules.json");
+    pub fn from_source(src: &dyn ModelSource, bert: &BertConfig) -> Result<Self> {
+        let modules_path = src.path("modules.json");
         let mut normalize = false;
-        if modules_path.exists() {
-            let modules: Vec<Module> = read_json(&modules_path)?;
+        if let Some(modules) = read_json::<Vec<Module>>(src, "modules.json")? {
             let unsupported = |message: String| Error::Unsupported {
                 path: modules_path.clone(),
                 message,
@@ -216,8 +227,9 @@ impl Pipeline {
                     )));
                 }
             }
-            let pooling_path = dir.join(&modules[1].path).join("config.json");
-            let pooling: PoolingConfig = read_json(&pooling_path)?;
+            let pooling_file = format!("{}/config.json", modules[1].path.trim_end_matches('/'));
+            let pooling_path = src.path(&pooling_file);
+            let pooling: PoolingConfig = parse_json(&src.require(&pooling_file)?, &pooling_path)?;
             let only_mean = pooling.pooling_mode_mean_tokens
                 && !pooling.pooling_mode_cls_token
                 && !pooling.pooling_mode_max_tokens
@@ -229,12 +241,9 @@ impl Pipeline {
                 });
             }
         }
-        let sbert_path = dir.join("sentence_bert_config.json");
-        let configured = if sbert_path.exists() {
-            read_json::<SentenceBertConfig>(&sbert_path)?.max_seq_length
-        } else {
-            None
-        };
+        let sbert_path = src.path("sentence_bert_config.json");
+        let configured = read_json::<SentenceBertConfig>(src, "sentence_bert_config.json")?
+            .and_then(|c| c.max_seq_length);
         let max_seq_length = configured
             .unwrap_or(bert.max_position_embeddings)
             .min(bert.max_position_embeddings);
@@ -250,27 +259,5 @@ impl Pipeline {
             max_seq_length,
             normalize,
         })
-    }
-}
-
-/// The files of a sentence-transformers model folder.
-#[derive(Clone, Debug)]
-pub struct ModelDir {
-    /// The folder.
-    pub dir: PathBuf,
-}
-
-impl ModelDir {
-    /// `config.json`.
-    pub fn config(&self) -> PathBuf {
-        self.dir.join("config.json")
-    }
-    /// `model.safetensors`.
-    pub fn weights(&self) -> PathBuf {
-        self.dir.join("model.safetensors")
-    }
-    /// `tokenizer.json`.
-    pub fn tokenizer(&self) -> PathBuf {
-        self.dir.join("tokenizer.json")
     }
 }

@@ -17,9 +17,11 @@ pub mod error;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fetch;
 pub mod sentence;
+pub mod source;
 pub mod weights;
 
 pub use bert::{Batch, Bert, Encoded};
 pub use config::{BertConfig, Pipeline};
 pub use error::{Error, Result};
 pub use sentence::{SentenceEmbedder, cosine};
+pub use source::{ModelFiles, ModelSource};

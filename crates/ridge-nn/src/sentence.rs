@@ -2,16 +2,18 @@
 //! `max_seq_length`), encode, mean-pool over the real tokens, L2-normalise when the pipeline
 //! has a `Normalize` module.
 
-use std::path::{Path, PathBuf};
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::Path;
+use std::path::PathBuf;
 
 use ridge_core::{Context, DType, Tensor};
 use ridge_kernels::MeanPool;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use crate::bert::{Batch, Bert};
-use crate::config::{BertConfig, ModelDir, Pipeline};
+use crate::config::{BertConfig, Pipeline};
 use crate::error::{Error, Result};
-use crate::weights::WeightsFile;
+use crate::source::ModelSource;
 
 /// Largest batch [`SentenceEmbedder::embed`] takes.
 pub const MAX_BATCH: usize = 128;
@@ -28,44 +30,30 @@ impl SentenceEmbedder {
     /// Loads a local sentence-transformers folder (`config.json`, `model.safetensors`,
     /// `tokenizer.json`, `modules.json`, `sentence_bert_config.json`, the pooling config).
     ///
+    /// Errors: as [`SentenceEmbedder::from_source`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn load(ctx: &Context, dir: &Path) -> Result<Self> {
+        Self::from_source(ctx, &crate::source::ModelDir(dir.into()))
+    }
+
+    /// Loads a sentence-transformers model from any [`ModelSource`] (a folder, or files the
+    /// browser fetched) and uploads its weights.
+    ///
     /// Errors name the file and the problem: missing or unreadable files, malformed JSON,
     /// unsupported architectures or pipelines, truncated or corrupt weights, missing tensors
     /// or wrong shapes.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn load(ctx: &Context, dir: &Path) -> Result<Self> {
-        let files = ModelDir {
-            dir: dir.to_path_buf(),
-        };
-        let config = BertConfig::from_file(&files.config())?;
-        let pipeline = Pipeline::from_dir(dir, &config)?;
-        let tokenizer_json =
-            std::fs::read(files.tokenizer()).map_err(crate::error::io(files.tokenizer()))?;
-        let weights = WeightsFile::open(&files.weights())?;
-        Self::from_parts(
-            ctx,
-            config,
-            pipeline,
-            &files.tokenizer(),
-            &tokenizer_json,
-            &weights,
-        )
-    }
-
-    /// Builds the embedder from parsed parts (the browser fetches the files itself).
-    pub fn from_parts(
-        ctx: &Context,
-        config: BertConfig,
-        pipeline: Pipeline,
-        tokenizer_path: &Path,
-        tokenizer_json: &[u8],
-        weights: &WeightsFile,
-    ) -> Result<Self> {
+    pub fn from_source(ctx: &Context, src: &dyn ModelSource) -> Result<Self> {
+        let config = BertConfig::from_source(src)?;
+        let pipeline = Pipeline::from_source(src, &config)?;
+        let tokenizer_path = src.path("tokenizer.json");
+        let tokenizer_json = src.require("tokenizer.json")?;
+        let weights = src.weights()?;
         let tok_err = |message: String| Error::Tokenizer {
-            path: tokenizer_path.into(),
+            path: tokenizer_path.clone(),
             message,
         };
         let mut tokenizer =
-            Tokenizer::from_bytes(tokenizer_json).map_err(|e| tok_err(e.to_string()))?;
+            Tokenizer::from_bytes(&tokenizer_json).map_err(|e| tok_err(e.to_string()))?;
         // tokenizer.json may carry its own padding and truncation (all-MiniLM-L6-v2's says
         // pad to 128); sentence-transformers ignores them and truncates at max_seq_length,
         // keeping the first max_seq_length − 2 wordpieces, then [SEP].
@@ -82,7 +70,7 @@ impl SentenceEmbedder {
         let bert = Bert::load(ctx, config, &mut tensors)?;
         Ok(Self {
             tokenizer,
-            tokenizer_path: tokenizer_path.into(),
+            tokenizer_path,
             bert,
             pipeline,
         })
