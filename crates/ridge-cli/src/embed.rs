@@ -130,11 +130,18 @@ pub struct FetchArgs {
     /// Where to put the model (default: the cache folder; RIDGE_CACHE_DIR overrides it).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Print only the model folder's path (for scripts), nothing else on stdout.
+    #[arg(long)]
+    print_dir: bool,
 }
 
 pub fn fetch(args: FetchArgs) -> crate::CliResult {
     let dir = args.dir.unwrap_or_else(fetch::minilm_dir);
     let dir = fetch::fetch(&fetch::MINILM, &dir, true)?;
-    println!("all-MiniLM-L6-v2 is in {}", dir.display());
+    if args.print_dir {
+        println!("{}", dir.display());
+    } else {
+        println!("all-MiniLM-L6-v2 is in {}", dir.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,76 +2,13 @@
 
 use std::process::ExitCode;
 
-use ridge_core::context::{self, Fingerprint};
-use serde::Serialize;
+use ridge_core::context::{self, AdapterReport};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Print JSON (one object with an `adapters` array) instead of text.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Serialize)]
-struct AdapterReport {
-    index: usize,
-    selected: bool,
-    name: String,
-    backend: String,
-    device_type: String,
-    fingerprint: Fingerprint,
-    features: Vec<&'static str>,
-    subgroup_size: [u32; 2],
-    limits: Vec<(&'static str, u64)>,
-}
-
-const FEATURES: [wgpu::Features; 6] = [
-    wgpu::Features::SHADER_F16,
-    wgpu::Features::TIMESTAMP_QUERY,
-    wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
-    wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
-    wgpu::Features::SUBGROUP,
-    wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
-];
-
-use ridge_core::wgpu;
-
-fn limits(l: &wgpu::Limits) -> Vec<(&'static str, u64)> {
-    vec![
-        (
-            "maxStorageBufferBindingSize",
-            l.max_storage_buffer_binding_size,
-        ),
-        ("maxBufferSize", l.max_buffer_size),
-        (
-            "maxComputeWorkgroupStorageSize",
-            l.max_compute_workgroup_storage_size as u64,
-        ),
-        (
-            "maxComputeInvocationsPerWorkgroup",
-            l.max_compute_invocations_per_workgroup as u64,
-        ),
-        (
-            "maxComputeWorkgroupSizeX",
-            l.max_compute_workgroup_size_x as u64,
-        ),
-        (
-            "maxComputeWorkgroupSizeY",
-            l.max_compute_workgroup_size_y as u64,
-        ),
-        (
-            "maxComputeWorkgroupsPerDimension",
-            l.max_compute_workgroups_per_dimension as u64,
-        ),
-        (
-            "maxStorageBuffersPerShaderStage",
-            l.max_storage_buffers_per_shader_stage as u64,
-        ),
-        (
-            "maxUniformBufferBindingSize",
-            l.max_uniform_buffer_binding_size,
-        ),
-    ]
 }
 
 pub fn run(args: Args) -> crate::CliResult {
@@ -90,22 +27,13 @@ pub fn run(args: Args) -> crate::CliResult {
         .enumerate()
         .map(|(index, a)| {
             let info = a.get_info();
-            let features = a.features();
-            AdapterReport {
+            AdapterReport::of(
+                &info,
+                a.features(),
+                &a.limits(),
                 index,
-                selected: selected.as_ref() == Some(&info),
-                name: info.name.clone(),
-                backend: info.backend.to_str().to_string(),
-                device_type: format!("{:?}", info.device_type),
-                fingerprint: Fingerprint::of(&info),
-                features: FEATURES
-                    .iter()
-                    .filter(|f| features.contains(**f))
-                    .map(|f| context::feature_name(*f))
-                    .collect(),
-                subgroup_size: [info.subgroup_min_size, info.subgroup_max_size],
-                limits: limits(&a.limits()),
-            }
+                selected.as_ref() == Some(&info),
+            )
         })
         .collect();
     if args.json {

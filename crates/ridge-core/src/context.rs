@@ -292,6 +292,12 @@ impl Context {
     pub fn features(&self) -> wgpu::Features {
         self.features
     }
+    /// The adapter, the features and the limits of this context's device, as `ridge info`
+    /// shows them.
+    pub fn report(&self) -> AdapterReport {
+        AdapterReport::of(&self.info, self.features, &self.limits, 0, true)
+    }
+
     /// This adapter's fingerprint (the key of its tuning table).
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of(&self.info)
@@ -448,6 +454,105 @@ pub fn describe(info: &wgpu::AdapterInfo) -> String {
         info.backend.to_str(),
         info.device_type
     )
+}
+
+/// What `ridge info` and the browser page show of an adapter: identity, the optional features
+/// Ridge uses, subgroup sizes and the limits that bound its kernels (WebGPU's limit names,
+/// W3C WebGPU §3.6.2 "Limits").
+#[derive(Clone, Debug, Serialize)]
+pub struct AdapterReport {
+    /// Position in the enumeration.
+    pub index: usize,
+    /// Whether Ridge uses this adapter.
+    pub selected: bool,
+    /// Adapter name.
+    pub name: String,
+    /// wgpu backend.
+    pub backend: String,
+    /// Discrete, integrated, CPU, …
+    pub device_type: String,
+    /// What tuning tables key on.
+    pub fingerprint: Fingerprint,
+    /// WebGPU names of the optional features Ridge uses that the adapter has.
+    pub features: Vec<&'static str>,
+    /// Smallest and largest subgroup size, invocations.
+    pub subgroup_size: [u32; 2],
+    /// `(WebGPU limit name, value)`.
+    pub limits: Vec<(&'static str, u64)>,
+}
+
+impl AdapterReport {
+    /// The report of an adapter with these features and limits.
+    pub fn of(
+        info: &wgpu::AdapterInfo,
+        features: wgpu::Features,
+        limits: &wgpu::Limits,
+        index: usize,
+        selected: bool,
+    ) -> Self {
+        Self {
+            index,
+            selected,
+            name: info.name.clone(),
+            backend: info.backend.to_str().to_string(),
+            device_type: format!("{:?}", info.device_type),
+            fingerprint: Fingerprint::of(info),
+            features: REPORTED_FEATURES
+                .iter()
+                .filter(|f| features.contains(**f))
+                .map(|f| feature_name(*f))
+                .collect(),
+            subgroup_size: [info.subgroup_min_size, info.subgroup_max_size],
+            limits: report_limits(limits),
+        }
+    }
+}
+
+const REPORTED_FEATURES: [wgpu::Features; 6] = [
+    wgpu::Features::SHADER_F16,
+    wgpu::Features::TIMESTAMP_QUERY,
+    wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
+    wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+    wgpu::Features::SUBGROUP,
+    wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+];
+
+fn report_limits(l: &wgpu::Limits) -> Vec<(&'static str, u64)> {
+    vec![
+        (
+            "maxStorageBufferBindingSize",
+            l.max_storage_buffer_binding_size,
+        ),
+        ("maxBufferSize", l.max_buffer_size),
+        (
+            "maxComputeWorkgroupStorageSize",
+            l.max_compute_workgroup_storage_size as u64,
+        ),
+        (
+            "maxComputeInvocationsPerWorkgroup",
+            l.max_compute_invocations_per_workgroup as u64,
+        ),
+        (
+            "maxComputeWorkgroupSizeX",
+            l.max_compute_workgroup_size_x as u64,
+        ),
+        (
+            "maxComputeWorkgroupSizeY",
+            l.max_compute_workgroup_size_y as u64,
+        ),
+        (
+            "maxComputeWorkgroupsPerDimension",
+            l.max_compute_workgroups_per_dimension as u64,
+        ),
+        (
+            "maxStorageBuffersPerShaderStage",
+            l.max_storage_buffers_per_shader_stage as u64,
+        ),
+        (
+            "maxUniformBufferBindingSize",
+            l.max_uniform_buffer_binding_size,
+        ),
+    ]
 }
 
 /// WebGPU's name for a single feature flag.

@@ -135,7 +135,11 @@ impl Profile {
 }
 
 enum Pending {
-    Timestamps { set: usize, pair: u32 },
+    Timestamps {
+        set: usize,
+        pair: u32,
+    },
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))] // no synchronous wall clock there
     Measured(f64),
     Unavailable,
 }
@@ -184,6 +188,7 @@ impl ProfileState {
         (self.sets[set].clone(), 2 * pair)
     }
 
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn measured(&mut self, name: &str, scope: &str, ms: f64) {
         self.spans
             .push((name.to_string(), scope.to_string(), Pending::Measured(ms)));

@@ -102,6 +102,8 @@ impl Tensor {
     ///
     /// Errors: [`Error::LimitExceeded`] beyond `maxBufferSize`; [`Error::Shape`] when the
     /// element count overflows.
+    // In the browser wgpu's handles are neither Send nor Sync (one thread); natively they are.
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
     pub fn empty(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Self> {
         let n =
             numel(shape).ok_or_else(|| Error::shape("tensor", format!("{shape:?} overflows")))?;
@@ -129,6 +131,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor over a whole existing buffer (at least `shape`'s bytes).
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
     pub(crate) fn from_buffer(buffer: wgpu::Buffer, shape: &[usize], dtype: DType) -> Self {
         Self {
             buffer: std::sync::Arc::new(crate::pool::PooledBuffer::unpooled(buffer)),

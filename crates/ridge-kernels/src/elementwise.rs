@@ -178,11 +178,25 @@ fn run(
     // Four elements per invocation when every array is a whole number of vec4s and every
     // view starts on a vec4 boundary.
     let aligned = |t: &Tensor| t.offset().is_multiple_of(4 * a.dtype().size() as u64);
-    let width = if n.is_multiple_of(4) && (b.is_none() || nb.is_multiple_of(4)) && aligned(a) && aligned(out) && b.is_none_or(aligned) { 4 } else { 1 };
+    let width = if n.is_multiple_of(4)
+        && (b.is_none() || nb.is_multiple_of(4))
+        && aligned(a)
+        && aligned(out)
+        && b.is_none_or(aligned)
+    {
+        4
+    } else {
+        1
+    };
     let n = launch::fits_u32(label, "elements", n / width)?;
     let nb = launch::fits_u32(label, "elements", (nb / width).max(1))?;
     let wg = launch::workgroup_size_1d(ctx, WG_CAP);
-    let defines = vector_defines(launch::dtype_defines(ctx, label, a.dtype())?, a.dtype(), width).u32("WG", wg);
+    let defines = vector_defines(
+        launch::dtype_defines(ctx, label, a.dtype())?,
+        a.dtype(),
+        width,
+    )
+    .u32("WG", wg);
     let mut buffers = vec![(1, a), (3, out)];
     if let Some(b) = b {
         buffers.push((2, b));
@@ -201,7 +215,8 @@ fn run(
 
 fn vector_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
     if width == 4 {
-        d.alias("V", &format!("vec4<{}>", dtype.wgsl())).alias("VF", "vec4<f32>")
+        d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
+            .alias("VF", "vec4<f32>")
     } else {
         d.alias("V", dtype.wgsl()).alias("VF", "f32")
     }

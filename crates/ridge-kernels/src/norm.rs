@@ -175,10 +175,22 @@ impl Norm {
         };
         // vec4 rows when the length allows and every view starts on a vec4 boundary.
         let vec_bytes = 4 * x.dtype().size() as u64;
-        let width = if self.cols.is_multiple_of(4) && [x, y, g, b].iter().all(|t| t.offset().is_multiple_of(vec_bytes)) { 4 } else { 1 };
-        let defines = row_defines(launch::dtype_defines(ctx, name, x.dtype())?, x.dtype(), width)
-            .u32("WG", wg)
-            .bool("AFFINE", affine.is_some());
+        let width = if self.cols.is_multiple_of(4)
+            && [x, y, g, b]
+                .iter()
+                .all(|t| t.offset().is_multiple_of(vec_bytes))
+        {
+            4
+        } else {
+            1
+        };
+        let defines = row_defines(
+            launch::dtype_defines(ctx, name, x.dtype())?,
+            x.dtype(),
+            width,
+        )
+        .u32("WG", wg)
+        .bool("AFFINE", affine.is_some());
         let mut buffers = vec![(1, x), (2, g), (4, y)];
         if self.kind == NormKind::LayerNorm {
             buffers.push((3, b));
@@ -188,7 +200,11 @@ impl Norm {
             shader: &NORM,
             entry: name,
             defines,
-            params: Params::new().u(rows).u(cols / width as u32).f(self.eps).u(cols),
+            params: Params::new()
+                .u(rows)
+                .u(cols / width as u32)
+                .f(self.eps)
+                .u(cols),
             buffers,
             workgroups: ctx.fold_workgroups(name, if cols == 0 { 0 } else { rows as u64 })?,
         }
@@ -198,11 +214,18 @@ impl Norm {
 
 /// Element-type aliases for rows read one value (`V = T`) or four (`V = vec4<T>`) at a time,
 /// and `hsum`, the sum of a value's lanes.
-pub(crate) fn row_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
+pub(crate) fn row_defines(
+    d: ridge_core::Defines,
+    dtype: DType,
+    width: usize,
+) -> ridge_core::Defines {
     if width == 4 {
         d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
             .alias("VF", "vec4<f32>")
-            .block("HSUM", "fn hsum(v: VF) -> f32 { return dot(v, VF(1.0)); }".into())
+            .block(
+                "HSUM",
+                "fn hsum(v: VF) -> f32 { return dot(v, VF(1.0)); }".into(),
+            )
     } else {
         d.alias("V", dtype.wgsl())
             .alias("VF", "f32")

@@ -61,6 +61,7 @@ pub enum Error {
 /// Result of model loading and inference.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }

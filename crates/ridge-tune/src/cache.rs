@@ -20,26 +20,9 @@ pub fn dir() -> PathBuf {
     base.join("tuning")
 }
 
-/// The user table's file for an adapter: vendor, device, backend and a slug of the name.
+/// The user table's file for an adapter (see [`crate::key::user_table_name`]).
 pub fn path(fp: &Fingerprint) -> PathBuf {
-    let slug: String = fp
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    dir().join(format!(
-        "{:04x}-{:04x}-{}-{}.json",
-        fp.vendor_id,
-        fp.device_id,
-        fp.backend,
-        slug.trim_matches('-')
-    ))
+    dir().join(crate::key::user_table_name(fp))
 }
 
 /// The user's table for `fp` as (file name, JSON), if present and readable.

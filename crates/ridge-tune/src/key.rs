@@ -2,7 +2,7 @@
 //! up to powers of two, so one measured entry serves every problem in its bucket and the
 //! table stays small (cubecl's tune keys do the same).
 
-use ridge_core::DType;
+use ridge_core::{DType, Fingerprint};
 
 /// Each dim rounded up to a power of two (0 stays 0).
 pub fn bucket(shape: &[usize]) -> Vec<usize> {
@@ -37,4 +37,28 @@ mod tests {
         assert_eq!(distance(&[512, 512, 512], &[1024, 512, 256]), Some(2.0));
         assert_eq!(distance(&[1], &[1, 2]), None);
     }
+}
+
+/// The name of an adapter's user table: vendor, device, backend and a slug of the name, e.g.
+/// `10005-0000-vulkan-llvmpipe--llvm-15-0-6--256-bits.json`. A file in the cache folder
+/// natively; a `localStorage` key (prefixed `ridge/tuning/`) in the browser.
+pub fn user_table_name(fp: &Fingerprint) -> String {
+    let slug: String = fp
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!(
+        "{:04x}-{:04x}-{}-{}.json",
+        fp.vendor_id,
+        fp.device_id,
+        fp.backend,
+        slug.trim_matches('-')
+    )
 }

@@ -64,13 +64,22 @@ pub fn tables_for(
 
 /// Installs the user's and the shipped tables on `ctx` (natively the user's table is read
 /// from the cache folder) and returns the set with any warnings, which callers should print.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn install(ctx: &Context) -> (Arc<TableSet>, Vec<TableWarning>) {
     let fp = ctx.fingerprint();
-    #[cfg(not(target_arch = "wasm32"))]
     let user = cache::read(&fp);
-    #[cfg(target_arch = "wasm32")]
-    let user: Option<(String, String)> = None;
-    let (set, warnings) = tables_for(&fp, user);
+    install_tables(ctx, &fp, user)
+}
+
+/// Installs the tables for `fp` on `ctx`, with the user's table given as (name, JSON): the
+/// browser reads it from its own storage, and passes the adapter name it gets from
+/// `GPUAdapter.info` when wgpu reports none. Warnings are logged and returned.
+pub fn install_tables(
+    ctx: &Context,
+    fp: &Fingerprint,
+    user: Option<(String, String)>,
+) -> (Arc<TableSet>, Vec<TableWarning>) {
+    let (set, warnings) = tables_for(fp, user);
     for w in &warnings {
         tracing::warn!("{w}");
     }

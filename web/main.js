@@ -1,0 +1,185 @@
+// The page: a thin UI over Ridge's worker. State for tests and scripts is kept in
+// `window.ridgeState` ({ adapter, suite, model, errors }) and `window.ridge.call(cmd, args)`
+// sends a request to the worker.
+//
+// Query parameters: `model=URL` (the model folder; default `model/`, served by
+// `cargo xtask web` from the local cache), `repeats=N` (timed launches per suite case),
+// `suite=0` (skip the kernel suite).
+
+const params = new URLSearchParams(location.search);
+const modelBase = params.get("model") ?? "model/";
+const repeats = Number(params.get("repeats") ?? 3);
+const runSuite = params.get("suite") !== "0";
+
+const $ = (id) => document.getElementById(id);
+const state = { adapter: null, suite: null, model: null, errors: {} };
+window.ridgeState = state;
+
+const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+let nextId = 0;
+const pending = new Map();
+worker.onmessage = ({ data }) => {
+  if (data.progress) return showProgress(data.progress);
+  const { resolve, reject } = pending.get(data.id);
+  pending.delete(data.id);
+  data.ok ? resolve(data.value) : reject(new Error(data.error));
+};
+worker.onerror = (e) => fail("worker", $("adapter"), e.message ?? String(e));
+
+function call(cmd, args = {}) {
+  const id = nextId++;
+  worker.postMessage({ id, cmd, args });
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+window.ridge = { call };
+
+function fail(part, element, message) {
+  state.errors[part] = message;
+  element.className = "error";
+  element.textContent = message;
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+}
+
+function storedTables() {
+  const tables = {};
+  for (let i = 0; i < localStorage.length; i++) {
+    const key = localStorage.key(i);
+    if (key.startsWith("ridge/tuning/")) tables[key] = localStorage.getItem(key);
+  }
+  return tables;
+}
+
+function showAdapter({ adapter, tuning_key, tuning_warnings }) {
+  const limits = adapter.limits.map(([k, v]) => `<tr><td>${k}</td><td>${v}</td></tr>`).join("");
+  $("adapter").innerHTML =
+    `<p><b></b> <span class="muted"></span></p>
+     <p>features: <code></code><br>subgroup sizes: ${adapter.subgroup_size.join("–")}<br>
+     tuning table key: <code></code></p>
+     <p class="error"></p>
+     <table><tr><th>limit</th><th>value</th></tr>${limits}</table>`;
+  const [name, backend] = $("adapter").querySelectorAll("b, span.muted");
+  name.textContent = adapter.name || "(unnamed adapter)";
+  backend.textContent = `(${adapter.backend}, ${adapter.device_type}; ${navigator.userAgent})`;
+  const [features, key] = $("adapter").querySelectorAll("code");
+  features.textContent = adapter.features.join(", ") || "none of those Ridge uses";
+  key.textContent = tuning_key;
+  $("adapter").querySelector("p.error").textContent = tuning_warnings.join("\n");
+}
+
+function showSuite(results) {
+  const table = $("suite");
+  const head = table.insertRow();
+  for (const h of ["op", "shape", "dtype", "max |error|", "error ÷ bound", "GPU ms", "GFLOP/s", "GB/s", ""]) {
+    const th = document.createElement("th");
+    th.textContent = h;
+    head.appendChild(th);
+  }
+  for (const r of results) {
+    const row = table.insertRow();
+    const ms = r.ms ?? null;
+    cell(row, r.op);
+    cell(row, r.shape);
+    cell(row, r.dtype);
+    cell(row, r.max_abs_error.toExponential(2));
+    cell(row, r.worst_ratio.toFixed(3));
+    cell(row, ms === null ? "n/a" : ms.toFixed(3));
+    cell(row, ms === null || !r.cost.flops ? "" : (r.cost.flops / ms / 1e6).toFixed(2));
+    cell(row, ms === null ? "" : (r.cost.bytes / ms / 1e6).toFixed(2));
+    cell(row, r.passed ? "pass" : `FAIL ${r.detail}`, r.passed ? "pass" : "fail");
+  }
+  const failed = results.filter((r) => !r.passed).length;
+  $("suite-status").className = failed ? "fail" : "pass";
+  $("suite-status").textContent = failed
+    ? `${failed} of ${results.length} cases failed`
+    : `all ${results.length} cases match their f64 references within their error bounds`;
+}
+
+const progress = {};
+function showProgress({ file, loaded, total }) {
+  progress[file] = { loaded, total };
+  const sum = (k) => Object.values(progress).reduce((a, p) => a + p[k], 0);
+  const bar = $("model-progress");
+  bar.hidden = false;
+  bar.max = Math.max(sum("total"), 1);
+  bar.value = sum("loaded");
+  $("model-status").textContent = `loading ${file}: ${(loaded / 1e6).toFixed(1)} MB`;
+}
+
+function showSimilarity(texts, vectors) {
+  const table = $("similarity");
+  table.innerHTML = "";
+  const head = table.insertRow();
+  cell(head, "cosine similarity");
+  texts.forEach((_, j) => cell(head, `#${j + 1}`));
+  texts.forEach((t, i) => {
+    const row = table.insertRow();
+    cell(row, `#${i + 1} ${t}`);
+    texts.forEach((_, j) => {
+      let dot = 0, a = 0, b = 0;
+      for (let k = 0; k < vectors[i].length; k++) {
+        dot += vectors[i][k] * vectors[j][k];
+        a += vectors[i][k] ** 2;
+        b += vectors[j][k] ** 2;
+      }
+      cell(row, (dot / Math.sqrt(a * b || 1)).toFixed(3));
+    });
+  });
+}
+
+async function embedTyped() {
+  const texts = $("texts").value.split("\n").map((t) => t.trim()).filter((t) => t);
+  if (!texts.length) return;
+  $("embed").disabled = true;
+  $("embed-status").textContent = "embedding…";
+  try {
+    const { vectors, ms } = await call("embed", { texts });
+    $("embed-status").textContent = `${texts.length} sentences in ${ms.toFixed(0)} ms`;
+    showSimilarity(texts, vectors);
+  } catch (e) {
+    fail("embed", $("embed-status"), e.message);
+  } finally {
+    $("embed").disabled = false;
+  }
+}
+
+async function main() {
+  try {
+    state.adapter = await call("init", { stored_tables: storedTables() });
+    showAdapter(state.adapter);
+  } catch (e) {
+    fail("adapter", $("adapter"), `no WebGPU adapter: ${e.message}`);
+    return;
+  }
+  if (runSuite) {
+    $("suite-status").textContent = "running every kernel against its CPU reference…";
+    $("model-status").textContent = "waiting for the kernel suite…";
+    try {
+      state.suite = await call("suite", { repeats });
+      showSuite(state.suite);
+    } catch (e) {
+      fail("suite", $("suite-status"), e.message);
+    }
+  } else {
+    $("suite-status").textContent = "skipped (suite=0)";
+  }
+  $("model-status").textContent = `loading the model from ${modelBase}…`;
+  try {
+    state.model = await call("load", { base: modelBase });
+    $("model-progress").hidden = true;
+    $("model-status").className = "pass";
+    $("model-status").textContent = `model loaded (${state.model.dim}-dimensional embeddings; ` +
+      `${state.model.from_cache.length ? "from the browser cache" : "fetched, now cached"})`;
+    $("embed").disabled = false;
+    $("embed").onclick = embedTyped;
+  } catch (e) {
+    $("model-progress").hidden = true;
+    fail("model", $("model-status"), `the model could not be loaded: ${e.message}`);
+  }
+}
+
+main();

@@ -1,0 +1,151 @@
+//! Ridge in the browser: the interface that `web/worker.js` drives through `wasm-bindgen`.
+//!
+//! The page never runs Ridge on its main thread: a module worker owns the WebGPU device (the
+//! browser's adapter through wgpu's `webgpu` backend), fetches the model files, and answers
+//! the page's messages. Everything crossing the boundary is JSON text or plain arrays, so the
+//! JavaScript side stays a thin relay.
+//!
+//! Natively this crate is empty; build it with
+//! `cargo build -p ridge-web --target wasm32-unknown-unknown` (or `cargo xtask web`).
+
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::Promise;
+use ridge_core::Context;
+use ridge_nn::{ModelFiles, SentenceEmbedder};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+fn js_err(e: impl std::fmt::Display) -> JsValue {
+    JsError::new(&e.to_string()).into()
+}
+
+/// A Ridge context on the browser's WebGPU adapter, and the model once loaded.
+#[wasm_bindgen]
+pub struct Ridge {
+    ctx: Rc<Context>,
+    adapter_name: String,
+    files: RefCell<ModelFiles>,
+    model: Rc<RefCell<Option<Rc<SentenceEmbedder>>>>,
+}
+
+#[wasm_bindgen]
+impl Ridge {
+    /// Opens the browser's WebGPU adapter with its own limits and the features Ridge uses
+    /// that it has (no `shader-f16` → every kernel takes its f32 path). `adapter_name` is
+    /// what JavaScript reads from `GPUAdapter.info` (wgpu's WebGPU backend reports no name);
+    /// it names the adapter and picks its shipped tuning table.
+    ///
+    /// Errors: no WebGPU, no adapter, or a device that cannot be created.
+    pub async fn create(adapter_name: String) -> Result<Ridge, JsValue> {
+        console_error_panic_hook::set_once();
+        let ctx = Context::new().await.map_err(js_err)?;
+        Ok(Ridge {
+            ctx: Rc::new(ctx),
+            adapter_name,
+            files: RefCell::new(ModelFiles::default()),
+            model: Rc::new(RefCell::new(None)),
+        })
+    }
+
+    fn fingerprint(&self) -> ridge_core::Fingerprint {
+        let mut fp = self.ctx.fingerprint();
+        if fp.name.is_empty() {
+            fp.name = self.adapter_name.clone();
+        }
+        fp
+    }
+
+    /// The `localStorage` key of this adapter's user tuning table.
+    pub fn tuning_key(&self) -> String {
+        format!(
+            "ridge/tuning/{}",
+            ridge_tune::key::user_table_name(&self.fingerprint())
+        )
+    }
+
+    /// Installs the tuning tables: `user_table` (the JSON stored under
+    /// [`Ridge::tuning_key`], if any) over the shipped table of this adapter's family.
+    /// Returns the warnings (a corrupt, stale or foreign user table is ignored, not fatal).
+    pub fn install_tuning(&self, user_table: Option<String>) -> Vec<String> {
+        let key = self.tuning_key();
+        let user = user_table.map(|json| (format!("localStorage[{key}]"), json));
+        let (_, warnings) = ridge_tune::install_tables(&self.ctx, &self.fingerprint(), user);
+        warnings.iter().map(ToString::to_string).collect()
+    }
+
+    /// The adapter as JSON: name, backend, fingerprint, features, subgroup sizes, limits
+    /// (the same object `ridge info --json` prints per adapter).
+    pub fn adapter(&self) -> Result<String, JsValue> {
+        let mut report = self.ctx.report();
+        report.fingerprint = self.fingerprint();
+        if report.name.is_empty() {
+            report.name = self.adapter_name.clone();
+        }
+        serde_json::to_string(&report).map_err(js_err)
+    }
+
+    /// Runs the kernel suite (every op on seeded random data against its f64 CPU reference,
+    /// `repeats` timed launches each); resolves to a JSON array of case results (op, shape,
+    /// dtype, max_abs_error, worst_ratio, passed, detail, ms, cost).
+    pub fn run_suite(&self, repeats: usize) -> Promise {
+        let ctx = self.ctx.clone();
+        future_to_promise(async move {
+            let results = ridge_kernels::suite::run(&ctx, repeats.max(1))
+                .await
+                .map_err(js_err)?;
+            Ok(serde_json::to_string(&results).map_err(js_err)?.into())
+        })
+    }
+
+    /// Adds one fetched file of the model folder (`name` relative to it, e.g.
+    /// `1_Pooling/config.json`).
+    pub fn add_model_file(&self, name: String, bytes: Vec<u8>) {
+        self.files.borrow_mut().files.insert(name, bytes);
+    }
+
+    /// Builds the model from the files added so far and uploads its weights; the files are
+    /// released either way. `base`, the folder's URL, names files in errors. Returns the
+    /// embedding width.
+    ///
+    /// Errors name the file (by URL) and the problem: missing files, malformed JSON,
+    /// unsupported models, corrupt weights.
+    pub fn load_model(&self, base: String) -> Result<usize, JsValue> {
+        let mut files = std::mem::take(&mut *self.files.borrow_mut());
+        files.base = base;
+        let model = SentenceEmbedder::from_source(&self.ctx, &files).map_err(js_err)?;
+        let dim = model.dim();
+        *self.model.borrow_mut() = Some(Rc::new(model));
+        Ok(dim)
+    }
+
+    /// Token ids of `text` ([CLS] … [SEP], truncated at the model's `max_seq_length`).
+    pub fn token_ids(&self, text: String) -> Result<Vec<u32>, JsValue> {
+        let model = self.model()?;
+        model.tokenize(&text).map_err(js_err)
+    }
+
+    /// Embeds `texts`, `batch_size` at a time; resolves to one `Float32Array` of
+    /// `texts.len() × dim` values, row-major.
+    pub fn embed(&self, texts: Vec<String>, batch_size: usize) -> Promise {
+        let ctx = self.ctx.clone();
+        let model = self.model();
+        future_to_promise(async move {
+            let model = model?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = model.embed(&ctx, &refs, batch_size).await.map_err(js_err)?;
+            let flat: Vec<f32> = vectors.concat();
+            Ok(js_sys::Float32Array::from(flat.as_slice()).into())
+        })
+    }
+
+    fn model(&self) -> Result<Rc<SentenceEmbedder>, JsValue> {
+        self.model
+            .borrow()
+            .clone()
+            .ok_or_else(|| js_err("no model loaded"))
+    }
+}

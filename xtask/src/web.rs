@@ -1,0 +1,232 @@
+//! The browser build and server: `ridge-web` compiled to wasm32 and bound with
+//! `wasm-bindgen --target web` into `web/pkg/`, then `web/` served on 127.0.0.1 with the
+//! local model cache under `/model/`. The browser tests drive the same server.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use crate::{Result, apt_install, have, root, run};
+
+const TARGET: &str = "wasm32-unknown-unknown";
+
+/// The `wasm-bindgen` crate version in Cargo.lock; the CLI must be exactly this version.
+fn bindgen_version() -> Result<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock"))
+        .map_err(|e| format!("Cargo.lock: {e}"))?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\""
+            && let Some(v) = lines.next().and_then(|l| l.strip_prefix("version = \""))
+        {
+            return Ok(v.trim_end_matches('"').to_string());
+        }
+    }
+    Err("Cargo.lock has no wasm-bindgen entry".into())
+}
+
+/// The wasm target and the matching `wasm-bindgen` CLI, installed when missing.
+fn ensure_wasm_tools() -> Result {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains(TARGET))
+        .unwrap_or(true); // no rustup: let cargo say what is missing
+    if !installed {
+        run("rustup", &["target", "add", TARGET])?;
+    }
+    let want = bindgen_version()?;
+    let have_version = Command::new("wasm-bindgen")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if have_version != format!("wasm-bindgen {want}") {
+        println!(
+            "xtask: installing wasm-bindgen-cli {want} (it must match the wasm-bindgen crate)"
+        );
+        // `--locked` fails against this registry (its lockfile names a yanked version).
+        run(
+            "cargo",
+            &["install", "wasm-bindgen-cli", "--version", &want],
+        )?;
+    }
+    Ok(())
+}
+
+/// Builds `web/pkg/` (the wasm module and its JS bindings).
+pub fn build() -> Result {
+    ensure_wasm_tools()?;
+    run(
+        "cargo",
+        &["build", "--release", "--target", TARGET, "-p", "ridge-web"],
+    )?;
+    let wasm = root().join(format!("target/{TARGET}/release/ridge_web.wasm"));
+    run(
+        "wasm-bindgen",
+        &[
+            "--target",
+            "web",
+            "--no-typescript",
+            "--out-dir",
+            "web/pkg",
+            wasm.to_str().ok_or("non-UTF-8 target path")?,
+        ],
+    )
+}
+
+/// The local model folder (fetched when missing), as the CLI reports it.
+pub fn model_dir() -> Result<PathBuf> {
+    let out = Command::new("cargo")
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "ridge-cli",
+            "--",
+            "fetch-model",
+            "--print-dir",
+        ])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ridge fetch-model failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Serves `web/` and, under `/model/`, `model`; returns the bound address and the thread.
+/// `/model-without/NAME/…` serves the model folder without its file `NAME` (the browser
+/// tests' broken model).
+pub fn serve(port: u16, model: PathBuf) -> Result<(String, std::thread::JoinHandle<()>)> {
+    let server = tiny_http::Server::http(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let addr = server
+        .server_addr()
+        .to_ip()
+        .ok_or("server has no IP address")?;
+    let web = root().join("web");
+    let handle = std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let url = request
+                .url()
+                .split(['?', '#'])
+                .next()
+                .unwrap_or("/")
+                .to_string();
+            let without = url
+                .strip_prefix("/model-without/")
+                .and_then(|r| r.split_once('/'));
+            let file = match (url.strip_prefix("/model/"), without) {
+                (Some(rest), _) => safe_join(&model, rest),
+                (_, Some((omitted, rest))) if rest != omitted => safe_join(&model, rest),
+                (_, Some(_)) => None,
+                _ => {
+                    let rest = url.trim_start_matches('/');
+                    safe_join(&web, if rest.is_empty() { "index.html" } else { rest })
+                }
+            };
+            let response = file.and_then(|f| {
+                let opened = std::fs::File::open(&f).ok().filter(|_| f.is_file())?;
+                let header =
+                    tiny_http::Header::from_bytes("Content-Type", content_type(&f)).ok()?;
+                Some(tiny_http::Response::from_file(opened).with_header(header))
+            });
+            let _ = match response {
+                Some(r) => request.respond(r),
+                None => request
+                    .respond(tiny_http::Response::from_string("not found").with_status_code(404)),
+            };
+        }
+    });
+    Ok((format!("http://{addr}/"), handle))
+}
+
+/// `base/rest`, refusing anything that could leave `base`.
+fn safe_join(base: &Path, rest: &str) -> Option<PathBuf> {
+    let rest = Path::new(rest);
+    rest.components()
+        .all(|c| matches!(c, Component::Normal(_)))
+        .then(|| base.join(rest))
+}
+
+/// Module scripts and `WebAssembly.instantiateStreaming` need exact types.
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript",
+        Some("wasm") => "application/wasm",
+        Some("json") => "application/json",
+        Some("css") => "text/css",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `cargo xtask web [--port N]`: build, fetch the model, serve until interrupted.
+pub fn web(args: &[String]) -> Result {
+    let port = match args {
+        [] => 8080,
+        [flag, n] if flag == "--port" => n.parse().map_err(|_| format!("bad port {n:?}"))?,
+        _ => return Err("usage: cargo xtask web [--port N]".into()),
+    };
+    build()?;
+    let model = model_dir()?;
+    let (url, handle) = serve(port, model)?;
+    println!("\nRidge's page is at {url}  (Chrome/Edge with WebGPU; Ctrl-C stops the server)");
+    handle
+        .join()
+        .map_err(|_| "server thread panicked".to_string())
+}
+
+/// Chromium and playwright-core (the browser tests' driver), installed when missing.
+fn ensure_browser() -> Result {
+    if !have("chromium") {
+        apt_install(
+            &["chromium"],
+            "Chromium (the browser tests run WebGPU in it)",
+        )?;
+    }
+    if !root().join("web/node_modules/playwright-core").is_dir() {
+        if !have("npm") {
+            return Err("npm is missing (install Node.js 18 or newer)".into());
+        }
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(root().join("web"))
+            .status()
+            .map_err(|e| format!("could not start npm: {e}"))?;
+        if !status.success() {
+            return Err(format!("npm ci in web/ failed ({status})"));
+        }
+    }
+    Ok(())
+}
+
+/// The browser tests: headless Chromium (SwiftShader's WebGPU) loads the page from a server
+/// on an ephemeral port; `web/tests/browser.mjs` checks the suite, MiniLM against the
+/// fixture, and the error for a missing model.
+pub fn browser_tests() -> Result {
+    ensure_browser()?;
+    ensure_wasm_tools()?;
+    // The wasm-only code is invisible to the native clippy run.
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--target",
+            TARGET,
+            "-p",
+            "ridge-web",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    build()?;
+    let (url, _server) = serve(0, model_dir()?)?;
+    run("node", &["web/tests/browser.mjs", &url])
+}
