@@ -27,18 +27,6 @@ pub fn dtype_name(d: DType) -> &'static str {
     d.wgsl()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_round_up_to_powers_of_two() {
-        assert_eq!(bucket(&[1, 3, 384, 4096, 0]), vec![1, 4, 512, 4096, 0]);
-        assert_eq!(distance(&[512, 512, 512], &[1024, 512, 256]), Some(2.0));
-        assert_eq!(distance(&[1], &[1, 2]), None);
-    }
-}
-
 /// The name of an adapter's user table: vendor, device, backend and a slug of the name, e.g.
 /// `10005-0000-vulkan-llvmpipe--llvm-15-0-6--256-bits.json`. A file in the cache folder
 /// natively; a `localStorage` key (prefixed `ridge/tuning/`) in the browser.
@@ -61,4 +49,16 @@ pub fn user_table_name(fp: &Fingerprint) -> String {
         fp.backend,
         slug.trim_matches('-')
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_round_up_to_powers_of_two() {
+        assert_eq!(bucket(&[1, 3, 384, 4096, 0]), vec![1, 4, 512, 4096, 0]);
+        assert_eq!(distance(&[512, 512, 512], &[1024, 512, 256]), Some(2.0));
+        assert_eq!(distance(&[1], &[1, 2]), None);
+    }
 }
