@@ -20,6 +20,7 @@ let nextId = 0;
 const pending = new Map();
 worker.onmessage = ({ data }) => {
   if (data.progress) return showProgress(data.progress);
+  if (data.tuning) return showTuning(data.tuning);
   const { resolve, reject } = pending.get(data.id);
   pending.delete(data.id);
   data.ok ? resolve(data.value) : reject(new Error(data.error));
@@ -131,6 +132,36 @@ function showSimilarity(texts, vectors) {
   });
 }
 
+function showTuning({ done, total, problem }) {
+  const bar = $("tune-progress");
+  bar.hidden = false;
+  bar.max = total;
+  bar.value = done;
+  $("tune-status").textContent = `${done}/${total} candidates: ${problem}`;
+}
+
+// Tunes, stores the table in localStorage (where the next load finds it) and returns it.
+async function tune(ops = "softmax,layer_norm,rms_norm", budget_s = 30) {
+  const { key, table } = await call("tune", { ops, budget_s });
+  localStorage.setItem(key, table);
+  return { key, entries: JSON.parse(table).entries.length };
+}
+window.ridge.tune = tune;
+
+async function tuneClicked() {
+  $("tune").disabled = true;
+  try {
+    const { key, entries } = await tune();
+    $("tune-status").className = "pass";
+    $("tune-status").textContent = `${entries} measured entries stored in localStorage["${key}"]`;
+  } catch (e) {
+    fail("tune", $("tune-status"), e.message);
+  } finally {
+    $("tune-progress").hidden = true;
+    $("tune").disabled = false;
+  }
+}
+
 async function embedTyped() {
   const texts = $("texts").value.split("\n").map((t) => t.trim()).filter((t) => t);
   if (!texts.length) return;
@@ -151,6 +182,8 @@ async function main() {
   try {
     state.adapter = await call("init", { stored_tables: storedTables() });
     showAdapter(state.adapter);
+    $("tune").disabled = false;
+    $("tune").onclick = tuneClicked;
   } catch (e) {
     fail("adapter", $("adapter"), `no WebGPU adapter: ${e.message}`);
     return;

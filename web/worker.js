@@ -1,8 +1,9 @@
 // Ridge's worker: owns the WebGPU device (through the wasm module), fetches the model, and
 // answers the page's requests. Nothing here runs on the page's main thread.
 //
-// Messages in:  { id, cmd, args }   cmd ∈ init | suite | load | embed | tokens
-// Messages out: { id, ok, value | error }  and  { progress: { file, loaded, total } }
+// Messages in:  { id, cmd, args }   cmd ∈ init | suite | load | embed | tune | tokens
+// Messages out: { id, ok, value | error }, { progress: { file, loaded, total } } while the
+//               model loads, { tuning: { done, total, problem } } while tuning
 
 import init, { Ridge } from "./pkg/ridge_web.js";
 
@@ -63,6 +64,13 @@ const commands = {
     const vectors = [];
     for (let i = 0; i < texts.length; i++) vectors.push(Array.from(flat.subarray(i * dim, (i + 1) * dim)));
     return { vectors, ms };
+  },
+
+  // The autotuner; the page stores the returned table under `key` in localStorage.
+  async tune({ ops = "", budget_s = 30 }) {
+    const report = (done, total, problem) => self.postMessage({ tuning: { done, total, problem } });
+    const table = await ridge.tune(ops, budget_s, report);
+    return { key: ridge.tuning_key(), table };
   },
 
   async tokens({ texts }) {

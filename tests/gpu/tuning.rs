@@ -113,9 +113,25 @@ fn the_autotuner_measures_checked_candidates_within_its_budget() {
                 budget: Duration::from_secs(60),
                 repeats: 1,
                 good_enough: 2.0,
-                progress: false,
             };
-            let (table, trials) = block(autotune::autotune(ctx, &problems, &opts, None, "test"))?;
+            let reports = std::cell::RefCell::new(Vec::new());
+            let (table, trials) = block(autotune::autotune(
+                ctx,
+                &problems,
+                &opts,
+                None,
+                "test",
+                &|p| reports.borrow_mut().push((p.done, p.total)),
+            ))?;
+            let reports = reports.into_inner();
+            assert!(
+                reports.windows(2).all(|w| w[0].0 < w[1].0)
+                    && reports
+                        .last()
+                        .is_some_and(|&(done, total)| done == total && total == trials.len()),
+                "progress {reports:?} for {} trials",
+                trials.len()
+            );
             assert!(trials.iter().any(|t| t.result.is_ok()), "{trials:?}");
             assert_eq!(table.entries.len(), 2, "{table:?}");
             for e in &table.entries {

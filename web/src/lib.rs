@@ -14,8 +14,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::Promise;
-use ridge_core::Context;
+use ridge_core::{Context, ContextOptions};
 use ridge_nn::{ModelFiles, SentenceEmbedder};
+use ridge_tune::autotune::{self, TuneOptions};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -27,7 +28,6 @@ fn js_err(e: impl std::fmt::Display) -> JsValue {
 #[wasm_bindgen]
 pub struct Ridge {
     ctx: Rc<Context>,
-    adapter_name: String,
     files: RefCell<ModelFiles>,
     model: Rc<RefCell<Option<Rc<SentenceEmbedder>>>>,
 }
@@ -42,28 +42,23 @@ impl Ridge {
     /// Errors: no WebGPU, no adapter, or a device that cannot be created.
     pub async fn create(adapter_name: String) -> Result<Ridge, JsValue> {
         console_error_panic_hook::set_once();
-        let ctx = Context::new().await.map_err(js_err)?;
+        let options = ContextOptions {
+            adapter_name: Some(adapter_name),
+            ..Default::default()
+        };
+        let ctx = Context::with_options(options).await.map_err(js_err)?;
         Ok(Ridge {
             ctx: Rc::new(ctx),
-            adapter_name,
             files: RefCell::new(ModelFiles::default()),
             model: Rc::new(RefCell::new(None)),
         })
-    }
-
-    fn fingerprint(&self) -> ridge_core::Fingerprint {
-        let mut fp = self.ctx.fingerprint();
-        if fp.name.is_empty() {
-            fp.name = self.adapter_name.clone();
-        }
-        fp
     }
 
     /// The `localStorage` key of this adapter's user tuning table.
     pub fn tuning_key(&self) -> String {
         format!(
             "ridge/tuning/{}",
-            ridge_tune::key::user_table_name(&self.fingerprint())
+            ridge_tune::key::user_table_name(&self.ctx.fingerprint())
         )
     }
 
@@ -73,19 +68,62 @@ impl Ridge {
     pub fn install_tuning(&self, user_table: Option<String>) -> Vec<String> {
         let key = self.tuning_key();
         let user = user_table.map(|json| (format!("localStorage[{key}]"), json));
-        let (_, warnings) = ridge_tune::install_tables(&self.ctx, &self.fingerprint(), user);
+        let (_, warnings) = ridge_tune::install_tables(&self.ctx, &self.ctx.fingerprint(), user);
         warnings.iter().map(ToString::to_string).collect()
+    }
+
+    /// Runs the autotuner on `ops` (comma separated: `gemm`, `layer_norm`, `rms_norm`,
+    /// `softmax`; empty tunes all) for at most `budget_s` seconds, every candidate checked
+    /// against the reference first; installs the result over the shipped table and resolves
+    /// to its JSON, which the page stores under [`Ridge::tuning_key`].
+    /// `on_progress(done, total, problem)` is called for every candidate.
+    pub fn tune(&self, ops: String, budget_s: f64, on_progress: js_sys::Function) -> Promise {
+        let ctx = self.ctx.clone();
+        let key = self.tuning_key();
+        future_to_promise(async move {
+            let ops: Vec<String> = ops
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            let opts = TuneOptions {
+                ops: ops.clone(),
+                budget: std::time::Duration::from_secs_f64(budget_s.max(0.0)),
+                repeats: 3,
+                good_enough: 0.9,
+            };
+            let problems = autotune::problems(&ctx, &ops);
+            let fp = ctx.fingerprint();
+            let family = ridge_tune::shipped::family(&fp).unwrap_or("unknown");
+            let report = |p: autotune::Progress| {
+                let _ = on_progress.call3(
+                    &JsValue::NULL,
+                    &(p.done as f64).into(),
+                    &(p.total as f64).into(),
+                    &p.problem.into(),
+                );
+            };
+            let (table, _) = autotune::autotune(&ctx, &problems, &opts, None, family, &report)
+                .await
+                .map_err(js_err)?;
+            let json = table.to_json();
+            let (_, warnings) = ridge_tune::install_tables(
+                &ctx,
+                &fp,
+                Some((format!("localStorage[{key}]"), json.clone())),
+            );
+            if let Some(w) = warnings.first() {
+                return Err(js_err(w));
+            }
+            Ok(json.into())
+        })
     }
 
     /// The adapter as JSON: name, backend, fingerprint, features, subgroup sizes, limits
     /// (the same object `ridge info --json` prints per adapter).
     pub fn adapter(&self) -> Result<String, JsValue> {
-        let mut report = self.ctx.report();
-        report.fingerprint = self.fingerprint();
-        if report.name.is_empty() {
-            report.name = self.adapter_name.clone();
-        }
-        serde_json::to_string(&report).map_err(js_err)
+        serde_json::to_string(&self.ctx.report()).map_err(js_err)
     }
 
     /// Runs the kernel suite (every op on seeded random data against its f64 CPU reference,

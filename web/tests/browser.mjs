@@ -5,7 +5,9 @@
 //   3. MiniLM token ids equal the PyTorch fixture's and embeddings are within 1e-5 max abs
 //      (1 − cosine ≤ 1e-6), as natively, while the page's main thread stays responsive;
 //   4. a reload takes the model from the browser's Cache API;
-//   5. a missing model folder or a single missing file gives a clear error in the page.
+//   5. the autotuner's table is stored in localStorage and used on reload; a corrupt one
+//      warns and falls back;
+//   6. a missing model folder or a single missing file gives a clear error in the page.
 // Usage: node web/tests/browser.mjs http://127.0.0.1:PORT/
 
 import { readFileSync } from "node:fs";
@@ -132,7 +134,31 @@ try {
   );
   await again.close();
 
-  // 5. A model folder without its files: a clear error in the page.
+  // 5. The autotuner in the page: its table lands in localStorage and is used on reload; a
+  //    corrupt stored table gives a warning, not a failure.
+  const tuning = await open("?suite=0");
+  await settled(tuning, "adapter", 2);
+  const tuned = await tuning.evaluate(() => window.ridge.tune("softmax", 20));
+  const stored = await tuning.evaluate((k) => JSON.parse(localStorage.getItem(k)), tuned.key);
+  check(
+    tuned.entries > 0 && stored.entries.every((e) => e.op === "softmax" && e.origin.measured),
+    `autotuner stored ${tuned.entries} measured softmax entries under ${tuned.key}`,
+  );
+  await tuning.reload();
+  const [reinit] = await settled(tuning, "adapter", 2);
+  check(reinit.tuning_warnings.length === 0, `stored table accepted on reload (${reinit.tuning_warnings})`);
+  await tuning.evaluate((k) => localStorage.setItem(k, "{ not json"), tuned.key);
+  await tuning.reload();
+  const [corrupt] = await settled(tuning, "adapter", 2);
+  const [, corruptModelError] = await settled(tuning, "model", 5);
+  check(
+    corrupt.tuning_warnings.length === 1 && !corruptModelError,
+    `a corrupt stored table warns and falls back (${corrupt.tuning_warnings})`,
+  );
+  await tuning.evaluate((k) => localStorage.removeItem(k), tuned.key);
+  await tuning.close();
+
+  // 6. A model folder without its files: a clear error in the page.
   const missing = await open("?suite=0&model=/no-such-model/");
   const [, missingError] = await settled(missing, "model", 2);
   const shown = await missing.locator("#model-status").textContent();
@@ -141,7 +167,7 @@ try {
     `missing model file: "${shown}"`,
   );
 
-  // 6. A model folder with one file missing: the page names it.
+  // 7. A model folder with one file missing: the page names it.
   const partial = await open("?suite=0&model=/model-without/tokenizer.json/");
   const [, partialError] = await settled(partial, "model", 3);
   check(

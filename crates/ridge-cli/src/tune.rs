@@ -95,16 +95,28 @@ pub fn run(args: Args) -> crate::CliResult {
         budget,
         repeats: args.repeats.max(1),
         good_enough: 0.9,
-        progress: true,
     };
     let family = ridge_tune::shipped::family(&fp).unwrap_or("unknown");
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:<40} [{bar:30}] {pos}/{len} candidates, {elapsed}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
     let (fresh, trials) = pollster::block_on(autotune::autotune(
         &ctx,
         &problems,
         &opts,
         Some(&ceilings),
         family,
+        &|p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+            bar.set_message(p.problem);
+        },
     ))?;
+    bar.finish_and_clear();
     for t in &trials {
         let r = match &t.result {
             Ok(ms) => format!("{ms:.4} ms"),

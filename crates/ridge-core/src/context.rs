@@ -77,6 +77,10 @@ pub struct ContextOptions {
     pub limits: Option<wgpu::Limits>,
     /// Features to leave out even if the adapter has them (tests of fallbacks).
     pub without_features: wgpu::Features,
+    /// The adapter's name where the backend reports none: wgpu's WebGPU backend gives empty
+    /// strings, so the page passes what `GPUAdapter.info` says. It names the adapter in
+    /// reports, fingerprints and tuning tables.
+    pub adapter_name: Option<String>,
 }
 
 /// One adapter and a device on it, with Ridge's per-device state.
@@ -179,7 +183,14 @@ impl Context {
 
     /// A context on a given adapter (the GPU test harness makes one per adapter present).
     pub async fn on_adapter(adapter: wgpu::Adapter, options: &ContextOptions) -> Result<Self> {
-        let info = adapter.get_info();
+        let mut info = adapter.get_info();
+        if let Some(name) = options
+            .adapter_name
+            .as_ref()
+            .filter(|_| info.name.is_empty())
+        {
+            info.name = name.clone();
+        }
         let own = adapter.limits();
         let limits = match &options.limits {
             Some(wanted) => wanted.clone().or_worse_values_from(&own),

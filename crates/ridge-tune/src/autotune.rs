@@ -4,7 +4,10 @@
 //! fraction of the roofline, and when the time budget is spent.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// std's clock panics in the browser; web-time is std's natively and `performance.now()` there.
+use web_time::{Instant, SystemTime};
 
 use ridge_core::{Context, DType, Result, Tensor, Tuning, VariantParams};
 use ridge_kernels::check::compare;
@@ -25,8 +28,17 @@ pub struct TuneOptions {
     pub repeats: usize,
     /// Stop trying candidates for a problem once one reaches this fraction of the roofline.
     pub good_enough: f64,
-    /// Show a progress bar on stderr.
-    pub progress: bool,
+}
+
+/// Where the autotuner is: candidates tried so far, of how many, on which problem.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Candidates done (tried, skipped or pruned).
+    pub done: usize,
+    /// All candidates of all problems.
+    pub total: usize,
+    /// The problem being tuned, e.g. `softmax [1024, 512] f32`.
+    pub problem: String,
 }
 
 /// One problem to tune.
@@ -244,36 +256,34 @@ pub struct Trial {
 }
 
 /// Tunes `problems` on `ctx` into a new table for this adapter (`family` names it).
-/// `ceilings` (measured, or from the spec table) give the roofline used to stop early.
+/// `ceilings` (measured, or from the spec table) give the roofline used to stop early;
+/// `on_progress` hears of every candidate (the CLI draws a bar, the page a progress
+/// element). The table's entries are named after `device`.
 pub async fn autotune(
     ctx: &Context,
     problems: &[Problem],
     opts: &TuneOptions,
     ceilings: Option<&Ceilings>,
     family: &str,
+    on_progress: &dyn Fn(Progress),
 ) -> Result<(Table, Vec<Trial>)> {
     let started = Instant::now();
     let mut table = Table::new(family, Some(ctx.fingerprint()));
     let mut trials = Vec::new();
     let total: usize = problems.iter().map(|p| candidates(ctx, p).len()).sum();
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(total as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:<40} [{bar:30}] {pos}/{len} candidates, {elapsed}",
-        )
-        .expect("template")
-        .progress_chars("=> "),
-    );
+    let mut done = 0;
     let date = today();
     for pr in problems {
         let mut best: Option<(f64, VariantParams)> = None;
+        let count = candidates(ctx, pr).len();
+        let first = done;
         for params in candidates(ctx, pr) {
-            bar.set_message(format!("{} {:?} {}", pr.op, pr.shape, pr.dtype));
-            bar.inc(1);
+            done += 1;
+            on_progress(Progress {
+                done,
+                total,
+                problem: format!("{} {:?} {}", pr.op, pr.shape, pr.dtype),
+            });
             if started.elapsed() > opts.budget {
                 trials.push(Trial {
                     problem: pr.clone(),
@@ -314,7 +324,7 @@ pub async fn autotune(
                 if c.fraction_of_roofline(&cost, ms * 1e-3)
                     .is_some_and(|f| f >= opts.good_enough)
                 {
-                    bar.inc((candidates(ctx, pr).len() as u64).saturating_sub(1));
+                    done = first + count;
                     break;
                 }
             }
@@ -335,7 +345,6 @@ pub async fn autotune(
         }
     }
     ctx.set_tuning(None);
-    bar.finish_and_clear();
     // The caller installs the new table (crate::install) once it is saved.
     Ok((table, trials))
 }
@@ -352,5 +361,9 @@ fn cost_of(pr: &Problem) -> ridge_model::OpCost {
 
 /// Today's date (UTC) as YYYY-MM-DD.
 fn today() -> String {
-    humantime::format_rfc3339(std::time::SystemTime::now()).to_string()[..10].to_string()
+    let since_epoch = SystemTime::now()
+        .duration_since(web_time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = std::time::UNIX_EPOCH + since_epoch;
+    humantime::format_rfc3339(now).to_string()[..10].to_string()
 }

@@ -11,7 +11,6 @@ pub mod key;
 pub mod shipped;
 pub mod table;
 
-#[cfg(not(target_arch = "wasm32"))]
 pub mod autotune;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cache;
