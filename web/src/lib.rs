@@ -1,4 +1,5 @@
-//! Ridge in the browser: the interface that `web/worker.js` drives through `wasm-bindgen`.
+//! Ridge in the browser: the interface that `web/worker.js` drives through `wasm-bindgen`,
+//! and the dashboard's web shell ([`start_dashboard`], `web/dashboard.html`).
 //!
 //! The page never runs Ridge on its main thread: a module worker owns the WebGPU device (the
 //! browser's adapter through wgpu's `webgpu` backend), fetches the model files, and answers
@@ -19,6 +20,62 @@ use ridge_nn::{ModelFiles, SentenceEmbedder};
 use ridge_tune::autotune::{self, TuneOptions};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
+
+/// Starts the dashboard (`ridge-app`) in the canvas `canvas_id` on the page's main thread;
+/// its GPU work is asynchronous, so the page stays responsive. `adapter_name` is what
+/// `GPUAdapter.info` says (wgpu's WebGPU backend reports no name). The dashboard publishes
+/// its state as JSON in `window.ridgeDashboard`. Ridge computes on the device egui renders
+/// with (one device per adapter in the browser).
+///
+/// Errors: no such canvas, or no WebGPU for egui's renderer.
+#[wasm_bindgen]
+pub async fn start_dashboard(canvas_id: String, adapter_name: String) -> Result<(), JsValue> {
+    use wasm_bindgen::JsCast;
+    console_error_panic_hook::set_once();
+    let canvas = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(&canvas_id))
+        .ok_or_else(|| js_err(format!("no element #{canvas_id}")))?
+        .dyn_into::<web_sys::HtmlCanvasElement>()
+        .map_err(|_| js_err(format!("#{canvas_id} is not a canvas")))?;
+    // A WebGPU adapter gives one device: egui renders with it and Ridge computes on it, so
+    // it is requested with what Ridge needs (the adapter's limits, timestamp queries).
+    let setup = eframe::egui_wgpu::WgpuSetupCreateNew {
+        device_descriptor: std::sync::Arc::new(|adapter| {
+            ridge_core::context::device_descriptor(adapter, &ContextOptions::default())
+        }),
+        ..eframe::egui_wgpu::WgpuSetupCreateNew::without_display_handle()
+    };
+    let options = eframe::WebOptions {
+        wgpu_options: eframe::egui_wgpu::WgpuConfiguration {
+            wgpu_setup: eframe::egui_wgpu::WgpuSetup::CreateNew(setup),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    eframe::WebRunner::new()
+        .start(
+            canvas,
+            options,
+            Box::new(move |cc| {
+                let rs = cc
+                    .wgpu_render_state
+                    .as_ref()
+                    .ok_or("egui has no wgpu renderer")?;
+                let ctx = Context::from_device(
+                    rs.adapter.clone(),
+                    rs.device.clone(),
+                    rs.queue.clone(),
+                    &ContextOptions {
+                        adapter_name: Some(adapter_name),
+                        ..Default::default()
+                    },
+                );
+                Ok(Box::new(ridge_app::RidgeApp::with_context(ctx)))
+            }),
+        )
+        .await
+}
 
 fn js_err(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()

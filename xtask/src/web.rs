@@ -176,7 +176,10 @@ pub fn web(args: &[String]) -> Result {
     build()?;
     let model = model_dir()?;
     let (url, handle) = serve(port, model)?;
-    println!("\nRidge's page is at {url}  (Chrome/Edge with WebGPU; Ctrl-C stops the server)");
+    println!(
+        "\nRidge's page is at {url} and the dashboard at {url}dashboard.html\n\
+         (Chrome or Edge with WebGPU; Ctrl-C stops the server)"
+    );
     handle
         .join()
         .map_err(|_| "server thread panicked".to_string())

@@ -118,7 +118,18 @@ pub fn instance() -> wgpu::Instance {
 /// Every adapter on every backend, best first (discrete before integrated before virtual
 /// before CPU; native APIs before GL).
 pub async fn adapters() -> Vec<wgpu::Adapter> {
-    let mut list = instance().enumerate_adapters(wgpu::Backends::all()).await;
+    let instance = instance();
+    // The browser has one adapter; ask for it directly so that a refusal reaches the console.
+    #[cfg(target_arch = "wasm32")]
+    let mut list = match instance.request_adapter(&Default::default()).await {
+        Ok(a) => vec![a],
+        Err(e) => {
+            web_sys::console::error_1(&format!("Ridge: requestAdapter failed: {e}").into());
+            vec![]
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let mut list = instance.enumerate_adapters(wgpu::Backends::all()).await;
     list.sort_by_key(|a| rank(&a.get_info()));
     list
 }
@@ -183,6 +194,28 @@ impl Context {
 
     /// A context on a given adapter (the GPU test harness makes one per adapter present).
     pub async fn on_adapter(adapter: wgpu::Adapter, options: &ContextOptions) -> Result<Self> {
+        let desc = device_descriptor(&adapter, options);
+        let (device, queue) =
+            adapter
+                .request_device(&desc)
+                .await
+                .map_err(|e| Error::RequestDevice {
+                    adapter: adapter.get_info().name,
+                    message: e.to_string(),
+                })?;
+        Ok(Self::from_device(adapter, device, queue, options))
+    }
+
+    /// A context on a device that already exists, e.g. the one the dashboard's renderer
+    /// shares in the browser (where an adapter gives one device). The device should have
+    /// been requested with [`device_descriptor`]; Ridge uses whatever features and limits it
+    /// has. Ridge installs its own uncaptured-error and device-lost handlers on it.
+    pub fn from_device(
+        adapter: wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        options: &ContextOptions,
+    ) -> Self {
         let mut info = adapter.get_info();
         if let Some(name) = options
             .adapter_name
@@ -191,36 +224,6 @@ impl Context {
         {
             info.name = name.clone();
         }
-        let own = adapter.limits();
-        let limits = match &options.limits {
-            Some(wanted) => wanted.clone().or_worse_values_from(&own),
-            None => own,
-        };
-        let features = adapter.features() & wanted_features() & !options.without_features;
-        let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
-            // SAFETY: wgpu's experimental features may have bugs; Ridge uses only cooperative
-            // matrices, in one kernel whose results the GPU tests check against f64.
-            unsafe { wgpu::ExperimentalFeatures::enabled() }
-        } else {
-            wgpu::ExperimentalFeatures::disabled()
-        };
-        let desc = wgpu::DeviceDescriptor {
-            label: Some("ridge"),
-            required_features: features,
-            required_limits: limits.clone(),
-            experimental_features: experimental,
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        };
-        let (device, queue) =
-            adapter
-                .request_device(&desc)
-                .await
-                .map_err(|e| Error::RequestDevice {
-                    adapter: info.name.clone(),
-                    message: e.to_string(),
-                })?;
-
         // Errors that slip past Ridge's own validation are kept and returned by the next
         // call that waits on the GPU, instead of wgpu's default of panicking.
         let errors = Arc::new(Mutex::new(Vec::new()));
@@ -261,7 +264,7 @@ impl Context {
             crate::DType::F32,
         );
         tracing::info!("ridge context on {}", describe(&info));
-        Ok(Self {
+        Self {
             adapter,
             device,
             queue,
@@ -276,7 +279,7 @@ impl Context {
             tuning: std::sync::RwLock::new(None),
             errors,
             lost,
-        })
+        }
     }
 
     /// The wgpu adapter.
@@ -433,6 +436,36 @@ impl Context {
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost(e.to_string()))?;
         self.take_error()
+    }
+}
+
+/// The device Ridge requests on `adapter`: the adapter's own limits (or `options.limits`,
+/// capped by them) and every feature of [`wanted_features`] it has, less
+/// `options.without_features`.
+pub fn device_descriptor(
+    adapter: &wgpu::Adapter,
+    options: &ContextOptions,
+) -> wgpu::DeviceDescriptor<'static> {
+    let own = adapter.limits();
+    let limits = match &options.limits {
+        Some(wanted) => wanted.clone().or_worse_values_from(&own),
+        None => own,
+    };
+    let features = adapter.features() & wanted_features() & !options.without_features;
+    let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+        // SAFETY: wgpu's experimental features may have bugs; Ridge uses only cooperative
+        // matrices, in one kernel whose results the GPU tests check against f64.
+        unsafe { wgpu::ExperimentalFeatures::enabled() }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    };
+    wgpu::DeviceDescriptor {
+        label: Some("ridge"),
+        required_features: features,
+        required_limits: limits,
+        experimental_features: experimental,
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
     }
 }
 

@@ -1,0 +1,109 @@
+//! Adapter: what the GPU is (info, features, limits, fingerprint) and its ceilings, from the
+//! spec table (with its source) next to the ones Ridge measured; the bandwidth curve shows
+//! the caches.
+
+use egui_plot::{Line, Plot, PlotPoints};
+
+use crate::Gpu;
+
+/// Draws the panel.
+pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
+    let Some(ctx) = gpu.ctx.clone() else {
+        ui.label(gpu.error.as_deref().unwrap_or("no adapter yet"));
+        return;
+    };
+    let report = ctx.report();
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        ui.heading(&report.name);
+        egui::Grid::new("adapter-info")
+            .striped(true)
+            .show(ui, |ui| {
+                let fp = &report.fingerprint;
+                for (k, v) in [
+                    ("backend", report.backend.clone()),
+                    ("device type", report.device_type.clone()),
+                    (
+                        "vendor / device id",
+                        format!("0x{:04x} / 0x{:04x}", fp.vendor_id, fp.device_id),
+                    ),
+                    ("driver", fp.driver.clone()),
+                    ("features", report.features.join(", ")),
+                    (
+                        "subgroup sizes",
+                        format!("{}–{}", report.subgroup_size[0], report.subgroup_size[1]),
+                    ),
+                ] {
+                    ui.label(k);
+                    ui.label(v);
+                    ui.end_row();
+                }
+                for (k, v) in &report.limits {
+                    ui.label(*k);
+                    ui.label(v.to_string());
+                    ui.end_row();
+                }
+            });
+        ui.separator();
+        ui.heading("Ceilings");
+        egui::Grid::new("adapter-ceilings")
+            .striped(true)
+            .show(ui, |ui| {
+                ui.strong("");
+                ui.strong("spec table");
+                ui.strong("measured here");
+                ui.end_row();
+                let spec = gpu.spec.as_ref();
+                let m = gpu.measured.as_ref();
+                ui.label("f32 peak, TFLOP/s");
+                ui.label(spec.map_or("—".into(), |s| format!("{:.1}", s.f32_tflops)));
+                ui.label(m.map_or("—".into(), |m| format!("{:.2}", m.f32_tflops)));
+                ui.end_row();
+                ui.label("f16 peak, TFLOP/s");
+                ui.label(spec.map_or("—".into(), |s| format!("{:.1}", s.f16_tflops)));
+                ui.label(
+                    m.and_then(|m| m.f16_tflops)
+                        .map_or("—".into(), |t| format!("{t:.2}")),
+                );
+                ui.end_row();
+                ui.label("memory bandwidth, GB/s");
+                ui.label(spec.map_or("—".into(), |s| format!("{:.0}", s.bandwidth_gbps)));
+                ui.label(m.map_or("—".into(), |m| format!("{:.1}", m.bandwidth_gbps)));
+                ui.end_row();
+                ui.label("per-dispatch overhead, µs");
+                ui.label("—");
+                ui.label(
+                    m.and_then(|m| m.dispatch_overhead_us)
+                        .map_or("—".into(), |t| format!("{t:.1}")),
+                );
+                ui.end_row();
+            });
+        match &gpu.spec {
+            Some(s) => ui.small(format!("spec source: {}", s.source)),
+            None => ui
+                .small("this adapter is not in the spec table (crates/ridge-model/data/gpus.json)"),
+        };
+        if let Some(e) = &gpu.measure_error {
+            ui.colored_label(egui::Color32::RED, e);
+        }
+        if ui
+            .add_enabled(!busy, egui::Button::new("Measure the ceilings again"))
+            .clicked()
+        {
+            gpu.measure(ui.ctx());
+        }
+        if let Some(m) = &gpu.measured {
+            let pts: Vec<[f64; 2]> = m
+                .bandwidth_curve
+                .iter()
+                .map(|p| [(p.bytes as f64).log2(), p.gbps])
+                .collect();
+            Plot::new("bandwidth-curve")
+                .height(220.0)
+                .x_axis_label("working set (log2 bytes)")
+                .y_axis_label("copy GB/s")
+                .show(ui, |plot| {
+                    plot.line(Line::new("stream copy", PlotPoints::from(pts)))
+                });
+        }
+    });
+}

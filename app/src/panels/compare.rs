@@ -1,0 +1,173 @@
+//! Compare: `ridge bench --json` reports from several machines on one roofline, each with its
+//! measured roof, and a table of their ceilings and model accuracy. The H200 and lavapipe
+//! reports ship as examples; drop more files on the window (or give a path natively).
+
+use ridge_model::report::BenchReport;
+
+use crate::plot::{self, PALETTE, Roof, RunPoint, Series};
+
+/// A dropped file's name and its bytes (or why they could not be read).
+#[cfg(target_arch = "wasm32")]
+type DroppedBytes = (String, Result<Vec<u8>, String>);
+
+/// Loaded reports: (name, report, shown).
+#[derive(Default)]
+pub struct State {
+    /// The reports.
+    pub reports: Vec<(String, BenchReport, bool)>,
+    /// A path to load (native).
+    pub path: String,
+    /// Why the last load failed.
+    pub error: Option<String>,
+    #[cfg(target_arch = "wasm32")]
+    reading: Option<crate::tasks::Task<Vec<DroppedBytes>>>,
+}
+
+const EXAMPLES: [(&str, &str); 2] = [
+    (
+        "NVIDIA H200 (Vulkan)",
+        include_str!("../../../benches/reports/h200.json"),
+    ),
+    (
+        "lavapipe (Vulkan on the CPU)",
+        include_str!("../../../benches/reports/lavapipe.json"),
+    ),
+];
+
+impl State {
+    /// The shipped example reports, all shown.
+    pub fn with_examples() -> Self {
+        let mut s = Self::default();
+        for (name, json) in EXAMPLES {
+            s.add(name, json.as_bytes());
+        }
+        s
+    }
+
+    /// Parses and adds a report; a bad file sets [`State::error`].
+    pub fn add(&mut self, name: &str, bytes: &[u8]) {
+        match serde_json::from_slice::<BenchReport>(bytes) {
+            Ok(r) => {
+                self.reports.push((name.to_string(), r, true));
+                self.error = None;
+            }
+            Err(e) => self.error = Some(format!("{name}: not a `ridge bench --json` report ({e})")),
+        }
+    }
+}
+
+/// Draws the panel.
+pub fn show(ui: &mut egui::Ui, state: &mut State) {
+    let dropped = ui.ctx().input(|i| i.raw.dropped_files.clone());
+    #[cfg(not(target_arch = "wasm32"))]
+    for file in dropped {
+        let name = file.path().display().to_string();
+        match file.bytes() {
+            Ok(b) => state.add(&name, &b),
+            Err(e) => state.error = Some(format!("{name}: {e}")),
+        }
+    }
+    // Browsers read dropped files asynchronously.
+    #[cfg(target_arch = "wasm32")]
+    if !dropped.is_empty() {
+        state.reading = Some(crate::tasks::spawn(ui.ctx(), move || async move {
+            let mut out = Vec::new();
+            for f in dropped {
+                out.push((f.path().display().to_string(), f.bytes_async().await));
+            }
+            out
+        }));
+    }
+    #[cfg(target_arch = "wasm32")]
+    if let Some(files) = state.reading.as_ref().and_then(crate::tasks::Task::take) {
+        state.reading = None;
+        for (name, bytes) in files {
+            match bytes {
+                Ok(b) => state.add(&name, &b),
+                Err(e) => state.error = Some(format!("{name}: {e}")),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    ui.horizontal(|ui| {
+        let label = ui.label("report:");
+        ui.text_edit_singleline(&mut state.path)
+            .labelled_by(label.id);
+        if ui.button("Load").clicked() {
+            match std::fs::read(&state.path) {
+                Ok(b) => {
+                    let name = state.path.clone();
+                    state.add(&name, &b);
+                }
+                Err(e) => state.error = Some(format!("{}: {e}", state.path)),
+            }
+        }
+    });
+    ui.small("Drop `ridge bench --json` files on the window to add them.");
+    if let Some(e) = &state.error {
+        ui.colored_label(egui::Color32::RED, e);
+    }
+    egui::Grid::new("reports").striped(true).show(ui, |ui| {
+        for h in [
+            "",
+            "adapter",
+            "copy GB/s",
+            "f32 TFLOP/s",
+            "runs",
+            "model error (memory-bound)",
+        ] {
+            ui.strong(h);
+        }
+        ui.end_row();
+        for (i, (name, r, shown)) in state.reports.iter_mut().enumerate() {
+            ui.checkbox(shown, "").on_hover_text(name.as_str());
+            ui.colored_label(
+                PALETTE[i % PALETTE.len()],
+                format!("{} ({})", r.adapter, r.backend),
+            );
+            ui.label(format!("{:.1}", r.measured.bandwidth_gbps));
+            ui.label(format!("{:.2}", r.measured.f32_tflops));
+            ui.label(r.rows.len().to_string());
+            ui.label(
+                r.accuracy_measured
+                    .memory
+                    .map_or("—".into(), |e| format!("{:.2}×", e.exp2())),
+            );
+            ui.end_row();
+        }
+    });
+    let mut roofs = Vec::new();
+    let mut series = Vec::new();
+    for (i, (_, r, shown)) in state.reports.iter().enumerate() {
+        if !*shown {
+            continue;
+        }
+        let color = PALETTE[i % PALETTE.len()];
+        roofs.push(Roof {
+            name: format!("{} roof", r.adapter),
+            ceilings: r.measured_ceilings.clone(),
+            color,
+        });
+        let points = r
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let ms = row.measured_ms?;
+                let cost = ridge_model::OpCost::new(row.flops, row.bytes);
+                let label = format!("{}: {} {:?} {}", r.adapter, row.op, row.shape, row.dtype);
+                Some(super::run_point(
+                    &label,
+                    &cost,
+                    ms,
+                    Some(&r.measured_ceilings),
+                ))
+            })
+            .collect::<Vec<RunPoint>>();
+        series.push(Series {
+            name: r.adapter.clone(),
+            color,
+            points,
+        });
+    }
+    plot::roofline(ui, "compare", &roofs, &series);
+}

@@ -1,0 +1,45 @@
+//! The dashboard's panels, one module each.
+
+pub mod adapter;
+pub mod compare;
+pub mod kernels;
+pub mod roofline;
+pub mod teach;
+pub mod transformer;
+
+use ridge_model::OpCost;
+use ridge_model::roofline::Ceilings;
+
+use crate::plot::RunPoint;
+
+/// `1.234 ms`, or `n/a` for a time that could not be measured.
+pub fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |v| format!("{v:.4} ms"))
+}
+
+/// A measured run as a roofline point, with its prediction under `ceilings` in the hover text.
+pub fn run_point(
+    label: &str,
+    cost: &OpCost,
+    measured_ms: f64,
+    ceilings: Option<&Ceilings>,
+) -> RunPoint {
+    let s = measured_ms * 1e-3;
+    let mut text = format!(
+        "{label}\nmeasured {measured_ms:.4} ms: {:.1} GFLOP/s, {:.1} GB/s",
+        cost.flops / s / 1e9,
+        cost.bytes / s / 1e9
+    );
+    if let Some(c) = ceilings {
+        let p = c.predict(cost);
+        text += &format!("\npredicted {:.4} ms ({}-bound)", p.seconds * 1e3, p.bound);
+        if let Some(f) = c.fraction_of_roofline(cost, s) {
+            text += &format!(", {:.0} % of the roofline", f * 100.0);
+        }
+    }
+    RunPoint {
+        intensity: cost.flops / cost.bytes.max(1.0),
+        gflops: cost.flops / s / 1e9,
+        text,
+    }
+}

@@ -1,0 +1,121 @@
+//! Roofline: log-log, the spec-table and the measured roofs with their ridge points, and
+//! every kernel run measured in this session as a point (hover: op, shape, predicted and
+//! measured time). A quick sweep fills it in one click.
+
+use ridge_kernels::sweep::{self, SweepSize};
+use ridge_model::OpCost;
+
+use crate::Gpu;
+use crate::plot::{self, PALETTE, Roof, RunPoint, Series};
+use crate::tasks::{self, Task};
+
+type SweepResult = Result<Vec<(String, OpCost, f64)>, String>;
+
+/// Measured runs and the sweep in flight.
+#[derive(Default)]
+pub struct State {
+    /// Every measured run: (label, point); a new measurement of a label replaces the old.
+    pub points: Vec<(String, RunPoint)>,
+    /// Why the last sweep failed.
+    pub error: Option<String>,
+    sweep: Option<Task<SweepResult>>,
+}
+
+impl State {
+    /// Adds or replaces the run called `label`.
+    pub fn record(&mut self, label: String, point: RunPoint) {
+        match self.points.iter_mut().find(|(l, _)| *l == label) {
+            Some(slot) => slot.1 = point,
+            None => self.points.push((label, point)),
+        }
+    }
+
+    /// Whether a sweep is running.
+    pub fn busy(&self) -> bool {
+        self.sweep.is_some()
+    }
+
+    /// Collects a finished sweep.
+    pub fn poll(&mut self, gpu: &Gpu) {
+        if let Some(result) = self.sweep.as_ref().and_then(Task::take) {
+            self.sweep = None;
+            match result {
+                Ok(runs) => {
+                    let c = gpu.best_ceilings();
+                    for (label, cost, ms) in runs {
+                        let p = super::run_point(&label, &cost, ms, c.as_ref());
+                        self.record(label, p);
+                    }
+                }
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+
+    fn start_sweep(&mut self, gpu: &Gpu, egui: &egui::Context) {
+        let Some(ctx) = gpu.ctx.clone() else { return };
+        self.error = None;
+        self.sweep = Some(tasks::spawn(egui, move || async move {
+            let mut runs = Vec::new();
+            for case in sweep::cases(&ctx, SweepSize::Quick, &[]) {
+                let prepared = sweep::prepare(&ctx, &case).map_err(|e| e.to_string())?;
+                let ms = ridge_kernels::ceilings::median_ms(&ctx, 5, &prepared.launch)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let label = format!("{} {:?} {}", case.op, case.shape, case.dtype);
+                runs.push((label, prepared.cost, ms));
+            }
+            Ok(runs)
+        }));
+    }
+}
+
+/// The roofs of this adapter: spec table and measured.
+pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
+    let mut roofs = Vec::new();
+    if let (Some(c), Some(s)) = (gpu.spec_ceilings(), &gpu.spec) {
+        roofs.push(Roof {
+            name: format!("{} (spec)", s.name),
+            ceilings: c,
+            color: PALETTE[0],
+        });
+    }
+    if let Some(c) = gpu.measured_ceilings() {
+        roofs.push(Roof {
+            name: "measured here".into(),
+            ceilings: c,
+            color: PALETTE[1],
+        });
+    }
+    roofs
+}
+
+/// Draws the panel.
+pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
+    ui.horizontal(|ui| {
+        let ready = gpu.ctx.is_some() && !busy;
+        if ui
+            .add_enabled(ready, egui::Button::new("Run the quick sweep"))
+            .clicked()
+        {
+            state.start_sweep(gpu, ui.ctx());
+        }
+        if state.sweep.is_some() {
+            ui.spinner();
+            ui.label("measuring every kernel…");
+        }
+        ui.label(format!("{} runs plotted", state.points.len()));
+        if let Some(c) = gpu.best_ceilings() {
+            ui.label(format!("ridge point {:.1} FLOP/byte", c.ridge_point()));
+        }
+    });
+    if let Some(e) = &state.error {
+        ui.colored_label(egui::Color32::RED, e);
+    }
+    let series = [Series {
+        name: "kernel runs".into(),
+        color: PALETTE[2],
+        points: state.points.iter().map(|(_, p)| p.clone()).collect(),
+    }];
+    plot::roofline(ui, "roofline", &roofs(gpu), &series);
+}

@@ -1,0 +1,281 @@
+//! Transformer: all-MiniLM-L6-v2 on Ridge's kernels. Type sentences, get their embeddings'
+//! cosine-similarity table, and the GPU time of the pass per op and per layer next to the
+//! performance model's prediction for the same dispatches (`ridge_model::transformer::
+//! encoder_ops`, priced with this adapter's ceilings).
+
+use std::sync::Arc;
+
+use ridge_model::transformer::{TransformerShape, encoder_ops};
+use ridge_nn::SentenceEmbedder;
+
+use crate::Gpu;
+use crate::tasks::{self, Task};
+
+/// Embeddings of one pass and its profile.
+pub struct Embedded {
+    /// The sentences.
+    pub texts: Vec<String>,
+    /// One embedding per sentence.
+    pub vectors: Vec<Vec<f32>>,
+    /// Tokens per sequence after padding (the longest sentence).
+    pub seq: usize,
+    /// Measured GPU time per op: (name, dispatches, ms).
+    pub by_name: Vec<(String, usize, Option<f64>)>,
+    /// Measured GPU time per scope (embeddings, layer.0 … layer.5, pooling).
+    pub by_scope: Vec<(String, usize, Option<f64>)>,
+}
+
+/// The panel's state.
+pub struct State {
+    /// The sentences, one per line.
+    pub text: String,
+    /// The loaded model.
+    pub model: Option<Arc<SentenceEmbedder>>,
+    /// The last pass.
+    pub result: Option<Embedded>,
+    /// Why loading or embedding failed.
+    pub error: Option<String>,
+    loading: Option<Task<Result<SentenceEmbedder, String>>>,
+    running: Option<Task<Result<Embedded, String>>>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            text: "A man is playing a guitar.\nSomeone plays an instrument.\nThe stock market fell sharply today.\nShares dropped at the close of trading.".into(),
+            model: None,
+            result: None,
+            error: None,
+            loading: None,
+            running: None,
+        }
+    }
+}
+
+impl State {
+    /// Whether the model is loading or a pass is running.
+    pub fn busy(&self) -> bool {
+        self.loading.is_some() || self.running.is_some()
+    }
+
+    /// Collects finished work.
+    pub fn poll(&mut self) {
+        if let Some(r) = self.loading.as_ref().and_then(Task::take) {
+            self.loading = None;
+            match r {
+                Ok(m) => self.model = Some(Arc::new(m)),
+                Err(e) => self.error = Some(e),
+            }
+        }
+        if let Some(r) = self.running.as_ref().and_then(Task::take) {
+            self.running = None;
+            match r {
+                Ok(e) => self.result = Some(e),
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+}
+
+/// The model files: the local cache natively, `model/` next to the page in the browser.
+#[cfg(not(target_arch = "wasm32"))]
+async fn load(ctx: &ridge_core::Context) -> Result<SentenceEmbedder, String> {
+    let dir = ridge_nn::fetch::minilm_dir();
+    SentenceEmbedder::load(ctx, &dir)
+        .map_err(|e| format!("{e} (run `cargo xtask fetch-model` first)"))
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn load(ctx: &ridge_core::Context) -> Result<SentenceEmbedder, String> {
+    let base = web_sys::window()
+        .and_then(|w| w.location().href().ok())
+        .and_then(|href| href.rsplit_once('/').map(|(b, _)| format!("{b}/model/")))
+        .ok_or("no page location")?;
+    let mut files = ridge_nn::ModelFiles {
+        base: base.clone(),
+        files: Default::default(),
+    };
+    for name in [
+        "config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+        "tokenizer.json",
+        "model.safetensors",
+    ] {
+        if let Some(bytes) = fetch(&format!("{base}{name}")).await? {
+            files.files.insert(name.into(), bytes);
+        }
+    }
+    SentenceEmbedder::from_source(ctx, &files).map_err(|e| e.to_string())
+}
+
+/// The bytes at `url`; `None` for a 404.
+#[cfg(target_arch = "wasm32")]
+async fn fetch(url: &str) -> Result<Option<Vec<u8>>, String> {
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_futures::JsFuture;
+    let fail = |e: wasm_bindgen::JsValue| format!("{url}: {e:?}");
+    let window = web_sys::window().ok_or("no window")?;
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(fail)?
+        .dyn_into()
+        .map_err(fail)?;
+    if response.status() == 404 {
+        return Ok(None);
+    }
+    if !response.ok() {
+        return Err(format!("{url}: HTTP {}", response.status()));
+    }
+    let buffer = JsFuture::from(response.array_buffer().map_err(fail)?)
+        .await
+        .map_err(fail)?;
+    Ok(Some(js_sys::Uint8Array::new(&buffer).to_vec()))
+}
+
+/// Draws the panel.
+pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
+    let Some(ctx) = gpu.ctx.clone() else {
+        ui.label("no adapter");
+        return;
+    };
+    if let Some(e) = &state.error {
+        ui.colored_label(egui::Color32::RED, e);
+    }
+    let Some(model) = state.model.clone() else {
+        if state.loading.is_some() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("loading all-MiniLM-L6-v2 and uploading its weights…");
+            });
+        } else if ui
+            .add_enabled(!busy, egui::Button::new("Load all-MiniLM-L6-v2"))
+            .clicked()
+        {
+            state.error = None;
+            state.loading = Some(tasks::spawn(
+                ui.ctx(),
+                move || async move { load(&ctx).await },
+            ));
+        }
+        return;
+    };
+    let label = ui.label("Sentences, one per line (at most 32):");
+    ui.text_edit_multiline(&mut state.text)
+        .labelled_by(label.id);
+    ui.horizontal(|ui| {
+        if ui.add_enabled(!busy, egui::Button::new("Embed")).clicked() {
+            let texts: Vec<String> = state
+                .text
+                .lines()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .take(32)
+                .map(String::from)
+                .collect();
+            if !texts.is_empty() {
+                state.error = None;
+                state.running = Some(tasks::spawn(ui.ctx(), move || async move {
+                    embed(&ctx, &model, texts).await.map_err(|e| e.to_string())
+                }));
+            }
+        }
+        if state.running.is_some() {
+            ui.spinner();
+        }
+    });
+    let Some(r) = &state.result else { return };
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        ui.heading("Cosine similarity");
+        egui::Grid::new("similarity").striped(true).show(ui, |ui| {
+            ui.label("");
+            for j in 0..r.texts.len() {
+                ui.strong(format!("#{}", j + 1));
+            }
+            ui.end_row();
+            for (i, a) in r.vectors.iter().enumerate() {
+                ui.label(format!("#{} {}", i + 1, r.texts[i]));
+                for b in &r.vectors {
+                    ui.label(format!("{:.3}", ridge_nn::cosine(a, b)));
+                }
+                ui.end_row();
+            }
+        });
+        let plan = encoder_ops(
+            &TransformerShape::minilm_l6(),
+            r.texts.len(),
+            r.seq,
+            model_normalizes(state),
+            4,
+        );
+        let c = gpu.best_ceilings();
+        let predicted = |pick: &dyn Fn(&ridge_model::transformer::PlannedOp) -> bool| {
+            c.as_ref().map(|c| {
+                plan.iter()
+                    .filter(|p| pick(p))
+                    .map(|p| c.predict(&p.cost).seconds * 1e3)
+                    .sum::<f64>()
+            })
+        };
+        for (title, rows, by_scope) in [
+            ("GPU time per op", &r.by_name, false),
+            ("GPU time per layer", &r.by_scope, true),
+        ] {
+            ui.heading(format!(
+                "{title} ({} sentences × {} tokens)",
+                r.texts.len(),
+                r.seq
+            ));
+            egui::Grid::new(title).striped(true).show(ui, |ui| {
+                for h in ["", "dispatches", "measured", "predicted"] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for (name, count, ms) in rows.iter() {
+                    let p = predicted(&|op| {
+                        if by_scope {
+                            op.scope == *name
+                        } else {
+                            op.name == *name
+                        }
+                    });
+                    ui.label(name);
+                    ui.label(count.to_string());
+                    ui.label(super::ms(*ms));
+                    ui.label(super::ms(p));
+                    ui.end_row();
+                }
+            });
+        }
+    });
+}
+
+fn model_normalizes(state: &State) -> bool {
+    state.model.as_ref().is_some_and(|m| m.pipeline().normalize)
+}
+
+async fn embed(
+    ctx: &ridge_core::Context,
+    model: &SentenceEmbedder,
+    texts: Vec<String>,
+) -> ridge_nn::Result<Embedded> {
+    let seq = texts
+        .iter()
+        .map(|t| model.tokenize(t).map(|ids| ids.len()))
+        .collect::<ridge_nn::Result<Vec<_>>>()?
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    ctx.start_profiling();
+    let vectors = model.embed(ctx, &refs, refs.len()).await;
+    let profile = ctx.finish_profiling().await?;
+    Ok(Embedded {
+        vectors: vectors?,
+        seq,
+        by_name: profile.by_name(),
+        by_scope: profile.by_scope(),
+        texts,
+    })
+}

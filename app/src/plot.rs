@@ -1,0 +1,148 @@
+//! Log-log roofline plots (Williams, Waterman & Patterson, "Roofline: An Insightful Visual
+//! Performance Model for Multicore Architectures", CACM 2009): attainable FLOP/s =
+//! min(peak, arithmetic intensity × bandwidth). egui_plot has linear axes, so points are
+//! plotted as log10 values and the axes label powers of ten.
+
+use egui::Color32;
+use egui_plot::{GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, PlotPoints, Points};
+use ridge_model::roofline::Ceilings;
+
+/// One measured (or predicted) kernel run on the plot.
+#[derive(Clone, Debug)]
+pub struct RunPoint {
+    /// Arithmetic intensity, FLOP/byte.
+    pub intensity: f64,
+    /// Achieved GFLOP/s.
+    pub gflops: f64,
+    /// Hover text: op, shape, predicted and measured time.
+    pub text: String,
+}
+
+/// A named set of points drawn in one colour.
+pub struct Series {
+    /// Legend name.
+    pub name: String,
+    /// Colour.
+    pub color: Color32,
+    /// The points.
+    pub points: Vec<RunPoint>,
+}
+
+/// A roofline to draw: name, ceilings, colour.
+pub struct Roof {
+    /// Legend name, e.g. `H200 spec`.
+    pub name: String,
+    /// The ceilings.
+    pub ceilings: Ceilings,
+    /// Colour.
+    pub color: Color32,
+}
+
+/// Intensities the plot spans, FLOP/byte (log10).
+const X_RANGE: (f64, f64) = (-2.0, 4.0);
+
+fn pow10_label(mark: GridMark, unit: &str) -> String {
+    let v = 10f64.powf(mark.value);
+    let text = match v {
+        v if v >= 1e12 => format!("{:.0}T", v / 1e12),
+        v if v >= 1e9 => format!("{:.0}G", v / 1e9),
+        v if v >= 1e6 => format!("{:.0}M", v / 1e6),
+        v if v >= 1e3 => format!("{:.0}k", v / 1e3),
+        v if v >= 1.0 => format!("{v:.0}"),
+        v => format!("{v:.2}"),
+    };
+    format!("{text}{unit}")
+}
+
+/// Log-spaced points of `min(peak, I × bandwidth)` in GFLOP/s, the ridge point included.
+fn roof_points(c: &Ceilings) -> Vec<[f64; 2]> {
+    let mut xs: Vec<f64> = (0..=60)
+        .map(|i| X_RANGE.0 + (X_RANGE.1 - X_RANGE.0) * i as f64 / 60.0)
+        .collect();
+    xs.push(c.ridge_point().log10());
+    xs.sort_by(f64::total_cmp);
+    xs.into_iter()
+        .map(|x| [x, (c.attainable(10f64.powf(x)) / 1e9).log10()])
+        .collect()
+}
+
+/// Draws rooflines and points; hovering a point shows its text, elsewhere the coordinates.
+pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) {
+    // Points without FLOPs (copies, transposes) have no place on a log FLOP/s axis.
+    let shown: Vec<(&Series, Vec<&RunPoint>)> = series
+        .iter()
+        .map(|s| {
+            let pts = s
+                .points
+                .iter()
+                .filter(|p| p.intensity > 0.0 && p.gflops > 0.0);
+            (s, pts.collect())
+        })
+        .collect();
+    let texts: Vec<(String, Vec<String>)> = shown
+        .iter()
+        .map(|(s, pts)| (s.name.clone(), pts.iter().map(|p| p.text.clone()).collect()))
+        .collect();
+    Plot::new(id)
+        .legend(Legend::default())
+        .x_axis_label("arithmetic intensity (FLOP/byte)")
+        .y_axis_label("GFLOP/s")
+        .x_axis_formatter(|m, _| pow10_label(m, ""))
+        .y_axis_formatter(|m, _| pow10_label(m, ""))
+        .default_x_bounds(X_RANGE.0, X_RANGE.1)
+        .label_formatter(move |pos| match pos {
+            HoverPosition::NearDataPoint {
+                plot_name, index, ..
+            } => texts
+                .iter()
+                .find(|(n, _)| n == plot_name)
+                .and_then(|(_, t)| t.get(*index).cloned())
+                .or_else(|| Some(plot_name.to_string())),
+            HoverPosition::Elsewhere { position } => Some(format!(
+                "{:.3} FLOP/byte\n{:.1} GFLOP/s",
+                10f64.powf(position.x),
+                10f64.powf(position.y)
+            )),
+        })
+        .show(ui, |plot| {
+            for r in roofs {
+                plot.line(
+                    Line::new(r.name.clone(), PlotPoints::from(roof_points(&r.ceilings)))
+                        .color(r.color)
+                        .width(2.0),
+                );
+                let ridge = r.ceilings.ridge_point();
+                plot.points(
+                    Points::new(
+                        format!("{} ridge point", r.name),
+                        vec![[ridge.log10(), (r.ceilings.peak_flops / 1e9).log10()]],
+                    )
+                    .shape(MarkerShape::Diamond)
+                    .radius(5.0)
+                    .color(r.color),
+                );
+            }
+            for (s, pts) in shown {
+                let pts: Vec<[f64; 2]> = pts
+                    .iter()
+                    .map(|p| [p.intensity.log10(), p.gflops.log10()])
+                    .collect();
+                plot.points(
+                    Points::new(s.name.clone(), pts)
+                        .radius(3.5)
+                        .filled(true)
+                        .color(s.color),
+                );
+            }
+        });
+}
+
+/// Distinct colours for series and roofs.
+pub const PALETTE: [Color32; 6] = [
+    Color32::from_rgb(31, 119, 180),
+    Color32::from_rgb(214, 39, 40),
+    Color32::from_rgb(44, 160, 44),
+    Color32::from_rgb(255, 127, 14),
+    Color32::from_rgb(148, 103, 189),
+    Color32::from_rgb(140, 86, 75),
+];

@@ -1,0 +1,170 @@
+//! The dashboard under egui_kittest. Snapshot tests render the GPU-independent panels
+//! (Teach, Compare with the shipped reports) and compare them with the images in
+//! `docs/screenshots/` (the README's screenshots; `UPDATE_SNAPSHOTS=1` rewrites them). The
+//! GPU test drives the live panels on whatever adapter is present: ceilings measured, a
+//! kernel run plotted, MiniLM embedded with a per-op breakdown.
+
+use std::time::{Duration, Instant};
+
+use egui_kittest::kittest::Queryable as _;
+use egui_kittest::{Harness, SnapshotOptions};
+use ridge_app::{RidgeApp, Tab};
+
+fn harness(app: RidgeApp) -> Harness<'static, RidgeApp> {
+    Harness::builder()
+        .with_size([1280.0, 820.0])
+        .wgpu()
+        .build_ui_state(|ui, app: &mut RidgeApp| app.show(ui), app)
+}
+
+fn snapshot(h: &mut Harness<'_, RidgeApp>, name: &str) {
+    // Text anti-aliasing differs a little between GPU drivers.
+    let options = SnapshotOptions::new()
+        .output_path("../docs/screenshots")
+        .threshold(2.0)
+        .max_failed_pixels(2000);
+    h.snapshot_options(name, &options);
+}
+
+#[test]
+fn teach_panel() {
+    let mut app = RidgeApp::offline();
+    app.tab = Tab::Teach;
+    let mut h = harness(app);
+    h.run();
+    // The op-by-op count and both quoted formulas are shown, and ops sit on the roofline.
+    h.get_by_label("24·n·d² + 4·n²·d");
+    h.get_by_label("8·n·d² + 4·n²·d");
+    assert!(
+        h.query_all_by_label_contains("ridge point")
+            .next()
+            .is_some()
+    );
+    snapshot(&mut h, "teach");
+}
+
+#[test]
+fn compare_panel_with_the_shipped_reports() {
+    let mut app = RidgeApp::offline();
+    app.tab = Tab::Compare;
+    assert_eq!(app.compare.reports.len(), 2, "{:?}", app.compare.error);
+    let mut h = harness(app);
+    h.run();
+    assert!(
+        h.query_all_by_label_contains("NVIDIA H200")
+            .next()
+            .is_some()
+    );
+    assert!(h.query_all_by_label_contains("llvmpipe").next().is_some());
+    snapshot(&mut h, "compare");
+}
+
+#[test]
+fn a_bad_report_is_refused_with_a_message() {
+    let mut app = RidgeApp::offline();
+    app.compare.add("broken.json", b"{ \"adapter\": 3 }");
+    assert_eq!(app.compare.reports.len(), 2);
+    let e = app.compare.error.clone().unwrap_or_default();
+    assert!(
+        e.starts_with("broken.json: not a `ridge bench --json` report"),
+        "{e}"
+    );
+}
+
+/// Steps the harness until `done` or the deadline, with real time passing for the
+/// background tasks.
+fn step_until(
+    h: &mut Harness<'_, RidgeApp>,
+    what: &str,
+    secs: u64,
+    done: impl Fn(&RidgeApp) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done(h.state()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        h.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    h.step();
+}
+
+#[test]
+fn live_panels_on_this_adapter() {
+    let mut h = harness(RidgeApp::new(None));
+    step_until(&mut h, "the adapter and its ceilings", 300, |a| {
+        a.gpu.error.is_some() || (a.gpu.measured.is_some() || a.gpu.measure_error.is_some())
+    });
+    let app = h.state();
+    assert!(app.gpu.error.is_none(), "{:?}", app.gpu.error);
+    assert!(
+        app.gpu.measure_error.is_none(),
+        "{:?}",
+        app.gpu.measure_error
+    );
+    let m = app.gpu.measured.as_ref().unwrap();
+    assert!(m.bandwidth_gbps > 0.0 && m.f32_tflops > 0.0);
+    let name = app.gpu.ctx.as_ref().unwrap().info().name.clone();
+
+    h.state_mut().tab = Tab::Adapter;
+    h.step();
+    assert!(h.query_all_by_label_contains(&name).next().is_some());
+
+    // One kernel run lands on the roofline with its prediction.
+    h.state_mut().tab = Tab::Kernels;
+    h.step();
+    h.get_by_label("Run once").click();
+    step_until(&mut h, "a kernel run", 120, |a| {
+        !a.roofline.points.is_empty()
+    });
+    assert!(
+        h.query_by_label_contains("measured (median of 5)")
+            .is_some()
+    );
+    let (label, point) = &h.state().roofline.points[0];
+    assert!(label.starts_with("gemm [256, 256, 256]"), "{label}");
+    assert!(
+        point.gflops > 0.0 && point.text.contains("predicted"),
+        "{}",
+        point.text
+    );
+
+    // MiniLM: loaded, two sentences embedded, the breakdown shown.
+    if !ridge_nn::fetch::minilm_dir()
+        .join("model.safetensors")
+        .exists()
+    {
+        eprintln!("MiniLM files missing (cargo xtask fetch-model): Transformer panel not tested");
+        return;
+    }
+    h.state_mut().tab = Tab::Transformer;
+    h.step();
+    h.get_by_label("Load all-MiniLM-L6-v2").click();
+    step_until(&mut h, "the model", 300, |a| {
+        a.transformer.model.is_some() || a.transformer.error.is_some()
+    });
+    assert!(
+        h.state().transformer.error.is_none(),
+        "{:?}",
+        h.state().transformer.error
+    );
+    h.state_mut().transformer.text = "A cat sits on the mat.\nA kitten rests on a rug.".into();
+    h.step();
+    h.get_by_label("Embed").click();
+    step_until(&mut h, "the embeddings", 600, |a| {
+        a.transformer.result.is_some() || a.transformer.error.is_some()
+    });
+    let r = h.state().transformer.result.as_ref().expect("embedded");
+    assert_eq!((r.vectors.len(), r.vectors[0].len()), (2, 384));
+    let sim = ridge_nn::cosine(&r.vectors[0], &r.vectors[1]);
+    assert!(sim > 0.5 && sim < 0.999, "cosine of two paraphrases {sim}");
+    assert!(
+        r.by_name.iter().any(|(n, c, _)| n == "gemm" && *c == 24),
+        "{:?}",
+        r.by_name
+    );
+    assert!(
+        h.query_all_by_label_contains("GPU time per layer")
+            .next()
+            .is_some()
+    );
+}
