@@ -53,7 +53,9 @@ pub async fn start_dashboard(canvas_id: String, adapter_name: String) -> Result<
         },
         ..Default::default()
     };
-    eframe::WebRunner::new()
+    // The runner must outlive this call: dropping it tears the dashboard down.
+    let runner = DASHBOARD.with(|d| d.clone());
+    runner
         .start(
             canvas,
             options,
@@ -75,6 +77,11 @@ pub async fn start_dashboard(canvas_id: String, adapter_name: String) -> Result<
             }),
         )
         .await
+}
+
+thread_local! {
+    /// The page's dashboard runner, alive as long as the page.
+    static DASHBOARD: eframe::WebRunner = eframe::WebRunner::new();
 }
 
 fn js_err(e: impl std::fmt::Display) -> JsValue {

@@ -386,9 +386,14 @@ pub(crate) async fn read_buffer(
         let _ = tx.send(r);
     });
     ctx.wait()?;
-    rx.await
-        .map_err(|_| Error::DeviceLost("read-back was cancelled".into()))?
-        .map_err(|e| Error::Gpu(format!("mapping a read-back buffer: {e}")))?;
+    let mapped = rx
+        .await
+        .map_err(|_| Error::DeviceLost("read-back was cancelled".into()))?;
+    if let Err(e) = mapped {
+        // A lost device or an earlier validation error is the cause worth reporting.
+        ctx.take_error()?;
+        return Err(Error::Gpu(format!("mapping a read-back buffer: {e}")));
+    }
     let mut data = staging
         .slice(..bytes.max(4))
         .get_mapped_range()
