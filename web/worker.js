@@ -9,16 +9,6 @@ import init, { Ridge } from "./pkg/ridge_web.js";
 
 let ridge = null;
 
-// The files of a sentence-transformers folder Ridge reads. A 404 leaves a file out; Ridge
-// then says which required file is missing, by URL.
-const MODEL_FILES = [
-  "config.json",
-  "modules.json",
-  "sentence_bert_config.json",
-  "1_Pooling/config.json",
-  "tokenizer.json",
-  "model.safetensors",
-];
 const CACHE_NAME = "ridge-model-v1";
 
 async function adapterName() {
@@ -48,7 +38,8 @@ const commands = {
     if (!url.pathname.endsWith("/")) url.pathname += "/";
     const cache = "caches" in self ? await caches.open(CACHE_NAME) : null;
     const fromCache = [];
-    for (const name of MODEL_FILES) {
+    // A 404 leaves a file out; Ridge then says which required file is missing, by URL.
+    for (const name of Ridge.model_files()) {
       const bytes = await fetchFile(cache, new URL(name, url), name, fromCache);
       if (bytes) ridge.add_model_file(name, bytes);
     }

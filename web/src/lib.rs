@@ -203,6 +203,11 @@ impl Ridge {
         })
     }
 
+    /// The files of a model folder to fetch (absent ones may be left out).
+    pub fn model_files() -> Vec<String> {
+        ridge_nn::source::MODEL_FILES.map(String::from).to_vec()
+    }
+
     /// Adds one fetched file of the model folder (`name` relative to it, e.g.
     /// `1_Pooling/config.json`).
     pub fn add_model_file(&self, name: String, bytes: Vec<u8>) {

@@ -95,14 +95,7 @@ async fn load(ctx: &ridge_core::Context) -> Result<SentenceEmbedder, String> {
         base: base.clone(),
         files: Default::default(),
     };
-    for name in [
-        "config.json",
-        "modules.json",
-        "sentence_bert_config.json",
-        "1_Pooling/config.json",
-        "tokenizer.json",
-        "model.safetensors",
-    ] {
+    for name in ridge_nn::source::MODEL_FILES {
         if let Some(bytes) = fetch(&format!("{base}{name}")).await? {
             files.files.insert(name.into(), bytes);
         }

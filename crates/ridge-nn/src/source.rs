@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::weights::WeightsFile;
 
+/// Every file of a sentence-transformers folder Ridge reads, by relative name; a source
+/// that fetches them (the browser) asks for these and leaves out the absent ones, and
+/// loading then names any required file that is missing.
+pub const MODEL_FILES: [&str; 6] = [
+    "config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+    "tokenizer.json",
+    "model.safetensors",
+];
+
 /// A model folder's files, by relative `/`-separated name (`config.json`,
 /// `1_Pooling/config.json`, …).
 pub trait ModelSource {
