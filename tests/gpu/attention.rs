@@ -125,13 +125,7 @@ fn dense_every_head_dim_mask_and_dtype() {
 fn strided_layouts_read_a_packed_projection_in_place() {
     on_every_adapter("attention_layouts", |ctx| {
         let (b, h, s, d) = (2, 3, 19, 32);
-        let att = Attention {
-            q: HeadLayout::packed_qkv(0, s, h, d),
-            k: HeadLayout::packed_qkv(1, s, h, d),
-            v: HeadLayout::packed_qkv(2, s, h, d),
-            o: HeadLayout::bshd(s, h, d),
-            ..Attention::new(b, h, s, d)
-        };
+        let att = Attention::packed_qkv(b, h, s, d);
         check(ctx, att, DType::F32, Some(&[19, 11]), None, 3)
     });
 }

@@ -53,9 +53,8 @@ fn ensure_wasm_tools() -> Result {
     Ok(())
 }
 
-/// Builds `web/pkg/` (the wasm module and its JS bindings).
-pub fn build() -> Result {
-    ensure_wasm_tools()?;
+/// Builds `web/pkg/` (the wasm module and its JS bindings); call [`ensure_wasm_tools`] first.
+fn build() -> Result {
     run(
         "cargo",
         &["build", "--release", "--target", TARGET, "-p", "ridge-web"],
@@ -173,6 +172,7 @@ pub fn web(args: &[String]) -> Result {
         [flag, n] if flag == "--port" => n.parse().map_err(|_| format!("bad port {n:?}"))?,
         _ => return Err("usage: cargo xtask web [--port N]".into()),
     };
+    ensure_wasm_tools()?;
     build()?;
     let model = model_dir()?;
     let (url, handle) = serve(port, model)?;

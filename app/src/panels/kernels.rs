@@ -4,7 +4,7 @@
 
 use egui_plot::{HLine, Line, Plot, PlotPoints};
 use ridge_core::DType;
-use ridge_kernels::sweep::{self, CaseSpec};
+use ridge_kernels::sweep::CaseSpec;
 use ridge_model::OpCost;
 
 use super::roofline;
@@ -122,12 +122,7 @@ impl State {
         let Some(ctx) = gpu.ctx.clone() else { return };
         let case = self.case();
         self.running = Some(tasks::spawn(egui, move || async move {
-            let prepared = sweep::prepare(&ctx, &case).map_err(|e| e.to_string())?;
-            let ms = ridge_kernels::ceilings::median_ms(&ctx, 5, &prepared.launch)
-                .await
-                .map_err(|e| e.to_string())?;
-            let label = format!("{} {:?} {}", case.op, case.shape, case.dtype);
-            Ok((label, prepared.cost, ms))
+            super::measure_case(&ctx, &case).await
         }));
     }
 }
@@ -179,7 +174,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         ui.colored_label(egui::Color32::RED, e);
     }
     let case = state.case();
-    let label = format!("{} {:?} {}", case.op, case.shape, case.dtype);
+    let label = super::label(&case);
     // The cost comes with the prepared case: shown once this shape has been measured.
     let cost = state
         .last

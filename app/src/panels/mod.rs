@@ -7,6 +7,8 @@ pub mod roofline;
 pub mod teach;
 pub mod transformer;
 
+use ridge_core::Context;
+use ridge_kernels::sweep::{self, CaseSpec};
 use ridge_model::OpCost;
 use ridge_model::roofline::Ceilings;
 
@@ -42,4 +44,19 @@ pub fn run_point(
         gflops: cost.flops / s / 1e9,
         text,
     }
+}
+
+/// Allocates `case` and measures it (median of 5 launches after one untimed):
+/// (label, cost, ms).
+pub async fn measure_case(ctx: &Context, case: &CaseSpec) -> Result<(String, OpCost, f64), String> {
+    let prepared = sweep::prepare(ctx, case).map_err(|e| e.to_string())?;
+    let ms = ridge_kernels::ceilings::median_ms(ctx, 5, &prepared.launch)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((label(case), prepared.cost, ms))
+}
+
+/// `op [shape] dtype`, the name of a run on the roofline.
+pub fn label(case: &CaseSpec) -> String {
+    format!("{} {:?} {}", case.op, case.shape, case.dtype)
 }

@@ -58,12 +58,7 @@ impl State {
         self.sweep = Some(tasks::spawn(egui, move || async move {
             let mut runs = Vec::new();
             for case in sweep::cases(&ctx, SweepSize::Quick, &[]) {
-                let prepared = sweep::prepare(&ctx, &case).map_err(|e| e.to_string())?;
-                let ms = ridge_kernels::ceilings::median_ms(&ctx, 5, &prepared.launch)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let label = format!("{} {:?} {}", case.op, case.shape, case.dtype);
-                runs.push((label, prepared.cost, ms));
+                runs.push(super::measure_case(&ctx, &case).await?);
             }
             Ok(runs)
         }));

@@ -194,6 +194,19 @@ impl Attention {
         }
     }
 
+    /// Attention reading Q, K and V in place from one packed projection `[batch, seq, 3 ·
+    /// heads · head_dim]` (Q | K | V per token) and writing the heads side by side,
+    /// `[batch, seq, heads, head_dim]`: what a Transformer layer feeds it, no permutes.
+    pub fn packed_qkv(batch: usize, heads: usize, seq: usize, head_dim: usize) -> Self {
+        Self {
+            q: HeadLayout::packed_qkv(0, seq, heads, head_dim),
+            k: HeadLayout::packed_qkv(1, seq, heads, head_dim),
+            v: HeadLayout::packed_qkv(2, seq, heads, head_dim),
+            o: HeadLayout::bshd(seq, heads, head_dim),
+            ..Self::new(batch, heads, seq, head_dim)
+        }
+    }
+
     /// Query–key pairs computed: n² dense, nnz blocks × block² sparse.
     pub fn pairs(&self, layout: Option<&BlockLayout>) -> f64 {
         match layout {

@@ -13,7 +13,7 @@
 //! host round trip until the caller reads a result.
 
 use ridge_core::{Context, DType, Tensor};
-use ridge_kernels::attention::{Attention, HeadLayout};
+use ridge_kernels::attention::Attention;
 use ridge_kernels::{Gemm, Norm, NormKind, Unary, binary, embedding, unary};
 
 use crate::config::BertConfig;
@@ -252,13 +252,7 @@ impl Bert {
             // Fused attention reads Q, K and V straight out of the packed projection and writes
             // the heads side by side: no permutes, no score matrix in memory.
             let merged = new(&[b, s, nh, dh])?;
-            let attention = Attention {
-                q: HeadLayout::packed_qkv(0, s, nh, dh),
-                k: HeadLayout::packed_qkv(1, s, nh, dh),
-                v: HeadLayout::packed_qkv(2, s, nh, dh),
-                o: HeadLayout::bshd(s, nh, dh),
-                ..Attention::new(b, nh, s, dh)
-            };
+            let attention = Attention::packed_qkv(b, nh, s, dh);
             attention.run(ctx, &qkv, &qkv, &qkv, Some(&lengths), None, &merged)?;
             let attn = new(&[t, h])?;
             linear(h, h).run(

@@ -122,17 +122,7 @@ mod tests {
             op: "gemm".into(),
             bucket: vec![64, 64, 64],
             dtype: "f32".into(),
-            params: [
-                ("COOP", 0),
-                ("BM", bm),
-                ("BN", 32),
-                ("BK", 8),
-                ("TM", 4),
-                ("TN", 4),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
+            params: params(bm),
             shader_hash: hash.into(),
             ms: Some(1.0),
             origin: Origin::Measured {
