@@ -19,8 +19,8 @@ pub mod tasks;
 use std::sync::Arc;
 
 use ridge_core::{Context, ContextOptions};
-use ridge_kernels::ceilings::MeasuredCeilings;
 use ridge_model::hardware::{GpuSpec, Precision};
+use ridge_model::report::{BenchReport, Measured};
 use ridge_model::roofline::Ceilings;
 
 use tasks::Task;
@@ -75,14 +75,16 @@ pub struct Gpu {
     /// The adapter's row of the spec table, if it has one.
     pub spec: Option<GpuSpec>,
     /// Ceilings measured on this adapter (bandwidth curve, FMA peak, dispatch overhead).
-    pub measured: Option<MeasuredCeilings>,
+    pub measured: Option<Measured>,
     /// Why measuring failed.
     pub measure_error: Option<String>,
+    /// The `ridge bench --json` report shown instead of a GPU ([`RidgeApp::replay`]).
+    pub replayed: Option<BenchReport>,
     adapter_name: Option<String>,
     offline: bool,
     measure_started: bool,
     opening: Option<Task<Result<Context, String>>>,
-    measuring: Option<Task<Result<MeasuredCeilings, String>>>,
+    measuring: Option<Task<Result<Measured, String>>>,
 }
 
 impl Gpu {
@@ -93,6 +95,7 @@ impl Gpu {
             spec: None,
             measured: None,
             measure_error: None,
+            replayed: None,
             adapter_name,
             offline,
             measure_started: false,
@@ -218,6 +221,27 @@ impl RidgeApp {
         Self::build(None, true)
     }
 
+    /// A dashboard that shows a `ridge bench --json` report as if it had just been measured,
+    /// without opening a GPU: the report's adapter, spec-table row and measured ceilings on
+    /// the Adapter panel, every timed case on the Roofline panel (hover: predicted and
+    /// measured), predictions on the Kernels panel. For looking at another machine's run
+    /// in the live panels, and for their snapshot tests.
+    pub fn replay(report: &BenchReport) -> Self {
+        let mut app = Self::offline();
+        app.gpu.spec = report.spec.clone();
+        app.gpu.measured = Some(report.measured.clone());
+        app.gpu.replayed = Some(report.clone());
+        let ceilings = app.gpu.best_ceilings();
+        for row in &report.rows {
+            let Some(ms) = row.measured_ms else { continue };
+            let label = format!("{} {:?} {}", row.op, row.shape, row.dtype);
+            let cost = ridge_model::OpCost::new(row.flops, row.bytes);
+            let point = panels::run_point(&label, &cost, ms, ceilings.as_ref());
+            app.roofline.record(label, point);
+        }
+        app
+    }
+
     fn build(adapter_name: Option<String>, offline: bool) -> Self {
         Self {
             tab: Tab::Roofline,
@@ -284,6 +308,7 @@ impl RidgeApp {
             "measured_gbps": c.as_ref().map(|c| c.bandwidth / 1e9),
             "measured_gflops": c.as_ref().map(|c| c.peak_flops / 1e9),
             "roofline_points": self.roofline.points.len(),
+            "sweep_error": self.roofline.error,
             "tab": self.tab.name(),
         })
         .to_string()
@@ -298,6 +323,10 @@ fn status_line(gpu: &Gpu, busy: bool) -> String {
             if busy { " — working…" } else { "" }
         ),
         (None, Some(e)) => format!("no GPU: {e}"),
+        (None, None) if gpu.replayed.is_some() => format!(
+            "{} — replayed from a ridge bench report (no GPU)",
+            gpu.replayed.as_ref().map_or("", |r| r.adapter.as_str())
+        ),
         (None, None) if gpu.offline => "offline (no GPU)".into(),
         (None, None) => "opening the GPU…".into(),
     }

@@ -1,18 +1,51 @@
 //! `ridge-dashboard`: the dashboard in a native window (`cargo xtask dashboard`).
 
+/// Ridge's dashboard: the performance model next to your GPU. It opens the adapter
+/// (`RIDGE_ADAPTER=name` picks one), measures its ceilings, and shows the roofline, live
+/// kernel runs, MiniLM with a per-op breakdown, `ridge bench --json` reports side by side,
+/// and a teaching mode.
 #[cfg(not(target_arch = "wasm32"))]
-fn main() -> eframe::Result {
+#[derive(clap::Parser)]
+#[command(version)]
+struct Args {
+    /// Show a `ridge bench --json` report (e.g. benches/reports/h200.json) as if it had
+    /// been measured here, without opening a GPU: its adapter, ceilings and every case.
+    #[arg(long, value_name = "REPORT.json")]
+    replay: Option<std::path::PathBuf>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let args = Args::parse();
+    let app = match &args.replay {
+        None => ridge_app::RidgeApp::new(None),
+        Some(path) => {
+            let report = std::fs::read(path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+            match report {
+                Ok(r) => ridge_app::RidgeApp::replay(&r),
+                Err(e) => {
+                    eprintln!("ridge-dashboard: {}: {e}", path.display());
+                    return std::process::ExitCode::FAILURE;
+                }
+            }
+        }
+    };
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Ridge")
             .with_inner_size([1280.0, 860.0]),
         ..Default::default()
     };
-    eframe::run_native(
-        "Ridge",
-        options,
-        Box::new(|_cc| Ok(Box::new(ridge_app::RidgeApp::new(None)))),
-    )
+    match eframe::run_native("Ridge", options, Box::new(|_cc| Ok(Box::new(app)))) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ridge-dashboard: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 // The browser shell is `ridge-web`'s `start_dashboard`.

@@ -4,7 +4,9 @@
 //! plotted as log10 values and the axes label powers of ten.
 
 use egui::Color32;
-use egui_plot::{GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, PlotPoints, Points};
+use egui_plot::{
+    GridInput, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, PlotPoints, Points,
+};
 use ridge_model::roofline::Ceilings;
 
 /// One measured (or predicted) kernel run on the plot.
@@ -41,17 +43,40 @@ pub struct Roof {
 /// Intensities the plot spans, FLOP/byte (log10).
 const X_RANGE: (f64, f64) = (-2.0, 4.0);
 
-fn pow10_label(mark: GridMark, unit: &str) -> String {
+/// Grid lines of a log10 axis: one per decade (thick), and at 2–9 × each decade (thin).
+fn log_grid(input: GridInput) -> Vec<GridMark> {
+    let (lo, hi) = input.bounds;
+    let mut marks = Vec::new();
+    for decade in lo.floor() as i32..=hi.ceil() as i32 {
+        for m in 1..=9 {
+            let value = decade as f64 + (m as f64).log10();
+            if value >= lo && value <= hi {
+                let step_size = if m == 1 { 1.0 } else { 0.1 };
+                marks.push(GridMark { value, step_size });
+            }
+        }
+    }
+    marks
+}
+
+/// The label of a log10 grid line: its value (10^mark) at 1, 2 and 5 × a power of ten,
+/// with as many decimals as it needs (0.02, 500, 2k, 5M); other lines are unlabelled.
+fn pow10_label(mark: GridMark) -> String {
     let v = 10f64.powf(mark.value);
-    let text = match v {
-        v if v >= 1e12 => format!("{:.0}T", v / 1e12),
-        v if v >= 1e9 => format!("{:.0}G", v / 1e9),
-        v if v >= 1e6 => format!("{:.0}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.0}k", v / 1e3),
-        v if v >= 1.0 => format!("{v:.0}"),
-        v => format!("{v:.2}"),
-    };
-    format!("{text}{unit}")
+    let exponent = v.log10().floor();
+    let mantissa = (v / 10f64.powf(exponent)).round();
+    if ![1.0, 2.0, 5.0].contains(&mantissa) {
+        return String::new();
+    }
+    let v = mantissa * 10f64.powf(exponent);
+    match v {
+        v if v >= 1e12 => format!("{}T", v / 1e12),
+        v if v >= 1e9 => format!("{}G", v / 1e9),
+        v if v >= 1e6 => format!("{}M", v / 1e6),
+        v if v >= 1e3 => format!("{}k", v / 1e3),
+        v if v >= 1.0 => format!("{v}"),
+        v => format!("{v:.*}", (-exponent) as usize),
+    }
 }
 
 /// Log-spaced points of `min(peak, I × bandwidth)` in GFLOP/s, the ridge point included.
@@ -87,8 +112,10 @@ pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) 
         .legend(Legend::default())
         .x_axis_label("arithmetic intensity (FLOP/byte)")
         .y_axis_label("GFLOP/s")
-        .x_axis_formatter(|m, _| pow10_label(m, ""))
-        .y_axis_formatter(|m, _| pow10_label(m, ""))
+        .x_grid_spacer(log_grid)
+        .y_grid_spacer(log_grid)
+        .x_axis_formatter(|m, _| pow10_label(m))
+        .y_axis_formatter(|m, _| pow10_label(m))
         .default_x_bounds(X_RANGE.0, X_RANGE.1)
         .label_formatter(move |pos| match pos {
             HoverPosition::NearDataPoint {
@@ -146,3 +173,33 @@ pub const PALETTE: [Color32; 6] = [
     Color32::from_rgb(148, 103, 189),
     Color32::from_rgb(140, 86, 75),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(v: f64) -> String {
+        pow10_label(GridMark {
+            value: v.log10(),
+            step_size: 0.1,
+        })
+    }
+
+    #[test]
+    fn log_axis_labels_name_one_two_five_once_per_decade() {
+        assert_eq!(label(0.02), "0.02");
+        assert_eq!(label(0.5), "0.5");
+        assert_eq!(label(1.0), "1");
+        assert_eq!(label(2000.0), "2k");
+        assert_eq!(label(5e9), "5G");
+        assert_eq!(label(3.0), "");
+        assert_eq!(label(0.07), "");
+        let marks = log_grid(GridInput {
+            bounds: (-2.0, 1.0),
+            base_step_size: 0.01,
+        });
+        // 1–9 × 0.01, 0.1 and 1, then 10: 28 lines, 4 of them decades.
+        assert_eq!(marks.len(), 28);
+        assert_eq!(marks.iter().filter(|m| m.step_size == 1.0).count(), 4);
+    }
+}

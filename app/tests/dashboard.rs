@@ -1,5 +1,6 @@
-//! The dashboard under egui_kittest. Snapshot tests render the GPU-independent panels
-//! (Teach, Compare with the shipped reports) and compare them with the images in
+//! The dashboard under egui_kittest. Snapshot tests render every panel without a GPU — Teach
+//! and Compare as they are, Adapter, Roofline and Kernels replaying the shipped H200
+//! report, Transformer before a model is loaded — and compare them with the images in
 //! `docs/screenshots/` (the README's screenshots; `UPDATE_SNAPSHOTS=1` rewrites them). The
 //! GPU test drives the live panels on whatever adapter is present: ceilings measured, a
 //! kernel run plotted, MiniLM embedded with a per-op breakdown.
@@ -57,6 +58,62 @@ fn compare_panel_with_the_shipped_reports() {
     );
     assert!(h.query_all_by_label_contains("llvmpipe").next().is_some());
     snapshot(&mut h, "compare");
+}
+
+fn h200_report() -> ridge_model::report::BenchReport {
+    serde_json::from_str(include_str!("../../benches/reports/h200.json")).unwrap()
+}
+
+/// Shows `tab` replaying the H200 report, checks it names the H200 and shows `expect`, and
+/// compares it with its snapshot.
+fn replayed_panel(tab: Tab, name: &str, expect: &str) {
+    let report = h200_report();
+    let timed = report
+        .rows
+        .iter()
+        .filter(|r| r.measured_ms.is_some())
+        .count();
+    let mut app = RidgeApp::replay(&report);
+    assert_eq!(app.roofline.points.len(), timed);
+    app.tab = tab;
+    let mut h = harness(app);
+    h.run();
+    for want in [expect, "NVIDIA H200"] {
+        assert!(
+            h.query_all_by_label_contains(want).next().is_some(),
+            "{name}: no label with {want:?}"
+        );
+    }
+    snapshot(&mut h, name);
+}
+
+#[test]
+fn adapter_panel_replays_the_h200_report() {
+    replayed_panel(
+        Tab::Adapter,
+        "adapter",
+        "replayed from a ridge bench report",
+    );
+}
+
+#[test]
+fn roofline_panel_replays_the_h200_report() {
+    let timed = h200_report()
+        .rows
+        .iter()
+        .filter(|r| r.measured_ms.is_some())
+        .count();
+    replayed_panel(Tab::Roofline, "roofline", &format!("{timed} runs plotted"));
+}
+
+#[test]
+fn kernels_panel_predicts_on_the_h200_report() {
+    replayed_panel(Tab::Kernels, "kernels", "gemm");
+}
+
+#[test]
+fn transformer_panel_predicts_minilm_on_the_h200_before_a_run() {
+    replayed_panel(Tab::Transformer, "transformer", "predicted");
 }
 
 #[test]

@@ -8,11 +8,15 @@
 //   5. the autotuner's table is stored in localStorage and used on reload; a corrupt one
 //      warns and falls back;
 //   6.–7. a missing model folder or a single missing file gives a clear error in the page;
-//   8. the dashboard (dashboard.html) starts and finds the adapter.
-// Usage: node web/tests/browser.mjs http://127.0.0.1:PORT/
+//   8. the dashboard (dashboard.html) starts on the page's WebGPU canvas, finds the adapter,
+//      measures its ceilings and draws the roofline (a non-blank screenshot with the roof's
+//      colour in it), and its quick sweep plots measured kernel runs.
+// Usage: node web/tests/browser.mjs http://127.0.0.1:PORT/ (SCREENSHOT=file.png saves the web
+// dashboard after its sweep: docs/screenshots/roofline-web.png)
 
 import { readFileSync } from "node:fs";
 import { chromium } from "playwright-core";
+import { PNG } from "pngjs";
 
 const base = process.argv[2];
 if (!base) throw new Error("usage: node browser.mjs URL");
@@ -31,6 +35,16 @@ const browser = await chromium.launch({
   headless: true,
   args: [
     "--enable-unsafe-webgpu", // the only adapter here is a CPU one, blocklisted otherwise
+    // A WebGPU canvas (the dashboard) needs the compositor on Vulkan-SwiftShader too: with
+    // the headless default (GL) Chromium cannot share the swap-chain image and loses the
+    // device ("Device was destroyed") at the first getCurrentTexture. Compute needs none
+    // of these.
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--ignore-gpu-blocklist",
+    "--enable-gpu",
+    "--enable-features=Vulkan",
+    "--use-vulkan=swiftshader",
     "--no-sandbox",
     "--disable-quic",
     "--no-first-run",
@@ -176,21 +190,58 @@ try {
     `missing tokenizer.json: "${partialError}"`,
   );
 
-  // 8. The dashboard (egui on WebGPU) starts and finds the adapter. (Its ceilings
-  //    measurement on the device it shares with egui's renderer does not complete on
-  //    SwiftShader yet: the read-back map fails; logged, not checked.)
+  // 8. The dashboard (egui on WebGPU): adapter, measured ceilings, the roofline drawn.
   const dash = await open("dashboard.html");
+  const dashboard = () => dash.evaluate(() => JSON.parse(window.ridgeDashboard ?? "null"));
   await dash.waitForFunction(
     () => {
       const s = window.ridgeDashboard && JSON.parse(window.ridgeDashboard);
-      return s && (s.error || s.adapter);
+      return s && (s.error || s.measure_error || s.measured_gbps);
     },
     null,
     { timeout: 2 * 60_000, polling: 500 },
   );
-  const status = JSON.parse(await dash.evaluate(() => window.ridgeDashboard));
+  let status = await dashboard();
   console.log(`dashboard: ${JSON.stringify(status)}`);
   check(!status.error && status.adapter, `dashboard found the adapter (${status.adapter ?? status.error})`);
+  check(
+    !status.measure_error && status.measured_gbps > 0 && status.measured_gflops > 0,
+    `dashboard measured ceilings: ${status.measured_gbps?.toFixed(2)} GB/s, ` +
+      `${status.measured_gflops?.toFixed(2)} GFLOP/s (${status.measure_error ?? "no error"})`,
+  );
+  await dash.waitForTimeout(1000); // a frame with the measured roof
+  const pixels = async () => {
+    const png = PNG.sync.read(await dash.screenshot());
+    const colors = new Set();
+    let roof = 0; // the measured roof's red (egui_plot's first colour)
+    for (let i = 0; i < png.data.length; i += 4) {
+      const [r, g, b] = png.data.subarray(i, i + 3);
+      colors.add((r << 16) | (g << 8) | b);
+      if (r > 150 && g < 90 && b < 90) roof++;
+    }
+    return { colors: colors.size, roof };
+  };
+  const drawn = await pixels();
+  check(
+    drawn.colors > 100 && drawn.roof > 500,
+    `dashboard canvas drawn: ${drawn.colors} colours, ${drawn.roof} roof pixels`,
+  );
+  // The Roofline tab's first button, "Run the quick sweep", sits at the top left.
+  await dash.mouse.click(75, 43);
+  await dash.waitForFunction(
+    () => {
+      const s = JSON.parse(window.ridgeDashboard);
+      return s.roofline_points > 0 || s.sweep_error;
+    },
+    null,
+    { timeout: 4 * 60_000, polling: 500 },
+  );
+  status = await dashboard();
+  if (process.env.SCREENSHOT) await dash.screenshot({ path: process.env.SCREENSHOT }); // the README's
+  check(
+    status.roofline_points > 0,
+    `dashboard sweep plotted ${status.roofline_points} kernel runs (${status.sweep_error ?? "no error"})`,
+  );
   await dash.close();
 } catch (e) {
   check(false, `browser test aborted: ${e.message}`);

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo | test | dashboard | web [--port N] | test-browser | fetch-model>
+    "usage: cargo xtask <demo | test | dashboard [--replay R.json] | web [--port N] | test-browser | fetch-model>
 
   demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
                reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
@@ -25,7 +25,8 @@ const USAGE: &str =
                cargo fmt --check, cargo clippy -D warnings, every test, and the browser
                tests (headless Chromium's WebGPU)
   dashboard    the dashboard in a native window: live roofline, kernels, MiniLM, report
-               comparison, teaching mode (needs a display)
+               comparison, teaching mode (needs a display); --replay R.json shows a
+               `ridge bench --json` report instead of opening a GPU
   web          build Ridge for wasm32 and serve the page (adapter, kernel suite, MiniLM)
                on http://127.0.0.1:8080/ and the dashboard on /dashboard.html
                (--port N to change)
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
         Some("fetch-model") => fetch_model(),
         Some("web") => web::web(&args[1..]),
         Some("test-browser") => web::browser_tests(),
-        Some("dashboard") => dashboard(),
+        Some("dashboard") => dashboard(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -165,20 +166,20 @@ fn fetch_model() -> Result {
     ridge(&["fetch-model"])
 }
 
-fn dashboard() -> Result {
+fn dashboard(args: &[String]) -> Result {
     ensure_vulkan_driver()?;
     fetch_model()?;
-    run(
-        "cargo",
-        &[
-            "run",
-            "--release",
-            "-p",
-            "ridge-app",
-            "--bin",
-            "ridge-dashboard",
-        ],
-    )
+    let mut all: Vec<&str> = vec![
+        "run",
+        "--release",
+        "-p",
+        "ridge-app",
+        "--bin",
+        "ridge-dashboard",
+        "--",
+    ];
+    all.extend(args.iter().map(String::as_str));
+    run("cargo", &all)
 }
 
 fn demo() -> Result {

@@ -4,45 +4,79 @@
 
 use egui_plot::{Line, Plot, PlotPoints};
 
+use ridge_model::report::BenchReport;
+
 use crate::Gpu;
+
+/// The adapter's info, features and limits.
+fn info(ui: &mut egui::Ui, report: &ridge_core::context::AdapterReport) {
+    ui.heading(&report.name);
+    egui::Grid::new("adapter-info")
+        .striped(true)
+        .show(ui, |ui| {
+            let fp = &report.fingerprint;
+            for (k, v) in [
+                ("backend", report.backend.clone()),
+                ("device type", report.device_type.clone()),
+                (
+                    "vendor / device id",
+                    format!("0x{:04x} / 0x{:04x}", fp.vendor_id, fp.device_id),
+                ),
+                ("driver", fp.driver.clone()),
+                ("features", report.features.join(", ")),
+                (
+                    "subgroup sizes",
+                    format!("{}–{}", report.subgroup_size[0], report.subgroup_size[1]),
+                ),
+            ] {
+                ui.label(k);
+                ui.label(v);
+                ui.end_row();
+            }
+            for (k, v) in &report.limits {
+                ui.label(*k);
+                ui.label(v.to_string());
+                ui.end_row();
+            }
+        });
+}
+
+/// What a `ridge bench` report says about its adapter (it holds no limits or features).
+fn replayed_info(ui: &mut egui::Ui, r: &BenchReport) {
+    ui.heading(&r.adapter);
+    ui.label("replayed from a ridge bench report: no GPU is open");
+    egui::Grid::new("adapter-info")
+        .striped(true)
+        .show(ui, |ui| {
+            for (k, v) in [
+                ("backend", r.backend.clone()),
+                (
+                    "vendor / device id",
+                    format!("0x{:04x} / 0x{:04x}", r.vendor_id, r.device_id),
+                ),
+                ("driver", r.driver.clone()),
+                ("timing", r.timing.clone()),
+                ("Ridge version", r.ridge_version.clone()),
+            ] {
+                ui.label(k);
+                ui.label(v);
+                ui.end_row();
+            }
+        });
+}
 
 /// Draws the panel.
 pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
-    let Some(ctx) = gpu.ctx.clone() else {
+    if gpu.ctx.is_none() && gpu.replayed.is_none() {
         ui.label(gpu.error.as_deref().unwrap_or("no adapter yet"));
         return;
-    };
-    let report = ctx.report();
+    }
     egui::ScrollArea::vertical().show(ui, |ui| {
-        ui.heading(&report.name);
-        egui::Grid::new("adapter-info")
-            .striped(true)
-            .show(ui, |ui| {
-                let fp = &report.fingerprint;
-                for (k, v) in [
-                    ("backend", report.backend.clone()),
-                    ("device type", report.device_type.clone()),
-                    (
-                        "vendor / device id",
-                        format!("0x{:04x} / 0x{:04x}", fp.vendor_id, fp.device_id),
-                    ),
-                    ("driver", fp.driver.clone()),
-                    ("features", report.features.join(", ")),
-                    (
-                        "subgroup sizes",
-                        format!("{}–{}", report.subgroup_size[0], report.subgroup_size[1]),
-                    ),
-                ] {
-                    ui.label(k);
-                    ui.label(v);
-                    ui.end_row();
-                }
-                for (k, v) in &report.limits {
-                    ui.label(*k);
-                    ui.label(v.to_string());
-                    ui.end_row();
-                }
-            });
+        match (&gpu.ctx, &gpu.replayed) {
+            (Some(ctx), _) => info(ui, &ctx.report()),
+            (None, Some(r)) => replayed_info(ui, r),
+            (None, None) => {}
+        }
         ui.separator();
         ui.heading("Ceilings");
         egui::Grid::new("adapter-ceilings")
@@ -50,7 +84,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
             .show(ui, |ui| {
                 ui.strong("");
                 ui.strong("spec table");
-                ui.strong("measured here");
+                ui.strong("measured");
                 ui.end_row();
                 let spec = gpu.spec.as_ref();
                 let m = gpu.measured.as_ref();
@@ -86,7 +120,10 @@ pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
             ui.colored_label(egui::Color32::RED, e);
         }
         if ui
-            .add_enabled(!busy, egui::Button::new("Measure the ceilings again"))
+            .add_enabled(
+                !busy && gpu.ctx.is_some(),
+                egui::Button::new("Measure the ceilings again"),
+            )
             .clicked()
         {
             gpu.measure(ui.ctx());

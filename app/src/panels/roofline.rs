@@ -77,7 +77,7 @@ pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
     }
     if let Some(c) = gpu.measured_ceilings() {
         roofs.push(Roof {
-            name: "measured here".into(),
+            name: "measured".into(),
             ceilings: c,
             color: PALETTE[1],
         });

@@ -130,7 +130,8 @@ async fn fetch(url: &str) -> Result<Option<Vec<u8>>, String> {
 /// Draws the panel.
 pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
     let Some(ctx) = gpu.ctx.clone() else {
-        ui.label("no adapter");
+        ui.label("no adapter: the model's prediction only");
+        predicted_breakdown(ui, gpu);
         return;
     };
     if let Some(e) = &state.error {
@@ -152,6 +153,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 move || async move { load(&ctx).await },
             ));
         }
+        predicted_breakdown(ui, gpu);
         return;
     };
     let label = ui.label("Sentences, one per line (at most 32):");
@@ -242,6 +244,48 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             });
         }
     });
+}
+
+/// Sentences per batch and tokens per sentence of the prediction shown before anything is
+/// measured: the batch of issue 10's benchmark.
+const PREDICTED_SHAPE: (usize, usize) = (32, 128);
+
+/// Before a run: the model's predicted time of an all-MiniLM-L6-v2 forward pass per op,
+/// from the adapter's ceilings (measured, else the spec table's).
+fn predicted_breakdown(ui: &mut egui::Ui, gpu: &Gpu) {
+    let Some(c) = gpu.best_ceilings() else { return };
+    let (batch, seq) = PREDICTED_SHAPE;
+    let plan = encoder_ops(&TransformerShape::minilm_l6(), batch, seq, true, 4);
+    let mut rows: Vec<(String, usize, f64)> = Vec::new();
+    for op in &plan {
+        let ms = c.predict(&op.cost).seconds * 1e3;
+        match rows.iter_mut().find(|(n, _, _)| *n == op.name) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += ms;
+            }
+            None => rows.push((op.name.clone(), 1, ms)),
+        }
+    }
+    let total: f64 = rows.iter().map(|r| r.2).sum();
+    ui.heading(format!(
+        "all-MiniLM-L6-v2, {batch} sentences × {seq} tokens, f32: predicted {total:.3} ms"
+    ));
+    egui::Grid::new("predicted-minilm")
+        .striped(true)
+        .show(ui, |ui| {
+            for h in ["op", "dispatches", "predicted", "share"] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for (name, count, ms) in &rows {
+                ui.label(name);
+                ui.label(count.to_string());
+                ui.label(super::ms(Some(*ms)));
+                ui.label(format!("{:.1} %", 100.0 * ms / total));
+                ui.end_row();
+            }
+        });
 }
 
 fn model_normalizes(state: &State) -> bool {

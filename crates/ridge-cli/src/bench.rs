@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use ridge_core::DType;
 use ridge_kernels::{ceilings, sweep};
-use ridge_model::report::{Accuracy, BenchReport, CurvePoint, Measured, Row};
+use ridge_model::report::{Accuracy, BenchReport, Row};
 use ridge_model::{Precision, hardware};
 
 #[derive(clap::Args)]
@@ -185,21 +185,7 @@ pub fn run(args: Args) -> crate::CliResult {
             "wall clock".into()
         },
         spec,
-        measured: Measured {
-            bandwidth_curve: m
-                .bandwidth_curve
-                .iter()
-                .map(|p| CurvePoint {
-                    bytes: p.bytes,
-                    gbps: p.gbps,
-                })
-                .collect(),
-            bandwidth_gbps: m.bandwidth_gbps,
-            f32_tflops: m.f32_tflops,
-            f16_tflops: m.f16_tflops,
-            dispatch_overhead_us: m.dispatch_overhead_us,
-            host_overhead_us: m.host_overhead_us,
-        },
+        measured: m,
         measured_ceilings,
         rows,
         accuracy_measured,

@@ -3,8 +3,7 @@
 //! model uses them beside the datasheet figures.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
-use ridge_model::roofline::{CeilingSource, Ceilings};
-use serde::{Deserialize, Serialize};
+use ridge_model::report::{CurvePoint, Measured};
 
 use crate::launch::{self, Launch, Params};
 use crate::shaders::{CEILINGS, Variant, storage_defines};
@@ -12,52 +11,6 @@ use crate::shaders::{CEILINGS, Variant, storage_defines};
 const WG: u32 = 256;
 /// FMA iterations per invocation in `fma_peak` (64 FLOPs each).
 const ITERS: u32 = 256;
-
-/// One point of the bandwidth curve.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BandwidthPoint {
-    /// Bytes copied (the working set is twice this: source and destination).
-    pub bytes: u64,
-    /// Achieved bandwidth, GB/s (bytes read + written per second, 10⁹).
-    pub gbps: f64,
-}
-
-/// What was measured on an adapter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MeasuredCeilings {
-    /// Streaming copy bandwidth by size, smallest first.
-    pub bandwidth_curve: Vec<BandwidthPoint>,
-    /// The bandwidth at the largest size: device memory, past every cache, GB/s.
-    pub bandwidth_gbps: f64,
-    /// f32 FMA throughput, TFLOP/s (FMA = 2).
-    pub f32_tflops: f64,
-    /// f16 FMA throughput, TFLOP/s, where the adapter has `shader-f16`.
-    pub f16_tflops: Option<f64>,
-    /// GPU time of a trivial one-invocation dispatch, µs (timestamps, like every kernel
-    /// time): the fixed cost the roofline adds to each dispatch. `None` when untimed.
-    pub dispatch_overhead_us: Option<f64>,
-    /// Host wall-clock time per dispatch of that kernel in a stream of 200 (recording,
-    /// submission, execution), µs: what a chain of small kernels pays end to end. `None` in
-    /// the browser.
-    pub host_overhead_us: Option<f64>,
-}
-
-impl MeasuredCeilings {
-    /// Roofline ceilings at f32 or f16 (f16 falls back to f32 without `shader-f16`).
-    pub fn ceilings(&self, f16: bool) -> Ceilings {
-        let tflops = if f16 {
-            self.f16_tflops.unwrap_or(self.f32_tflops)
-        } else {
-            self.f32_tflops
-        };
-        Ceilings::new(
-            tflops,
-            self.bandwidth_gbps,
-            self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
-            CeilingSource::Measured("measured by ridge bench".into()),
-        )
-    }
-}
 
 /// Median GPU time of `repeats` launches, ms (after one untimed launch).
 ///
@@ -97,8 +50,17 @@ fn copy_launch<'a>(ctx: &Context, src: &'a Tensor, dst: &'a Tensor, n: u32) -> R
     })
 }
 
-/// Measures every ceiling. `max_bytes` caps the largest copy (CPU drivers are slow).
-pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<MeasuredCeilings> {
+/// The longest single launch `measure` lets itself make, ms. Sizes grow 4× per step and
+/// stop once a launch takes this long, so no dispatch comes near a GPU watchdog (Chrome's
+/// GPU process and Windows' TDR reset a device after about 2 s; a CPU driver such as
+/// SwiftShader runs the largest sizes for seconds).
+const LAUNCH_BUDGET_MS: f64 = 25.0;
+
+/// Measures every ceiling. `max_bytes` caps the largest copy. The copy and the FMA kernel
+/// start small and grow 4× per step while a launch stays under [`LAUNCH_BUDGET_MS`]; the
+/// FMA peak is taken from the first size that runs ≥ 2 ms (or the largest tried), so a
+/// fast GPU is measured past its launch overhead and a slow one is never flooded.
+pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Measured> {
     let limit = ctx
         .limits()
         .max_storage_buffer_binding_size
@@ -114,49 +76,24 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
             copy_launch(ctx, &src, &dst, n as u32)?.run(ctx)
         })
         .await?;
-        bandwidth_curve.push(BandwidthPoint {
+        bandwidth_curve.push(CurvePoint {
             bytes,
             gbps: 2.0 * bytes as f64 / (ms * 1e-3) / 1e9,
         });
+        if ms > LAUNCH_BUDGET_MS {
+            break;
+        }
         bytes *= 4;
     }
     let bandwidth_gbps = bandwidth_curve.last().map_or(0.0, |p| p.gbps);
 
-    let invocations: u32 = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
-        1 << 14
-    } else {
-        1 << 22
-    };
-    let sink = Tensor::empty(ctx, &[invocations as usize * 4], DType::F32)?;
-    let flops = invocations as f64 * ITERS as f64 * 64.0;
-    let peak = |dtype: DType| {
-        let defines = launch::dtype_defines(ctx, "fma_peak", dtype)
-            .map(|d| d.u32("WG", WG).u32("ITERS", ITERS));
-        let sink = &sink;
-        async move {
-            let defines = defines?;
-            let ms = median_ms(ctx, repeats, &|ctx| {
-                Launch {
-                    label: "fma_peak",
-                    shader: &CEILINGS,
-                    entry: "fma_peak",
-                    defines: defines.clone(),
-                    params: Params::new().u(invocations).u(0).f(0.5),
-                    buffers: vec![(2, sink)],
-                    workgroups: ctx.fold_workgroups("fma_peak", invocations.div_ceil(WG) as u64)?,
-                }
-                .run(ctx)
-            })
-            .await?;
-            Ok::<f64, Error>(flops / (ms * 1e-3) / 1e12)
-        }
-    };
-    let f32_tflops = peak(DType::F32).await?;
+    let f32_tflops = fma_peak(ctx, DType::F32, repeats).await?;
     let f16_tflops = if ctx.has_f16() {
-        Some(peak(DType::F16).await?)
+        Some(fma_peak(ctx, DType::F16, repeats).await?)
     } else {
         None
     };
+    let sink = Tensor::empty(ctx, &[4], DType::F32)?;
     let touch = |ctx: &Context| {
         Launch {
             label: "touch",
@@ -176,7 +113,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         .ok()
         .map(|ms| ms * 1e3);
     let host_overhead_us = host_overhead_us(ctx, &touch)?;
-    Ok(MeasuredCeilings {
+    Ok(Measured {
         bandwidth_curve,
         bandwidth_gbps,
         f32_tflops,
@@ -184,6 +121,37 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         dispatch_overhead_us,
         host_overhead_us,
     })
+}
+
+/// FMA throughput in `dtype`, TFLOP/s: 2¹² invocations, then 4× more per step until a
+/// launch takes ≥ 2 ms (past the launch overhead) or would exceed the budget, up to 2²².
+async fn fma_peak(ctx: &Context, dtype: DType, repeats: usize) -> Result<f64> {
+    let defines = launch::dtype_defines(ctx, "fma_peak", dtype)?
+        .u32("WG", WG)
+        .u32("ITERS", ITERS);
+    let mut invocations: u32 = 1 << 12;
+    loop {
+        let sink = Tensor::empty(ctx, &[invocations as usize * 4], DType::F32)?;
+        let ms = median_ms(ctx, repeats, &|ctx| {
+            Launch {
+                label: "fma_peak",
+                shader: &CEILINGS,
+                entry: "fma_peak",
+                defines: defines.clone(),
+                params: Params::new().u(invocations).u(0).f(0.5),
+                buffers: vec![(2, &sink)],
+                workgroups: ctx.fold_workgroups("fma_peak", invocations.div_ceil(WG) as u64)?,
+            }
+            .run(ctx)
+        })
+        .await?;
+        // The next size takes about 4 × ms.
+        if ms >= 2.0 || ms * 4.0 > LAUNCH_BUDGET_MS || invocations >= 1 << 22 {
+            let flops = invocations as f64 * ITERS as f64 * 64.0;
+            return Ok(flops / (ms * 1e-3) / 1e12);
+        }
+        invocations *= 4;
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

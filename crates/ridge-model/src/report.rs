@@ -32,6 +32,23 @@ pub struct Measured {
     pub host_overhead_us: Option<f64>,
 }
 
+impl Measured {
+    /// Roofline ceilings at f32 or f16 (f16 falls back to f32 without `shader-f16`).
+    pub fn ceilings(&self, f16: bool) -> Ceilings {
+        let tflops = if f16 {
+            self.f16_tflops.unwrap_or(self.f32_tflops)
+        } else {
+            self.f32_tflops
+        };
+        Ceilings::new(
+            tflops,
+            self.bandwidth_gbps,
+            self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
+            crate::roofline::CeilingSource::Measured("measured by ridge bench".into()),
+        )
+    }
+}
+
 /// One measured case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
