@@ -1,19 +1,26 @@
 // GEMM: C = alpha * op(A) * op(B) + beta * C (+ bias[n]), batched, row-major.
 //
 // Tiling: a workgroup computes a BM x BN tile of C, staging BK-deep slices of op(A) and op(B)
-// in workgroup memory; each invocation keeps a TM x TN register block of accumulators (f32
-// whatever T is) as TM x TN/4 vec4 variables. Invocation (x, y) owns rows y + i*WG_Y and the
-// column quads (x + j*WG_X)*4 .. +3, so neighbouring invocations read neighbouring
-// workgroup-memory words (B as vec4) and write neighbouring columns of C. Out-of-range rows
-// and columns load as 0 and are never stored, so any M, N, K works.
+// in workgroup memory as vec4 (four rows of A, four columns of B); each invocation keeps a
+// TM x TN register block of accumulators (f32 whatever T is) as TM x TN/4 vec4 variables.
+// Invocation (x, y) owns the row quads y + i*WG_Y and the column quads x + j*WG_X, so one k
+// step costs it TM/4 + TN/4 vec4 reads of workgroup memory for TM*TN FMAs, and neighbouring
+// invocations read neighbouring words. Each staged row is padded by one vec4 so that the
+// strided stores of a transposed slice fall in distinct banks.
 //
-// The register block is generated (the //@ markers): every accumulator is a named variable
-// with constant indices. A private array indexed in a loop instead ends up in local memory
-// on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
+// Software pipelining: the next slice is loaded from memory into registers (pa*, pb*) while
+// the current one is multiplied, and stored to workgroup memory after the barrier, so
+// memory latency overlaps arithmetic. Out-of-range rows, columns and k load as 0 and are
+// never stored, so any M, N, K works.
 //
-// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN (a multiple of 4),
-// TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A is stored K x M (lda = M); otherwise M x K
-// (lda = K). With TRANS_B, B is stored N x K; otherwise K x N.
+// The register block and the pipeline registers are generated (the //@ markers): every one
+// is a named variable with constant indices. A private array indexed in a loop instead ends
+// up in local memory on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
+//
+// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN (multiples of 4; BM*BK
+// and BN*BK multiples of the invocation count), TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A
+// is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored N x K;
+// otherwise K x N.
 // The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
 
 struct Params {
@@ -32,10 +39,23 @@ struct Params {
 const WG_X: u32 = BN / TN;
 const WG_Y: u32 = BM / TM;
 const THREADS: u32 = WG_X * WG_Y;
-const QUADS: u32 = BN / 4u; // vec4 columns per row of the B tile
+const AS: u32 = BM / 4u + 1u; // vec4s per staged k row of A, padded
+const BS: u32 = BN / 4u + 1u; // vec4s per staged k row of B, padded
 
-var<workgroup> a_tile: array<f32, BK * BM>;          // a_tile[k * BM + m]
-var<workgroup> b_tile: array<vec4<f32>, BK * QUADS>; // b_tile[k * QUADS + n / 4][n % 4]
+var<workgroup> a_tile: array<vec4<f32>, BK * AS>; // a_tile[k * AS + m / 4][m % 4]
+var<workgroup> b_tile: array<vec4<f32>, BK * BS>; // b_tile[k * BS + n / 4][n % 4]
+
+// (m, k) of element i of the A slice and (k, n) of element i of the B slice, numbered so
+// that consecutive invocations read consecutive addresses of the stored matrices.
+fn a_pos(i: u32) -> vec2<u32> {
+    if TRANS_A { return vec2<u32>(i % BM, i / BM); }
+    return vec2<u32>(i / BK, i % BK);
+}
+
+fn b_pos(i: u32) -> vec2<u32> {
+    if TRANS_B { return vec2<u32>(i % BK, i / BK); }
+    return vec2<u32>(i / BN, i % BN);
+}
 
 fn load_a(base: u32, row: u32, col: u32) -> f32 {
     if row >= p.m || col >= p.k { return 0.0; }
@@ -84,29 +104,24 @@ fn gemm(
 
     //@DECLARE
 
+    // The first slice into registers; then, per slice: registers to workgroup memory, load
+    // the next slice into registers, multiply the staged one.
+    var k1 = 0u;
+    //@LOAD
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        // Stage op(A)[m0.., k0..] and op(B)[k0.., n0..]; consecutive invocations read
-        // consecutive addresses of the stored (possibly transposed) matrices.
-        for (var i = tid; i < BM * BK; i += THREADS) {
-            var mm: u32; var kk: u32;
-            if TRANS_A { mm = i % BM; kk = i / BM; } else { kk = i % BK; mm = i / BK; }
-            a_tile[kk * BM + mm] = load_a(a_base, m0 + mm, k0 + kk);
-        }
-        for (var i = tid; i < BK * BN; i += THREADS) {
-            var kk: u32; var nn: u32;
-            if TRANS_B { kk = i % BK; nn = i / BK; } else { nn = i % BN; kk = i / BN; }
-            b_tile[kk * QUADS + nn / 4u][nn % 4u] = load_b(b_base, k0 + kk, n0 + nn);
-        }
+        //@STAGE
         workgroupBarrier();
+        k1 = k0 + BK;
+        if k1 < p.k {
+            //@LOAD
+        }
         for (var kk = 0u; kk < BK; kk++) {
-            let ar = kk * BM + lid.y;
-            let br = kk * QUADS + lid.x;
+            let ar = kk * AS + lid.y;
+            let br = kk * BS + lid.x;
             //@FMA
         }
         workgroupBarrier();
     }
 
-    let row0 = m0 + lid.y;
-    let col0 = n0 + lid.x * 4u;
     //@STORE
 }

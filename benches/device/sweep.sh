@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Env: SKIP_TUNING=1 skips GEMM candidates and the autotuner; TUNE_OPS=a,b tunes only those
-# ops; TORCH_OPS limits the PyTorch reference.
+# ops (GEMM candidates run when gemm is among them); TORCH_OPS limits the PyTorch reference.
 # Runs on the GPU machine in one `run` call: correctness on the GPU (GPU tests, kernel
 # suite), Ridge's sweeps (bench, GEMM candidates, autotuner, MiniLM), the PyTorch references,
 # then the ratio table. Files come back in $OUT (at most 8).
@@ -22,15 +22,13 @@ echo "== kernel suite"
 $B/ridge check --repeats 20 --json > "$W/check.json"; $B/ridge check --repeats 20 2>&1 | tail -26
 echo "== bench"
 $B/ridge bench --size full --repeats 20 --json "$W/bench.json" --svg "$W/roofline.svg" 2>&1 | tail -45
-if [ -n "${TUNE_OPS:-}" ]; then
-echo "== autotuner ($TUNE_OPS)"
-timeout 200 $B/ridge tune --op "$TUNE_OPS" --budget 120s --repeats 5 2>&1 | tail -22
-cp "$W"/cache/tuning/*.json "$W/tuning.json" 2>/dev/null
-elif [ -z "${SKIP_TUNING:-}" ]; then
+if [ -z "${SKIP_TUNING:-}" ]; then
+case ",${TUNE_OPS:-gemm}," in *,gemm,*)
 echo "== GEMM candidates"
-timeout 150 $B/gemm --sizes 1024,4096 2>&1 | tee "$W/gemm.txt"
-echo "== autotuner"
-timeout 200 $B/ridge tune --budget 150s --repeats 5 2>&1 | tail -22
+timeout 150 $B/gemm --sizes 1024,4096 2>&1 | tee "$W/gemm.txt";;
+esac
+echo "== autotuner (${TUNE_OPS:-every op})"
+timeout 200 $B/ridge tune ${TUNE_OPS:+--op "$TUNE_OPS"} --budget 150s --repeats 5 2>&1 | tail -22
 cp "$W"/cache/tuning/*.json "$W/tuning.json" 2>/dev/null
 fi
 echo "== MiniLM (random weights)"

@@ -67,9 +67,10 @@ impl GemmConfig {
     pub fn invocations(&self) -> u32 {
         (self.bm / self.tm) * (self.bn / self.tn)
     }
-    /// Bytes of workgroup memory (two f32 tiles).
+    /// Bytes of workgroup memory: the staged f32 slices of A and B, each k row padded by
+    /// four values.
     pub fn workgroup_bytes(&self) -> u32 {
-        (self.bm + self.bn) * self.bk * 4
+        (self.bm + self.bn + 8) * self.bk * 4
     }
 }
 
@@ -215,6 +216,9 @@ impl GemmKernel {
             tiled(128, 128, 8, 8, 8),
             tiled(128, 128, 16, 8, 8),
             tiled(64, 64, 32, 4, 4),
+            tiled(128, 64, 16, 8, 4),
+            tiled(256, 128, 8, 8, 8),
+            tiled(128, 128, 8, 16, 8),
         ];
         for (sg_m, sg_n, bk) in [
             (2, 2, 32),
@@ -505,44 +509,90 @@ impl Gemm {
 fn check_config(c: &GemmConfig) -> Result<()> {
     let ok = c.tm > 0
         && c.tn > 0
+        && c.tm.is_multiple_of(4)
         && c.tn.is_multiple_of(4)
         && c.bk > 0
         && c.bm.is_multiple_of(c.tm)
-        && c.bn.is_multiple_of(c.tn);
+        && c.bn.is_multiple_of(c.tn)
+        && (c.bm * c.bk).is_multiple_of(c.invocations())
+        && (c.bn * c.bk).is_multiple_of(c.invocations());
     if ok {
         return Ok(());
     }
     Err(Error::invalid(
         "gemm",
-        format!("tiling {c:?}: BM and BN must be multiples of TM and TN, and TN of 4"),
+        format!(
+            "tiling {c:?}: TM and TN must be multiples of 4, BM and BN of TM and TN, and \
+             BM·BK and BN·BK of the invocation count"
+        ),
     ))
 }
 
-/// The generated register block of the tiled kernel: `TM × TN/4` vec4 accumulators with
-/// constant names, their fused multiply-adds for one k, and their stores.
-fn register_block(tm: u32, tn: u32) -> [(&'static str, String); 3] {
-    let quads = tn / 4;
+/// The generated parts of the tiled kernel (`//@` markers in `shaders/gemm.wgsl`): the
+/// `TM × TN/4` vec4 accumulators and the pipeline registers holding the next slice
+/// (`BM·BK` and `BN·BK` values spread over the invocations), all with constant names;
+/// the loads of a slice into those registers, their stores to workgroup memory, the
+/// multiply-adds of one k step, and the stores of C.
+fn register_block(c: &GemmConfig) -> [(&'static str, String); 5] {
+    let (row_quads, col_quads) = (c.tm / 4, c.tn / 4);
+    let per_a = c.bm * c.bk / c.invocations();
+    let per_b = c.bn * c.bk / c.invocations();
     let mut declare = String::new();
+    let mut load = String::new();
+    let mut stage = String::new();
     let mut fma = String::new();
     let mut store = String::new();
-    for i in 0..tm {
-        fma.push_str(&format!(
-            "let a{i} = vec4<f32>(a_tile[ar + {i}u * WG_Y]);\n"
-        ));
-    }
-    for j in 0..quads {
-        fma.push_str(&format!("let b{j} = b_tile[br + {j}u * WG_X];\n"));
-    }
-    for i in 0..tm {
-        for j in 0..quads {
-            declare.push_str(&format!("var acc{i}_{j} = vec4<f32>();\n"));
-            fma.push_str(&format!("acc{i}_{j} = fma(a{i}, b{j}, acc{i}_{j});\n"));
-            store.push_str(&format!(
-                "store4(c_base, row0 + {i}u * WG_Y, col0 + {j}u * WG_X * 4u, acc{i}_{j});\n"
+    for (s, per, m) in [("a", per_a, "a"), ("b", per_b, "b")] {
+        for e in 0..per {
+            declare.push_str(&format!(
+                "let {s}p{e} = {m}_pos(tid + {e}u * THREADS);\nvar {s}r{e} = 0.0;\n"
             ));
         }
     }
-    [("DECLARE", declare), ("FMA", fma), ("STORE", store)]
+    for e in 0..per_a {
+        load.push_str(&format!(
+            "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
+        ));
+        stage.push_str(&format!(
+            "a_tile[ap{e}.y * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e};\n"
+        ));
+    }
+    for e in 0..per_b {
+        load.push_str(&format!(
+            "br{e} = load_b(b_base, k1 + bp{e}.x, n0 + bp{e}.y);\n"
+        ));
+        stage.push_str(&format!(
+            "b_tile[bp{e}.x * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e};\n"
+        ));
+    }
+    for i in 0..row_quads {
+        fma.push_str(&format!("let a{i} = a_tile[ar + {i}u * WG_Y];\n"));
+    }
+    for j in 0..col_quads {
+        fma.push_str(&format!("let b{j} = b_tile[br + {j}u * WG_X];\n"));
+    }
+    for i in 0..row_quads {
+        for r in 0..4 {
+            let row = 4 * i + r;
+            for j in 0..col_quads {
+                declare.push_str(&format!("var acc{row}_{j} = vec4<f32>();\n"));
+                fma.push_str(&format!(
+                    "acc{row}_{j} = fma(vec4<f32>(a{i}[{r}]), b{j}, acc{row}_{j});\n"
+                ));
+                store.push_str(&format!(
+                    "store4(c_base, m0 + (lid.y + {i}u * WG_Y) * 4u + {r}u, \
+                     n0 + (lid.x + {j}u * WG_X) * 4u, acc{row}_{j});\n"
+                ));
+            }
+        }
+    }
+    [
+        ("DECLARE", declare),
+        ("LOAD", load),
+        ("STAGE", stage),
+        ("FMA", fma),
+        ("STORE", store),
+    ]
 }
 
 fn config_defines(
@@ -551,10 +601,9 @@ fn config_defines(
     g: &Gemm,
     bias: bool,
 ) -> ridge_core::Defines {
-    let [(n1, b1), (n2, b2), (n3, b3)] = register_block(c.tm, c.tn);
-    d.block(n1, b1)
-        .block(n2, b2)
-        .block(n3, b3)
+    register_block(c)
+        .into_iter()
+        .fold(d, |d, (name, code)| d.block(name, code))
         .u32("BM", c.bm)
         .u32("BN", c.bn)
         .u32("BK", c.bk)
