@@ -1,4 +1,7 @@
-//! Fused multi-head attention, dense or BigBird block-sparse (`shaders/attention.wgsl`).
+//! Fused multi-head attention, dense or BigBird block-sparse: register-blocked tiles
+//! (`shaders/attention_tiled.wgsl`) where they fit the adapter and the head width (≤ 64 for
+//! dense, blocks up to 32 for sparse on most adapters), else one query row per few
+//! invocations (`shaders/attention.wgsl`).
 //!
 //! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head), n queries and n keys of width
 //! `head_dim`. Q, K, V and O are strided views ([`HeadLayout`]): `[B, H, S, D]`, `[B, S, H, D]`
@@ -11,7 +14,7 @@ use ridge_model::OpCost;
 use ridge_model::sparsity::BlockLayout;
 
 use crate::launch::{self, Launch, Params};
-use crate::shaders::{self, ATTENTION, Variant};
+use crate::shaders::{self, ATTENTION, ATTENTION_TILED, Variant};
 
 /// Where (batch, position, head) rows live in a tensor, in elements; head dims contiguous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +175,93 @@ impl AttentionConfig {
             && threads <= l.max_compute_invocations_per_workgroup
             && threads <= l.max_compute_workgroup_size_x
             && self.workgroup_bytes(head_dim) <= l.max_compute_workgroup_storage_size
+    }
+}
+
+/// Tiling of the register-blocked kernel (`shaders/attention_tiled.wgsl`): `bq` query rows
+/// and `bkv` keys per tile, (bkv/4) × (bq/4) invocations each owning 4 rows × 4 keys of the
+/// scores and 4 rows × head_dim/bkv·4 output dims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TiledConfig {
+    /// Query rows per workgroup.
+    pub bq: u32,
+    /// Keys per tile.
+    pub bkv: u32,
+}
+
+impl TiledConfig {
+    /// Bytes of workgroup memory for `head_dim`: Qᵀ, Kᵀ, V, P and the row exchange (f32).
+    pub fn workgroup_bytes(&self, head_dim: u32) -> u32 {
+        let threads = (self.bq / 4) * (self.bkv / 4);
+        4 * (head_dim * self.bq + 2 * head_dim * self.bkv + self.bkv * self.bq + 4 * threads) + 4
+    }
+
+    /// 64 query rows × 32 keys where it fits (head widths 32 and 64), else 32 × 32.
+    pub fn dense(ctx: &Context, head_dim: u32) -> Option<Self> {
+        [(64, 32), (32, 32)]
+            .into_iter()
+            .map(|(bq, bkv)| TiledConfig { bq, bkv })
+            .find(|c| c.fits(ctx, head_dim))
+    }
+
+    /// One block-sparse block per tile: BQ = BKV = block.
+    pub fn sparse(ctx: &Context, head_dim: u32, block: u32) -> Option<Self> {
+        Some(TiledConfig {
+            bq: block,
+            bkv: block,
+        })
+        .filter(|c| c.fits(ctx, head_dim))
+    }
+
+    fn fits(&self, ctx: &Context, head_dim: u32) -> bool {
+        let l = ctx.limits();
+        let (x, y) = (self.bkv / 4, self.bq / 4);
+        // At most two output quads per key quad: 32 accumulators per invocation.
+        self.bq.is_multiple_of(4)
+            && self.bkv.is_multiple_of(4)
+            && x > 0
+            && y > 0
+            && head_dim.is_multiple_of(self.bkv)
+            && head_dim / self.bkv <= 2
+            && x <= l.max_compute_workgroup_size_x
+            && y <= l.max_compute_workgroup_size_y
+            && x * y <= l.max_compute_invocations_per_workgroup
+            && self.workgroup_bytes(head_dim) <= l.max_compute_workgroup_storage_size
+    }
+}
+
+/// The kernel an attention launch runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttentionKernel {
+    /// Register-blocked tiles.
+    Tiled(TiledConfig),
+    /// A few invocations per query row.
+    Rows(AttentionConfig),
+}
+
+impl AttentionKernel {
+    /// The register-blocked kernel where it fits, else the row kernel; `None` when neither
+    /// fits the adapter's workgroup limits.
+    pub fn choose(ctx: &Context, head_dim: u32, block: Option<u32>) -> Option<Self> {
+        let tiled = match block {
+            Some(b) => TiledConfig::sparse(ctx, head_dim, b),
+            None => TiledConfig::dense(ctx, head_dim),
+        };
+        tiled.map(AttentionKernel::Tiled).or_else(|| {
+            match block {
+                Some(b) => AttentionConfig::sparse(ctx, head_dim, b),
+                None => AttentionConfig::dense(ctx, head_dim),
+            }
+            .map(AttentionKernel::Rows)
+        })
+    }
+
+    /// Query rows and keys per tile.
+    fn tile(&self) -> (u32, u32) {
+        match self {
+            AttentionKernel::Tiled(c) => (c.bq, c.bkv),
+            AttentionKernel::Rows(c) => (c.bq, c.bk),
+        }
     }
 }
 
@@ -353,34 +443,33 @@ impl Attention {
             len.expect_dtype(name, DType::U32)?;
             len.expect_shape(name, "lengths", &[self.batch])?;
         }
-        let config = match sparse {
-            Some(s) => {
-                if s.layout.seq != self.seq {
-                    return Err(Error::shape(
-                        name,
-                        format!(
-                            "the block layout is for {} tokens, not {}",
-                            s.layout.seq, self.seq
-                        ),
-                    ));
+        if let Some(s) = sparse
+            && s.layout.seq != self.seq
+        {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "the block layout is for {} tokens, not {}",
+                    s.layout.seq, self.seq
+                ),
+            ));
+        }
+        let block = sparse.map(|s| s.layout.block as u32);
+        let kernel =
+            AttentionKernel::choose(ctx, d as u32, block).ok_or_else(|| Error::LimitExceeded {
+                what: format!("{name} with head_dim {d}"),
+                limit: "maxComputeWorkgroupStorageSize",
+                requested: AttentionConfig {
+                    bq: 8,
+                    bk: 8,
+                    tpr: 4,
                 }
-                AttentionConfig::sparse(ctx, d as u32, s.layout.block as u32)
-            }
-            None => AttentionConfig::dense(ctx, d as u32),
-        };
-        let config = config.ok_or_else(|| Error::LimitExceeded {
-            what: format!("{name} with head_dim {d}"),
-            limit: "maxComputeWorkgroupStorageSize",
-            requested: AttentionConfig {
-                bq: 8,
-                bk: 8,
-                tpr: 4,
-            }
-            .workgroup_bytes(d as u32) as u64,
-            allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
-        })?;
-        let q_blocks = self.seq.div_ceil(config.bq as usize);
-        let k_blocks = self.seq.div_ceil(config.bk as usize);
+                .workgroup_bytes(d as u32) as u64,
+                allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
+            })?;
+        let (bq, bk) = kernel.tile();
+        let q_blocks = self.seq.div_ceil(bq as usize);
+        let k_blocks = self.seq.div_ceil(bk as usize);
         let mut words: Vec<u32> = vec![
             self.batch as u32,
             self.heads as u32,
@@ -391,7 +480,8 @@ impl Attention {
             words.extend(l.words().iter().map(|&x| x as u32));
         }
         let defines = launch::dtype_defines(ctx, name, o.dtype())?;
-        let defines = attention_defines(defines, d as u32, &config, self.causal, sparse.is_some());
+        let (shader, defines) =
+            kernel_defines(defines, d as u32, &kernel, self.causal, sparse.is_some());
         let full_lengths;
         let lengths = match lengths {
             Some(l) => l,
@@ -408,7 +498,7 @@ impl Attention {
         let total = (self.batch * self.heads * q_blocks) as u64;
         Launch {
             label: name,
-            shader: &ATTENTION,
+            shader,
             entry: "attention",
             defines,
             params: Params::new().words(&words).f(self.scale).u(k_blocks as u32),
@@ -452,6 +542,70 @@ fn accumulators(head_dim: u32, tpr: u32) -> [(&'static str, String); 4] {
     ]
 }
 
+/// The generated output block of the register-blocked kernel: 4 rows × `head_dim/bkv` vec4
+/// accumulators, their rescaling, their P·V update for one key and their stores.
+fn tiled_accumulators(head_dim: u32, bkv: u32) -> [(&'static str, String); 4] {
+    let quads = head_dim / bkv;
+    let comps = ["x", "y", "z", "w"];
+    let (mut declare, mut rescale, mut pv, mut store) =
+        (String::new(), String::new(), String::new(), String::new());
+    for j in 0..quads {
+        pv.push_str(&format!("let v{j} = v_s[vb + {j}u * KQ];\n"));
+    }
+    for (r, c) in comps.iter().enumerate() {
+        store.push_str(&format!(
+            "if rows.{c} < p.seq {{\nlet ob = at(p.o, b, rows.{c}, h);\n"
+        ));
+        for j in 0..quads {
+            declare.push_str(&format!("var o{r}_{j} = vec4<f32>();\n"));
+            rescale.push_str(&format!("o{r}_{j} *= corr.{c};\n"));
+            pv.push_str(&format!(
+                "o{r}_{j} = fma(vec4<f32>(pa.{c}), v{j}, o{r}_{j});\n"
+            ));
+            store.push_str(&format!(
+                "let y{j} = o{r}_{j} * inv.{c};\nlet d{j} = ob + (x + {j}u * KQ) * 4u;\n"
+            ));
+            for (e, ce) in comps.iter().enumerate() {
+                store.push_str(&format!("o[d{j} + {e}u] = T(y{j}.{ce});\n"));
+            }
+        }
+        store.push_str("}\n");
+    }
+    [
+        ("DECLARE", declare),
+        ("RESCALE", rescale),
+        ("PV", pv),
+        ("STORE", store),
+    ]
+}
+
+/// The shader and defines of `kernel`.
+fn kernel_defines(
+    d: ridge_core::Defines,
+    head_dim: u32,
+    kernel: &AttentionKernel,
+    causal: bool,
+    sparse: bool,
+) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
+    match kernel {
+        AttentionKernel::Rows(c) => (
+            &ATTENTION,
+            attention_defines(d, head_dim, c, causal, sparse),
+        ),
+        AttentionKernel::Tiled(c) => {
+            let d = tiled_accumulators(head_dim, c.bkv)
+                .into_iter()
+                .fold(d, |d, (name, code)| d.block(name, code))
+                .u32("DH", head_dim)
+                .u32("BQ", c.bq)
+                .u32("BKV", c.bkv)
+                .bool("CAUSAL", causal)
+                .bool("SPARSE", sparse);
+            (&ATTENTION_TILED, d)
+        }
+    }
+}
+
 fn attention_defines(
     d: ridge_core::Defines,
     head_dim: u32,
@@ -474,6 +628,21 @@ fn attention_defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
+    for (head_dim, causal, sparse, bq, bkv) in [
+        (32, false, false, 64, 32),
+        (64, true, false, 64, 32),
+        (64, false, true, 32, 32),
+    ] {
+        let kernel = AttentionKernel::Tiled(TiledConfig { bq, bkv });
+        let (shader, d) = kernel_defines(
+            shaders::storage_defines(dtype),
+            head_dim,
+            &kernel,
+            causal,
+            sparse,
+        );
+        v.push((shader, "attention", d));
+    }
     for (head_dim, causal, sparse) in [(32, false, false), (64, true, false), (128, false, true)] {
         let c = AttentionConfig {
             bq: 16,

@@ -50,6 +50,11 @@ pub static ATTENTION: ShaderSource = ShaderSource {
     name: "attention",
     body: include_str!("../../../shaders/attention.wgsl"),
 };
+/// `shaders/attention_tiled.wgsl`.
+pub static ATTENTION_TILED: ShaderSource = ShaderSource {
+    name: "attention_tiled",
+    body: include_str!("../../../shaders/attention_tiled.wgsl"),
+};
 /// `shaders/ceilings.wgsl`.
 pub static CEILINGS: ShaderSource = ShaderSource {
     name: "ceilings",

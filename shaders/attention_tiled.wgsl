@@ -1,0 +1,189 @@
+// Fused multi-head attention with register-blocked tiles: O = softmax(scale·Q·Kᵀ + mask)·V
+// without materialising the n × n scores (flash-attention tiling with an online softmax:
+// Dao et al., "FlashAttention", NeurIPS 2022; Milakov & Gimelshein, 2018), computed like a
+// tiled GEMM. Same bindings, parameters and masks as attention.wgsl, which serves the head
+// widths and adapters this one does not fit.
+//
+// A workgroup owns BQ query rows of one (batch, head) and walks key tiles of BKV keys (all
+// of them, or with SPARSE the block-CSR row of its query block; then BQ = BKV = the block).
+// Invocation (x, y) of the (BKV/4) × (BQ/4) workgroup owns query rows 4y..4y+3 and, per tile:
+//   1. scores for keys 4x..4x+3 as a 4 × 4 register block, from Qᵀ and Kᵀ staged in workgroup
+//      memory as vec4 over rows and keys: two vec4 reads per 16 FMAs;
+//   2. the row maxima through workgroup memory (one vec4 per invocation, BKV/4 reads), then
+//      p = exp(s − m) for its 16 scores, written transposed for step 3; its share of the row
+//      sums l stays in registers (every invocation rescales by the same row maxima);
+//   3. O[rows, dims] += P·V for the output dims (x + j·BKV/4)·4.. (+3), j < OQ, as a 4 × 4·OQ
+//      register block (generated, the //@ blocks): one P and OQ V vec4 reads per 16·OQ FMAs.
+// The scale is applied to Q on loading, so f16 storage cannot overflow in QKᵀ; scores and
+// sums are f32 whatever T is. Masks: keys ≥ lengths[batch] (padding) and, with CAUSAL, keys
+// after the query. A query row whose keys are all masked gives zeros. Masked scores hold
+// the lowest finite f32.
+//
+// Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV),
+// CAUSAL, SPARSE.
+
+struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
+
+struct Params {
+    batch: u32, heads: u32, seq: u32, q_blocks: u32,
+    q: Layout, k: Layout, v: Layout, o: Layout,
+    scale: f32, k_blocks: u32, pad0: u32, pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<T>;
+@group(0) @binding(2) var<storage, read> k: array<T>;
+@group(0) @binding(3) var<storage, read> v: array<T>;
+@group(0) @binding(4) var<storage, read> lengths: array<u32>;
+@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(6) var<storage, read> col_idx: array<u32>;
+@group(0) @binding(7) var<storage, read_write> o: array<T>;
+
+const RQ: u32 = BQ / 4u;   // row quads: invocations along y
+const KQ: u32 = BKV / 4u;  // key quads: invocations along x
+const THREADS: u32 = RQ * KQ;
+const DQ4: u32 = DH / 4u;  // vec4s per head row
+const LOWEST: f32 = -0x1.fffffep+127f; // -f32::MAX, exact (a decimal literal above it is refused by Tint)
+
+var<workgroup> q_t: array<vec4<f32>, DH * RQ>;  // q_t[d * RQ + row / 4][row % 4], scaled
+var<workgroup> k_t: array<vec4<f32>, DH * KQ>;  // k_t[d * KQ + key / 4][key % 4]
+var<workgroup> v_s: array<vec4<f32>, BKV * DQ4>; // v_s[key * DQ4 + d / 4][d % 4]
+var<workgroup> p_s: array<vec4<f32>, BKV * RQ>; // p_s[key * RQ + row / 4][row % 4]
+var<workgroup> red: array<vec4<f32>, THREADS>;  // red[y * KQ + x]: per-invocation row values
+var<workgroup> shared_u32: u32;
+
+fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
+    return l.offset + b * l.batch + s * l.seq + h * l.head;
+}
+
+fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
+fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
+fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }
+
+fn max4(a: vec4<f32>) -> f32 { return max(max(a.x, a.y), max(a.z, a.w)); }
+fn sum4(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }
+
+// exp(s − m) for the unmasked scores of one row, 0 for the masked ones.
+fn probs(s: vec4<f32>, m: f32) -> vec4<f32> {
+    return select(exp(s - m), vec4<f32>(0.0), s == vec4<f32>(LOWEST));
+}
+
+@compute @workgroup_size(KQ, RQ, 1)
+fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_id) lid: vec3<u32>,
+             @builtin(local_invocation_index) tid: u32) {
+    let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    if wg >= p.batch * p.heads * p.q_blocks { return; }
+    let qb = wg % p.q_blocks;
+    let bh = wg / p.q_blocks;
+    let h = bh % p.heads;
+    let b = bh / p.heads;
+    let x = lid.x;
+    let y = lid.y;
+    let q0 = qb * BQ;                     // first query row of the workgroup
+    let rows = vec4<u32>(q0 + 4u * y) + vec4<u32>(0u, 1u, 2u, 3u);
+    let len = min(lengths[b], p.seq);
+
+    // Qᵀ, scaled; consecutive invocations take consecutive rows (distinct banks).
+    for (var i = tid; i < BQ * DQ4; i += THREADS) {
+        let row = i % BQ;
+        let dq = i / BQ;
+        var e = vec4<f32>();
+        if q0 + row < p.seq { e = load_q(at(p.q, b, q0 + row, h) + dq * 4u) * p.scale; }
+        for (var c = 0u; c < 4u; c++) { q_t[(dq * 4u + c) * RQ + row / 4u][row % 4u] = e[c]; }
+    }
+
+    var m = vec4<f32>(LOWEST); // running row maxima
+    var l = vec4<f32>();       // this invocation's share of the row sums
+    //@DECLARE
+
+    if tid == 0u {
+        if SPARSE { shared_u32 = row_ptr[qb + 1u] - row_ptr[qb]; } else { shared_u32 = p.k_blocks; }
+    }
+    let tiles = workgroupUniformLoad(&shared_u32);
+    for (var t = 0u; t < tiles; t++) {
+        if SPARSE {
+            if tid == 0u { shared_u32 = col_idx[row_ptr[qb] + t]; }
+        }
+        var kb = t;
+        if SPARSE { kb = workgroupUniformLoad(&shared_u32); }
+        let k0 = kb * BKV;
+        // With a causal mask, key tiles entirely after this query block contribute nothing.
+        if CAUSAL && k0 > q0 + BQ - 1u { continue; }
+        // Kᵀ (consecutive invocations: consecutive keys) and V (consecutive dims).
+        for (var i = tid; i < BKV * DQ4; i += THREADS) {
+            let key = i % BKV;
+            let dq = i / BKV;
+            var e = vec4<f32>();
+            if k0 + key < len { e = load_k(at(p.k, b, k0 + key, h) + dq * 4u); }
+            for (var c = 0u; c < 4u; c++) { k_t[(dq * 4u + c) * KQ + key / 4u][key % 4u] = e[c]; }
+        }
+        for (var i = tid; i < BKV * DQ4; i += THREADS) {
+            let key = i / DQ4;
+            var e = vec4<f32>();
+            if k0 + key < len { e = load_v(at(p.v, b, k0 + key, h) + (i % DQ4) * 4u); }
+            v_s[i] = e;
+        }
+        workgroupBarrier();
+
+        // 1. Scores of rows 4y.. and keys 4x.., one vec4 of keys per row.
+        var s0 = vec4<f32>(); var s1 = vec4<f32>(); var s2 = vec4<f32>(); var s3 = vec4<f32>();
+        for (var d = 0u; d < DH; d++) {
+            let qa = q_t[d * RQ + y];
+            let kv = k_t[d * KQ + x];
+            s0 = fma(vec4<f32>(qa.x), kv, s0);
+            s1 = fma(vec4<f32>(qa.y), kv, s1);
+            s2 = fma(vec4<f32>(qa.z), kv, s2);
+            s3 = fma(vec4<f32>(qa.w), kv, s3);
+        }
+        let keys = vec4<u32>(k0 + 4u * x) + vec4<u32>(0u, 1u, 2u, 3u);
+        let pad = keys >= vec4<u32>(len);
+        if CAUSAL {
+            s0 = select(s0, vec4<f32>(LOWEST), pad | (keys > vec4<u32>(rows.x)));
+            s1 = select(s1, vec4<f32>(LOWEST), pad | (keys > vec4<u32>(rows.y)));
+            s2 = select(s2, vec4<f32>(LOWEST), pad | (keys > vec4<u32>(rows.z)));
+            s3 = select(s3, vec4<f32>(LOWEST), pad | (keys > vec4<u32>(rows.w)));
+        } else {
+            s0 = select(s0, vec4<f32>(LOWEST), pad);
+            s1 = select(s1, vec4<f32>(LOWEST), pad);
+            s2 = select(s2, vec4<f32>(LOWEST), pad);
+            s3 = select(s3, vec4<f32>(LOWEST), pad);
+        }
+
+        // 2. Row maxima over the tile, probabilities, sums; O rescaled.
+        red[y * KQ + x] = vec4<f32>(max4(s0), max4(s1), max4(s2), max4(s3));
+        workgroupBarrier();
+        var mx = m;
+        for (var i = 0u; i < KQ; i++) { mx = max(mx, red[y * KQ + i]); }
+        // exp(m − mx) ≤ 1; with nothing seen yet (m = mx = LOWEST) it is 1, and l, O are 0.
+        let corr = exp(m - mx);
+        m = mx;
+        let p0 = probs(s0, mx.x);
+        let p1 = probs(s1, mx.y);
+        let p2 = probs(s2, mx.z);
+        let p3 = probs(s3, mx.w);
+        l = l * corr + vec4<f32>(sum4(p0), sum4(p1), sum4(p2), sum4(p3));
+        p_s[(4u * x) * RQ + y] = vec4<f32>(p0.x, p1.x, p2.x, p3.x);
+        p_s[(4u * x + 1u) * RQ + y] = vec4<f32>(p0.y, p1.y, p2.y, p3.y);
+        p_s[(4u * x + 2u) * RQ + y] = vec4<f32>(p0.z, p1.z, p2.z, p3.z);
+        p_s[(4u * x + 3u) * RQ + y] = vec4<f32>(p0.w, p1.w, p2.w, p3.w);
+        //@RESCALE
+        workgroupBarrier();
+
+        // 3. O += P·V.
+        for (var j = 0u; j < BKV; j++) {
+            let pa = p_s[j * RQ + y];
+            let vb = j * DQ4 + x;
+            //@PV
+        }
+        workgroupBarrier();
+    }
+
+    // The row sums: this invocation's shares plus its row neighbours'.
+    red[y * KQ + x] = l;
+    workgroupBarrier();
+    var total = vec4<f32>();
+    for (var i = 0u; i < KQ; i++) { total += red[y * KQ + i]; }
+    let inv = select(vec4<f32>(0.0), 1.0 / total, total > vec4<f32>(0.0));
+    //@STORE
+}
