@@ -1,42 +1,14 @@
-//! GEMM tilings side by side: each candidate checked against the f64 reference on an odd
-//! shape, then timed (median of GPU timestamps) at 1024³, 2048³ and 4096³, f32 and f16
-//! (tensor cores where the adapter has them). Not a test: `cargo bench --bench gemm`
-//! (`-- --sizes 256,512` to choose). Prints TFLOP/s per candidate.
+//! GEMM tilings side by side: each of the autotuner's candidates checked against the f64
+//! reference on an odd shape and on one whose dims are multiples of 4 (the vec4 loads),
+//! then timed (median of GPU timestamps) at 1024³, 2048³ and 4096³ with B stored K × N
+//! ("NN") and N × K ("NT", a Linear layer's weight), and at MiniLM's batch-32 projections
+//! (NT), f32 and f16 (tensor cores where the adapter has them). Not a test:
+//! `cargo bench --bench gemm` (`-- --sizes 256,512` to choose). Prints TFLOP/s.
 
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::ceilings::median_ms;
 use ridge::kernels::check::compare;
-use ridge::kernels::{CoopConfig, Gemm, GemmConfig, GemmKernel};
-
-fn tiled(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32) -> GemmKernel {
-    GemmKernel::Tiled(GemmConfig { bm, bn, bk, tm, tn })
-}
-
-fn candidates(ctx: &Context, dtype: DType) -> Vec<GemmKernel> {
-    let mut v = vec![
-        tiled(64, 64, 16, 4, 4),
-        tiled(64, 64, 8, 4, 4),
-        tiled(128, 64, 8, 8, 4),
-        tiled(64, 128, 8, 4, 8),
-        tiled(128, 128, 8, 8, 8),
-        tiled(128, 128, 16, 8, 8),
-        tiled(128, 128, 32, 8, 8),
-        tiled(64, 64, 32, 4, 4),
-    ];
-    if dtype == DType::F16 && ctx.has_coop_f16() {
-        for (sg_m, sg_n, bk) in [
-            (2, 2, 32),
-            (2, 2, 16),
-            (4, 2, 32),
-            (2, 4, 32),
-            (4, 4, 32),
-            (4, 4, 16),
-        ] {
-            v.push(GemmKernel::Coop(CoopConfig { sg_m, sg_n, bk }));
-        }
-    }
-    v
-}
+use ridge::kernels::{Gemm, GemmKernel};
 
 fn upload(ctx: &Context, values: &[f32], shape: &[usize], dtype: DType) -> (Tensor, Vec<f32>) {
     match dtype {
@@ -60,15 +32,22 @@ fn values(n: usize, seed: usize) -> Vec<f32> {
         .collect()
 }
 
-/// Correct on an odd shape (every tile edge exercised) within the GEMM's error bound.
-fn correct(ctx: &Context, kernel: GemmKernel, dtype: DType) -> Result<(), String> {
+/// Correct on `m × n × k` (Bᵀ) within the GEMM's error bound.
+fn correct(
+    ctx: &Context,
+    kernel: GemmKernel,
+    dtype: DType,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<(), String> {
     let g = Gemm {
         trans_b: true,
-        ..Gemm::new(133, 70, 97)
+        ..Gemm::new(m, n, k)
     };
-    let (a, av) = upload(ctx, &values(133 * 97, 1), &[133, 97], dtype);
-    let (b, bv) = upload(ctx, &values(70 * 97, 2), &[70, 97], dtype);
-    let c = Tensor::empty(ctx, &[133, 70], dtype).unwrap();
+    let (a, av) = upload(ctx, &values(m * k, 1), &[m, k], dtype);
+    let (b, bv) = upload(ctx, &values(n * k, 2), &[n, k], dtype);
+    let c = Tensor::empty(ctx, &[m, n], dtype).unwrap();
     c.poison(ctx);
     g.run_with(ctx, kernel, &a, &b, None, &c)
         .map_err(|e| e.to_string())?;
@@ -101,27 +80,40 @@ fn main() {
     if ctx.has_f16() {
         dtypes.push(DType::F16);
     }
+    // MiniLM at batch 32 × 128 tokens: QKV, FFN up and FFN down projections.
+    let minilm = [(4096, 1152, 384), (4096, 1536, 384), (4096, 384, 1536)];
     for dtype in dtypes {
-        for kernel in candidates(&ctx, dtype) {
+        for kernel in GemmKernel::candidates(&ctx, dtype) {
             let mut line = format!("{dtype} {kernel:?}");
-            if let Err(e) = correct(&ctx, kernel, dtype) {
+            if let Err(e) = correct(&ctx, kernel, dtype, 133, 70, 97)
+                .and_then(|()| correct(&ctx, kernel, dtype, 132, 68, 96))
+            {
                 println!("{line}: REJECTED ({e})");
                 continue;
             }
-            for &n in &sizes {
-                let g = Gemm::new(n, n, n);
-                let (a, _) = upload(&ctx, &values(n * n, 3), &[n, n], dtype);
-                let (b, _) = upload(&ctx, &values(n * n, 4), &[n, n], dtype);
-                let c = Tensor::empty(&ctx, &[n, n], dtype).unwrap();
+            let time = |m: usize, n: usize, k: usize, trans_b: bool| {
+                let g = Gemm {
+                    trans_b,
+                    ..Gemm::new(m, n, k)
+                };
+                let (a, _) = upload(&ctx, &values(m * k, 3), &[m, k], dtype);
+                let (b, _) = upload(&ctx, &values(k * n, 4), &g.b_dims(), dtype);
+                let c = Tensor::empty(&ctx, &[m, n], dtype).unwrap();
                 let launch = |ctx: &Context| g.run_with(ctx, kernel, &a, &b, None, &c);
                 match pollster::block_on(median_ms(&ctx, 10, &launch)) {
-                    Ok(ms) => line.push_str(&format!(
-                        "  {n}³ {:.4} TFLOP/s",
-                        2.0 * (n as f64).powi(3) / ms / 1e9
-                    )),
-                    Err(e) => line.push_str(&format!("  {n}³ failed: {e}")),
+                    Ok(ms) => format!("{:.1}", 2.0 * (m * n * k) as f64 / ms / 1e9),
+                    Err(e) => format!("failed: {e}"),
                 }
+            };
+            for &n in &sizes {
+                let (nn, nt) = (time(n, n, n, false), time(n, n, n, true));
+                line.push_str(&format!("  {n}³ NN {nn} NT {nt}"));
             }
+            let mini: Vec<String> = minilm
+                .iter()
+                .map(|&(m, n, k)| time(m, n, k, true))
+                .collect();
+            line.push_str(&format!("  MiniLM NT {} TFLOP/s", mini.join(" / ")));
             println!("{line}");
         }
     }

@@ -14,13 +14,15 @@
 //      sums l stays in registers (every invocation rescales by the same row maxima);
 //   3. O[rows, dims] += P·V for the output dims (x + j·BKV/4)·4.. (+3), j < OQ, as a 4 × 4·OQ
 //      register block (generated, the //@ blocks): one P and OQ V vec4 reads per 16·OQ FMAs.
-// The scale is applied to Q on loading, so f16 storage cannot overflow in QKᵀ; scores and
+// Software pipelining: the next key tile is loaded into registers (kr*, vr*, generated) while
+// the current one is computed, and staged after the next barrier. The scale is applied to Q
+// on loading, so f16 storage cannot overflow in QKᵀ; scores and
 // sums are f32 whatever T is. Masks: keys ≥ lengths[batch] (padding) and, with CAUSAL, keys
 // after the query. A query row whose keys are all masked gives zeros. Masked scores hold
 // the lowest finite f32.
 //
-// Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV),
-// CAUSAL, SPARSE.
+// Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
+// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE.
 
 struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
 
@@ -59,6 +61,12 @@ fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
 fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
 fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
 fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }
+
+// Key tile number t of query block qb: all of them in order, or its block-CSR row.
+fn tile_index(qb: u32, t: u32) -> u32 {
+    if SPARSE { return col_idx[row_ptr[qb] + t]; }
+    return t;
+}
 
 fn max4(a: vec4<f32>) -> f32 { return max(max(a.x, a.y), max(a.z, a.w)); }
 fn sum4(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }
@@ -100,7 +108,14 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if tid == 0u {
         if SPARSE { shared_u32 = row_ptr[qb + 1u] - row_ptr[qb]; } else { shared_u32 = p.k_blocks; }
     }
-    let tiles = workgroupUniformLoad(&shared_u32);
+    var tiles = workgroupUniformLoad(&shared_u32);
+    // With a causal mask, dense key tiles entirely after this query block contribute nothing.
+    if CAUSAL && !SPARSE { tiles = min(tiles, (q0 + BQ - 1u) / BKV + 1u); }
+    // Kᵀ is staged with consecutive invocations on consecutive keys, V on consecutive dims.
+    if tiles > 0u {
+        let kn = tile_index(qb, 0u);
+        //@KV_LOAD
+    }
     for (var t = 0u; t < tiles; t++) {
         if SPARSE {
             if tid == 0u { shared_u32 = col_idx[row_ptr[qb] + t]; }
@@ -108,33 +123,46 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         var kb = t;
         if SPARSE { kb = workgroupUniformLoad(&shared_u32); }
         let k0 = kb * BKV;
-        // With a causal mask, key tiles entirely after this query block contribute nothing.
-        if CAUSAL && k0 > q0 + BQ - 1u { continue; }
-        // Kᵀ (consecutive invocations: consecutive keys) and V (consecutive dims).
-        for (var i = tid; i < BKV * DQ4; i += THREADS) {
-            let key = i % BKV;
-            let dq = i / BKV;
-            var e = vec4<f32>();
-            if k0 + key < len { e = load_k(at(p.k, b, k0 + key, h) + dq * 4u); }
-            for (var c = 0u; c < 4u; c++) { k_t[(dq * 4u + c) * KQ + key / 4u][key % 4u] = e[c]; }
-        }
-        for (var i = tid; i < BKV * DQ4; i += THREADS) {
-            let key = i / DQ4;
-            var e = vec4<f32>();
-            if k0 + key < len { e = load_v(at(p.v, b, k0 + key, h) + (i % DQ4) * 4u); }
-            v_s[i] = e;
+        // Sparse and causal: blocks entirely after this query block contribute nothing.
+        let skip = CAUSAL && k0 > q0 + BQ - 1u;
+        if !skip {
+            //@KV_STAGE
         }
         workgroupBarrier();
+        if t + 1u < tiles {
+            let kn = tile_index(qb, t + 1u);
+            //@KV_LOAD
+        }
+        if skip { continue; }
 
         // 1. Scores of rows 4y.. and keys 4x.., one vec4 of keys per row.
         var s0 = vec4<f32>(); var s1 = vec4<f32>(); var s2 = vec4<f32>(); var s3 = vec4<f32>();
-        for (var d = 0u; d < DH; d++) {
-            let qa = q_t[d * RQ + y];
-            let kv = k_t[d * KQ + x];
-            s0 = fma(vec4<f32>(qa.x), kv, s0);
-            s1 = fma(vec4<f32>(qa.y), kv, s1);
-            s2 = fma(vec4<f32>(qa.z), kv, s2);
-            s3 = fma(vec4<f32>(qa.w), kv, s3);
+        // Four dims per step, their eight reads first: independent loads in flight.
+        for (var d = 0u; d < DH; d += 4u) {
+            let qa0 = q_t[d * RQ + y];
+            let qa1 = q_t[(d + 1u) * RQ + y];
+            let qa2 = q_t[(d + 2u) * RQ + y];
+            let qa3 = q_t[(d + 3u) * RQ + y];
+            let kv0 = k_t[d * KQ + x];
+            let kv1 = k_t[(d + 1u) * KQ + x];
+            let kv2 = k_t[(d + 2u) * KQ + x];
+            let kv3 = k_t[(d + 3u) * KQ + x];
+            s0 = fma(vec4<f32>(qa0.x), kv0, s0);
+            s1 = fma(vec4<f32>(qa0.y), kv0, s1);
+            s2 = fma(vec4<f32>(qa0.z), kv0, s2);
+            s3 = fma(vec4<f32>(qa0.w), kv0, s3);
+            s0 = fma(vec4<f32>(qa1.x), kv1, s0);
+            s1 = fma(vec4<f32>(qa1.y), kv1, s1);
+            s2 = fma(vec4<f32>(qa1.z), kv1, s2);
+            s3 = fma(vec4<f32>(qa1.w), kv1, s3);
+            s0 = fma(vec4<f32>(qa2.x), kv2, s0);
+            s1 = fma(vec4<f32>(qa2.y), kv2, s1);
+            s2 = fma(vec4<f32>(qa2.z), kv2, s2);
+            s3 = fma(vec4<f32>(qa2.w), kv2, s3);
+            s0 = fma(vec4<f32>(qa3.x), kv3, s0);
+            s1 = fma(vec4<f32>(qa3.y), kv3, s1);
+            s2 = fma(vec4<f32>(qa3.z), kv3, s2);
+            s3 = fma(vec4<f32>(qa3.w), kv3, s3);
         }
         let keys = vec4<u32>(k0 + 4u * x) + vec4<u32>(0u, 1u, 2u, 3u);
         let pad = keys >= vec4<u32>(len);
@@ -171,10 +199,18 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         workgroupBarrier();
 
         // 3. O += P·V.
-        for (var j = 0u; j < BKV; j++) {
-            let pa = p_s[j * RQ + y];
-            let vb = j * DQ4 + x;
-            //@PV
+        // Two keys per step, each key's reads before its multiply-adds.
+        for (var j = 0u; j < BKV; j += 2u) {
+            {
+                let pa = p_s[j * RQ + y];
+                let vb = j * DQ4 + x;
+                //@PV
+            }
+            {
+                let pa = p_s[(j + 1u) * RQ + y];
+                let vb = (j + 1u) * DQ4 + x;
+                //@PV
+            }
         }
         workgroupBarrier();
     }

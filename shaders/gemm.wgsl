@@ -8,17 +8,21 @@
 // invocations read neighbouring words. Each staged row is padded by one vec4 so that the
 // strided stores of a transposed slice fall in distinct banks.
 //
-// Software pipelining: the next slice is loaded from memory into registers (pa*, pb*) while
+// Software pipelining: the next slice is loaded from memory into registers (ar*, br*) while
 // the current one is multiplied, and stored to workgroup memory after the barrier, so
-// memory latency overlaps arithmetic. Out-of-range rows, columns and k load as 0 and are
-// never stored, so any M, N, K works.
+// memory latency overlaps arithmetic. (Double-buffering the staged slices instead, one
+// barrier per slice, measured slower on the H200: benches/NOTES.md.) With VA = 4 (VB = 4) A (B) is read as vec4 along its
+// contiguous stored dimension, 16 bytes per load for f32 (the launcher sets it when the
+// leading dimension and batch stride are multiples of 4). Out-of-range rows, columns and k
+// load as 0 and are never stored, so any M, N, K works.
 //
-// The register block and the pipeline registers are generated (the //@ markers): every one
-// is a named variable with constant indices. A private array indexed in a loop instead ends
+// The register block, the pipeline registers and the unrolled k steps are generated (the //@
+// markers): every one is a named variable with constant indices. A private array indexed in a loop instead ends
 // up in local memory on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
 //
-// Defines (prepended by Ridge): T (storage type), BM, BN, BK, TM, TN (multiples of 4; BM*BK
-// and BN*BK multiples of the invocation count), TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A
+// Defines (prepended by Ridge): T (storage type), AT and BT (T or vec4<T>), VA and VB (1 or
+// 4, their widths), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
+// invocation count, BN*BK of VB times it), TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A
 // is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored N x K;
 // otherwise K x N.
 // The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
@@ -31,8 +35,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<T>;
-@group(0) @binding(2) var<storage, read> b: array<T>;
+@group(0) @binding(1) var<storage, read> a: array<AT>;
+@group(0) @binding(2) var<storage, read> b: array<BT>;
 @group(0) @binding(3) var<storage, read> bias: array<T>;
 @group(0) @binding(4) var<storage, read_write> c: array<T>;
 
@@ -45,29 +49,27 @@ const BS: u32 = BN / 4u + 1u; // vec4s per staged k row of B, padded
 var<workgroup> a_tile: array<vec4<f32>, BK * AS>; // a_tile[k * AS + m / 4][m % 4]
 var<workgroup> b_tile: array<vec4<f32>, BK * BS>; // b_tile[k * BS + n / 4][n % 4]
 
-// (m, k) of element i of the A slice and (k, n) of element i of the B slice, numbered so
-// that consecutive invocations read consecutive addresses of the stored matrices.
+// (m, k) of the first element of load i of the A slice and (k, n) of load i of the B
+// slice, numbered so that consecutive invocations read consecutive addresses of the stored
+// matrices.
 fn a_pos(i: u32) -> vec2<u32> {
-    if TRANS_A { return vec2<u32>(i % BM, i / BM); }
-    return vec2<u32>(i / BK, i % BK);
+    if TRANS_A { return vec2<u32>(i % (BM / VA) * VA, i / (BM / VA)); }
+    return vec2<u32>(i / (BK / VA), i % (BK / VA) * VA);
 }
 
 fn b_pos(i: u32) -> vec2<u32> {
-    if TRANS_B { return vec2<u32>(i % BK, i / BK); }
-    return vec2<u32>(i / BN, i % BN);
+    if TRANS_B { return vec2<u32>(i % (BK / VB) * VB, i / (BK / VB)); }
+    return vec2<u32>(i / (BN / VB), i % (BN / VB) * VB);
 }
 
-fn load_a(base: u32, row: u32, col: u32) -> f32 {
-    if row >= p.m || col >= p.k { return 0.0; }
-    if TRANS_A { return f32(a[base + col * p.lda + row]); }
-    return f32(a[base + row * p.lda + col]);
+// Zero where lane index + first >= end (the part of a vec4 past the matrix edge).
+fn inside(v: vec4<f32>, first: u32, end: u32) -> vec4<f32> {
+    return select(v, vec4<f32>(), vec4<u32>(first) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(end));
 }
 
-fn load_b(base: u32, row: u32, col: u32) -> f32 {
-    if row >= p.k || col >= p.n { return 0.0; }
-    if TRANS_B { return f32(b[base + col * p.ldb + row]); }
-    return f32(b[base + row * p.ldb + col]);
-}
+// load_a(base, m, k) and load_b(base, k, n): f32, or vec4<f32> along the stored contiguous
+// dimension with VA / VB = 4 (generated for the widths chosen).
+//@LOADERS
 
 // alpha * acc + beta * C + bias for the four columns col..col+3 of one row, inside C only.
 fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
@@ -105,7 +107,8 @@ fn gemm(
     //@DECLARE
 
     // The first slice into registers; then, per slice: registers to workgroup memory, load
-    // the next slice into registers, multiply the staged one.
+    // the next slice into registers, multiply the staged one (the k steps unrolled, each
+    // step's reads issued before the previous step's multiply-adds).
     var k1 = 0u;
     //@LOAD
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
@@ -115,11 +118,7 @@ fn gemm(
         if k1 < p.k {
             //@LOAD
         }
-        for (var kk = 0u; kk < BK; kk++) {
-            let ar = kk * AS + lid.y;
-            let br = kk * BS + lid.x;
-            //@FMA
-        }
+        //@FMA
         workgroupBarrier();
     }
 

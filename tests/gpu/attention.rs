@@ -159,10 +159,14 @@ fn block_sparse_matches_dense_with_the_expanded_mask() {
                 Some(layout.clone()),
                 20 + i as u64,
             )?;
-            // With padding too.
+            // With padding too, and every other layout causal as well (blocks after the
+            // diagonal are skipped).
             check(
                 ctx,
-                att,
+                Attention {
+                    causal: i % 2 == 1,
+                    ..att
+                },
                 DType::F32,
                 Some(&[seq as u32, (seq / 3) as u32]),
                 Some(layout),

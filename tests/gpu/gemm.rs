@@ -16,6 +16,21 @@ pub fn check(
     b_batches: usize,
     seed: u64,
 ) -> Result<()> {
+    check_kernel(ctx, g, None, dtype, bias, a_batches, b_batches, seed)
+}
+
+/// As [`check`], with `kernel` instead of the one the tuning table picks.
+#[allow(clippy::too_many_arguments)]
+fn check_kernel(
+    ctx: &ridge::core::Context,
+    g: Gemm,
+    kernel: Option<GemmKernel>,
+    dtype: DType,
+    bias: bool,
+    a_batches: usize,
+    b_batches: usize,
+    seed: u64,
+) -> Result<()> {
     let [ar, ac] = g.a_dims();
     let [br, bc] = g.b_dims();
     let (a_data, b_data) = (
@@ -48,7 +63,11 @@ pub fn check(
             vec![f32::NAN; g.batch * g.m * g.n],
         )
     };
-    g.run(ctx, &a, &b, bias_t.as_ref().map(|t| &t.0), &c)?;
+    let bias_ref = bias_t.as_ref().map(|t| &t.0);
+    match kernel {
+        Some(kernel) => g.run_with(ctx, kernel, &a, &b, bias_ref, &c)?,
+        None => g.run(ctx, &a, &b, bias_ref, &c)?,
+    }
     let got = block(c.to_f32(ctx))?;
 
     let bias_vals = bias_t.as_ref().map(|t| t.1.as_slice());
@@ -85,6 +104,37 @@ fn odd_shapes_every_transpose_and_dtype() {
                         ..Gemm::new(m, n, k)
                     };
                     check(ctx, g, dtype, seed % 20 == 0, 1, 1, seed)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+/// Every tiling the autotuner may pick, on shapes whose leading dimensions are multiples of
+/// 4 (so the vec4 loads run) but not of any tile, every transpose, batched with a shared
+/// operand: the pipelined staging must be right for each of them.
+#[test]
+fn every_tuning_candidate_with_vector_loads() {
+    on_every_adapter("gemm_candidates", |ctx| {
+        let mut seed = 500;
+        for dtype in dtypes(ctx) {
+            for kernel in GemmKernel::candidates(ctx, dtype) {
+                for (m, n, k) in [(4, 4, 4), (36, 132, 20), (260, 44, 68)] {
+                    for (trans_a, trans_b) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
+                        seed += 10;
+                        let g = Gemm {
+                            batch: 2,
+                            trans_a,
+                            trans_b,
+                            beta: if seed % 30 == 0 { 0.5 } else { 0.0 },
+                            ..Gemm::new(m, n, k)
+                        };
+                        check_kernel(ctx, g, Some(kernel), dtype, seed % 20 == 0, 2, 1, seed)
+                            .map_err(|e| Error::invalid("gemm", format!("{kernel:?}: {e}")))?;
+                    }
                 }
             }
         }

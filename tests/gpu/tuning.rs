@@ -37,7 +37,7 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
                 bm: 32,
                 bn: 64,
                 bk: 8,
-                tm: 2,
+                tm: 4,
                 tn: 4,
             };
             let set = table_with(
@@ -48,7 +48,7 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
                     ("BM", 32),
                     ("BN", 64),
                     ("BK", 8),
-                    ("TM", 2),
+                    ("TM", 4),
                     ("TN", 4),
                 ],
             );

@@ -190,6 +190,11 @@ pub struct TiledConfig {
 }
 
 impl TiledConfig {
+    /// Invocations per workgroup.
+    pub fn invocations(&self) -> u32 {
+        (self.bq / 4) * (self.bkv / 4)
+    }
+
     /// Bytes of workgroup memory for `head_dim`: Qᵀ, Kᵀ, V, P and the row exchange (f32).
     pub fn workgroup_bytes(&self, head_dim: u32) -> u32 {
         let threads = (self.bq / 4) * (self.bkv / 4);
@@ -223,6 +228,7 @@ impl TiledConfig {
             && y > 0
             && head_dim.is_multiple_of(self.bkv)
             && head_dim / self.bkv <= 2
+            && (self.bkv * head_dim / 4).is_multiple_of(x * y)
             && x <= l.max_compute_workgroup_size_x
             && y <= l.max_compute_workgroup_size_y
             && x * y <= l.max_compute_invocations_per_workgroup
@@ -542,13 +548,43 @@ fn accumulators(head_dim: u32, tpr: u32) -> [(&'static str, String); 4] {
     ]
 }
 
-/// The generated output block of the register-blocked kernel: 4 rows × `head_dim/bkv` vec4
-/// accumulators, their rescaling, their P·V update for one key and their stores.
-fn tiled_accumulators(head_dim: u32, bkv: u32) -> [(&'static str, String); 4] {
-    let quads = head_dim / bkv;
+/// The generated parts of the register-blocked kernel: 4 rows × `head_dim/bkv` vec4 output
+/// accumulators (declared, rescaled, updated by P·V for one key, stored) and the pipeline
+/// registers of the next key tile (`bkv · head_dim/4` vec4 of K and of V spread over the
+/// invocations: declared, loaded, staged).
+fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
+    let quads = head_dim / c.bkv;
+    let per = c.bkv * (head_dim / 4) / c.invocations();
     let comps = ["x", "y", "z", "w"];
     let (mut declare, mut rescale, mut pv, mut store) =
         (String::new(), String::new(), String::new(), String::new());
+    let (mut load, mut stage) = (String::new(), String::new());
+    for e in 0..per {
+        declare.push_str(&format!(
+            "var kr{e} = vec4<f32>();\nvar vr{e} = vec4<f32>();\n"
+        ));
+        load.push_str(&format!(
+            "{{
+    let i = tid + {e}u * THREADS;
+    let kk = kn * BKV + i % BKV;
+    kr{e} = vec4<f32>();
+    if kk < len {{ kr{e} = load_k(at(p.k, b, kk, h) + (i / BKV) * 4u); }}
+    let vk = kn * BKV + i / DQ4;
+    vr{e} = vec4<f32>();
+    if vk < len {{ vr{e} = load_v(at(p.v, b, vk, h) + (i % DQ4) * 4u); }}
+}}
+"
+        ));
+        stage.push_str(&format!(
+            "{{\nlet i = tid + {e}u * THREADS;\nlet key = i % BKV;\nlet dq = i / BKV;\n"
+        ));
+        for (l, comp) in comps.iter().enumerate() {
+            stage.push_str(&format!(
+                "k_t[(dq * 4u + {l}u) * KQ + key / 4u][key % 4u] = kr{e}.{comp};\n"
+            ));
+        }
+        stage.push_str(&format!("v_s[i] = vr{e};\n}}\n"));
+    }
     for j in 0..quads {
         pv.push_str(&format!("let v{j} = v_s[vb + {j}u * KQ];\n"));
     }
@@ -576,6 +612,8 @@ fn tiled_accumulators(head_dim: u32, bkv: u32) -> [(&'static str, String); 4] {
         ("RESCALE", rescale),
         ("PV", pv),
         ("STORE", store),
+        ("KV_LOAD", load),
+        ("KV_STAGE", stage),
     ]
 }
 
@@ -593,7 +631,7 @@ fn kernel_defines(
             attention_defines(d, head_dim, c, causal, sparse),
         ),
         AttentionKernel::Tiled(c) => {
-            let d = tiled_accumulators(head_dim, c.bkv)
+            let d = tiled_blocks(head_dim, c)
                 .into_iter()
                 .fold(d, |d, (name, code)| d.block(name, code))
                 .u32("DH", head_dim)

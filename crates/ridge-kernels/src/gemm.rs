@@ -457,6 +457,7 @@ impl Gemm {
                     launch::dtype_defines(ctx, name, c.dtype())?,
                     &cfg,
                     self,
+                    load_widths(&cfg, self, a_batches == 1, b_batches == 1),
                     bias.is_some(),
                 ),
             ),
@@ -528,57 +529,140 @@ fn check_config(c: &GemmConfig) -> Result<()> {
     ))
 }
 
+/// Widths of the global loads of A and B (1, or 4 for vec4 along the stored contiguous
+/// dimension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LoadWidths {
+    a: u32,
+    b: u32,
+}
+
+/// The loaders of `shaders/gemm.wgsl` for `w`: scalar, or vec4 along the stored contiguous
+/// dimension (k for A, n for B when not transposed) with the lanes past the edge zeroed.
+fn loaders(w: LoadWidths) -> String {
+    let one = |name: &str, buf: &str, rows: &str, cols: &str, ld: &str, trans: &str| {
+        format!(
+            "fn load_{name}(base: u32, row: u32, col: u32) -> f32 {{
+    if row >= p.{rows} || col >= p.{cols} {{ return 0.0; }}
+    if {trans} {{ return f32({buf}[base + col * p.{ld} + row]); }}
+    return f32({buf}[base + row * p.{ld} + col]);
+}}
+"
+        )
+    };
+    let four = |name: &str, buf: &str, rows: &str, cols: &str, ld: &str, trans: &str| {
+        format!(
+            "fn load_{name}(base: u32, row: u32, col: u32) -> vec4<f32> {{
+    if row >= p.{rows} || col >= p.{cols} {{ return vec4<f32>(); }}
+    if {trans} {{ return inside(vec4<f32>({buf}[(base + col * p.{ld} + row) / 4u]), row, p.{rows}); }}
+    return inside(vec4<f32>({buf}[(base + row * p.{ld} + col) / 4u]), col, p.{cols});
+}}
+"
+        )
+    };
+    let a = if w.a == 4 { four } else { one };
+    let b = if w.b == 4 { four } else { one };
+    a("a", "a", "m", "k", "lda", "TRANS_A") + &b("b", "b", "k", "n", "ldb", "TRANS_B")
+}
+
 /// The generated parts of the tiled kernel (`//@` markers in `shaders/gemm.wgsl`): the
 /// `TM × TN/4` vec4 accumulators and the pipeline registers holding the next slice
-/// (`BM·BK` and `BN·BK` values spread over the invocations), all with constant names;
-/// the loads of a slice into those registers, their stores to workgroup memory, the
-/// multiply-adds of one k step, and the stores of C.
-fn register_block(c: &GemmConfig) -> [(&'static str, String); 5] {
+/// (`BM·BK` and `BN·BK` values in loads of `w` elements spread over the invocations), all
+/// with constant names; the loads of a slice into those registers, their stores to
+/// workgroup memory, the multiply-adds of one k step, and the stores of C.
+fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, String); 6] {
     let (row_quads, col_quads) = (c.tm / 4, c.tn / 4);
-    let per_a = c.bm * c.bk / c.invocations();
-    let per_b = c.bn * c.bk / c.invocations();
+    let per_a = c.bm * c.bk / (w.a * c.invocations());
+    let per_b = c.bn * c.bk / (w.b * c.invocations());
     let mut declare = String::new();
     let mut load = String::new();
     let mut stage = String::new();
     let mut fma = String::new();
     let mut store = String::new();
-    for (s, per, m) in [("a", per_a, "a"), ("b", per_b, "b")] {
+    for (s, per, width) in [("a", per_a, w.a), ("b", per_b, w.b)] {
+        let ty = if width == 4 { "vec4<f32>()" } else { "0.0" };
         for e in 0..per {
             declare.push_str(&format!(
-                "let {s}p{e} = {m}_pos(tid + {e}u * THREADS);\nvar {s}r{e} = 0.0;\n"
+                "let {s}p{e} = {s}_pos(tid + {e}u * THREADS);\nvar {s}r{e} = {ty};\n"
             ));
         }
     }
+    let comps = ["x", "y", "z", "w"];
     for e in 0..per_a {
         load.push_str(&format!(
             "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
         ));
-        stage.push_str(&format!(
-            "a_tile[ap{e}.y * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e};\n"
-        ));
+        match (w.a, g.trans_a) {
+            (1, _) => stage.push_str(&format!(
+                "a_tile[ap{e}.y * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e};\n"
+            )),
+            (_, true) => stage.push_str(&format!("a_tile[ap{e}.y * AS + ap{e}.x / 4u] = ar{e};\n")),
+            _ => {
+                for (l, comp) in comps.iter().enumerate() {
+                    stage.push_str(&format!(
+                        "a_tile[(ap{e}.y + {l}u) * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e}.{comp};\n"
+                    ));
+                }
+            }
+        }
     }
     for e in 0..per_b {
         load.push_str(&format!(
             "br{e} = load_b(b_base, k1 + bp{e}.x, n0 + bp{e}.y);\n"
         ));
-        stage.push_str(&format!(
-            "b_tile[bp{e}.x * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e};\n"
-        ));
+        match (w.b, g.trans_b) {
+            (1, _) => stage.push_str(&format!(
+                "b_tile[bp{e}.x * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e};\n"
+            )),
+            (_, false) => {
+                stage.push_str(&format!("b_tile[bp{e}.x * BS + bp{e}.y / 4u] = br{e};\n"))
+            }
+            _ => {
+                for (l, comp) in comps.iter().enumerate() {
+                    stage.push_str(&format!(
+                        "b_tile[(bp{e}.x + {l}u) * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e}.{comp};\n"
+                    ));
+                }
+            }
+        }
+    }
+    // The k steps unrolled: step kk's workgroup reads are issued before step kk−1's
+    // multiply-adds, so they are in flight while those run.
+    let reads = |kk: u32| {
+        let mut r = String::new();
+        for i in 0..row_quads {
+            r.push_str(&format!(
+                "let a{kk}_{i} = a_tile[{kk}u * AS + lid.y + {i}u * WG_Y];\n"
+            ));
+        }
+        for j in 0..col_quads {
+            r.push_str(&format!(
+                "let b{kk}_{j} = b_tile[{kk}u * BS + lid.x + {j}u * WG_X];\n"
+            ));
+        }
+        r
+    };
+    fma.push_str(&reads(0));
+    for kk in 0..c.bk {
+        if kk + 1 < c.bk {
+            fma.push_str(&reads(kk + 1));
+        }
+        for i in 0..row_quads {
+            for (r, comp) in comps.iter().enumerate() {
+                let row = 4 * i + r as u32;
+                for j in 0..col_quads {
+                    fma.push_str(&format!(
+                        "acc{row}_{j} = fma(vec4<f32>(a{kk}_{i}.{comp}), b{kk}_{j}, acc{row}_{j});\n"
+                    ));
+                }
+            }
+        }
     }
     for i in 0..row_quads {
-        fma.push_str(&format!("let a{i} = a_tile[ar + {i}u * WG_Y];\n"));
-    }
-    for j in 0..col_quads {
-        fma.push_str(&format!("let b{j} = b_tile[br + {j}u * WG_X];\n"));
-    }
-    for i in 0..row_quads {
-        for r in 0..4 {
-            let row = 4 * i + r;
+        for (r, _) in comps.iter().enumerate() {
+            let row = 4 * i + r as u32;
             for j in 0..col_quads {
                 declare.push_str(&format!("var acc{row}_{j} = vec4<f32>();\n"));
-                fma.push_str(&format!(
-                    "acc{row}_{j} = fma(vec4<f32>(a{i}[{r}]), b{j}, acc{row}_{j});\n"
-                ));
                 store.push_str(&format!(
                     "store4(c_base, m0 + (lid.y + {i}u * WG_Y) * 4u + {r}u, \
                      n0 + (lid.x + {j}u * WG_X) * 4u, acc{row}_{j});\n"
@@ -587,6 +671,7 @@ fn register_block(c: &GemmConfig) -> [(&'static str, String); 5] {
         }
     }
     [
+        ("LOADERS", loaders(w)),
         ("DECLARE", declare),
         ("LOAD", load),
         ("STAGE", stage),
@@ -595,15 +680,39 @@ fn register_block(c: &GemmConfig) -> [(&'static str, String); 5] {
     ]
 }
 
+/// The widest loads `c` can use for `g`'s operands: vec4 when the slice divides evenly
+/// into vec4 loads per invocation and every vec4 starts 16-byte aligned (the leading
+/// dimension and the batch stride multiples of 4; bindings start aligned). Empty matrices
+/// keep scalar loads: a vec4 binding must hold at least one vec4.
+fn load_widths(c: &GemmConfig, g: &Gemm, a_shared: bool, b_shared: bool) -> LoadWidths {
+    let width = |tile: u32, ld: usize, stride: usize, shared: bool| {
+        let even = (tile * c.bk).is_multiple_of(4 * c.invocations());
+        let aligned = ld.is_multiple_of(4) && (shared || stride.is_multiple_of(4));
+        if even && aligned && stride > 0 { 4 } else { 1 }
+    };
+    let [ar, ac] = g.a_dims();
+    let [br, bc] = g.b_dims();
+    LoadWidths {
+        a: width(c.bm, ac, ar * ac, a_shared),
+        b: width(c.bn, bc, br * bc, b_shared),
+    }
+}
+
 fn config_defines(
     d: ridge_core::Defines,
     c: &GemmConfig,
     g: &Gemm,
+    w: LoadWidths,
     bias: bool,
 ) -> ridge_core::Defines {
-    register_block(c)
+    let vector = |width: u32| if width == 4 { "vec4<T>" } else { "T" };
+    register_block(c, g, w)
         .into_iter()
         .fold(d, |d, (name, code)| d.block(name, code))
+        .alias("AT", vector(w.a))
+        .alias("BT", vector(w.b))
+        .u32("VA", w.a)
+        .u32("VB", w.b)
         .u32("BM", c.bm)
         .u32("BN", c.bn)
         .u32("BK", c.bk)
@@ -640,10 +749,11 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for (trans_a, trans_b, bias) in [
-        (false, false, false),
-        (true, true, true),
-        (false, true, true),
+    for (trans_a, trans_b, bias, width) in [
+        (false, false, false, 1),
+        (true, true, true, 4),
+        (false, true, true, 4),
+        (false, false, true, 4),
     ] {
         let g = Gemm {
             trans_a,
@@ -654,6 +764,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             shaders::storage_defines(dtype),
             &GemmConfig::DEFAULT,
             &g,
+            LoadWidths { a: width, b: width },
             bias,
         );
         v.push((&GEMM, "gemm", d));

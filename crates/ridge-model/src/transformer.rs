@@ -132,14 +132,13 @@ pub fn encoder_ops(
             "attention",
             ops::attention(b, nh, seq, dh, (seq * seq) as f64, e),
         );
-        push(&a, "gemm", ops::gemm(t, d, d, 1, 1, 1, false, true, e));
-        push(&a, "add", ops::elementwise(t * d, t * d, 1.0, e));
+        // The residual add is the output projection's β = 1 epilogue.
+        push(&a, "gemm", ops::gemm(t, d, d, 1, 1, 1, true, true, e));
         push(&a, "layer_norm", ops::norm(t, d, false, true, e));
         let m = format!("layer {l} · feed-forward");
         push(&m, "gemm", ops::gemm(t, f, d, 1, 1, 1, false, true, e));
         push(&m, "gelu", ops::elementwise(t * f, 0, 5.0, e));
-        push(&m, "gemm", ops::gemm(t, d, f, 1, 1, 1, false, true, e));
-        push(&m, "add", ops::elementwise(t * d, t * d, 1.0, e));
+        push(&m, "gemm", ops::gemm(t, d, f, 1, 1, 1, true, true, e));
         push(&m, "layer_norm", ops::norm(t, d, false, true, e));
     }
     push(
@@ -408,9 +407,9 @@ mod tests {
     }
 
     #[test]
-    fn planned_encoder_has_ten_ops_per_layer() {
+    fn planned_encoder_has_eight_ops_per_layer() {
         let ops = encoder_ops(&TransformerShape::minilm_l6(), 2, 16, true, 4);
-        assert_eq!(ops.len(), 4 + 6 * 10 + 1);
+        assert_eq!(ops.len(), 4 + 6 * 8 + 1);
         let flops = |name: &str| -> f64 {
             ops.iter()
                 .filter(|o| o.name == name)

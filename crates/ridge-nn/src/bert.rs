@@ -6,8 +6,8 @@
 //! qkv   = x·W_qkvᵀ + b_qkv                      gemm      [T, 3H] = [B, S, 3, nh, dh]
 //! ctx   = softmax(q·kᵀ/√dh + padding) · v        attention [B, S, nh, dh] = [T, H]
 //!         (one fused kernel reading q, k, v in place from the packed projection)
-//! x     = LN(x + ctx·W_oᵀ + b_o)                 gemm + add + layer_norm
-//! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm + gelu + gemm + add + layer_norm
+//! x     = LN(x + ctx·W_oᵀ + b_o)                 gemm (β = 1 onto x) + layer_norm
+//! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm + gelu + gemm (β = 1) + layer_norm
 //! ```
 //! Weights are uploaded once; a forward pass is one submission of dispatches with no
 //! host round trip until the caller reads a result.
@@ -254,20 +254,23 @@ impl Bert {
             let merged = new(&[b, s, nh, dh])?;
             let attention = Attention::packed_qkv(b, nh, s, dh);
             attention.run(ctx, &qkv, &qkv, &qkv, Some(&lengths), None, &merged)?;
-            let attn = new(&[t, h])?;
-            linear(h, h).run(
+            // The residual add rides in the GEMM's epilogue: C = merged·W_oᵀ + b_o + 1·C with
+            // C holding x (a copy when x is kept as a hidden state).
+            let residual = if keep_hidden {
+                x.duplicate(ctx)?
+            } else {
+                x.clone()
+            };
+            let residual = residual.reshape(&[t, h])?;
+            Gemm {
+                beta: 1.0,
+                ..linear(h, h)
+            }
+            .run(
                 ctx,
                 &merged.reshape(&[t, h])?,
                 &layer.out_w,
                 Some(&layer.out_b),
-                &attn,
-            )?;
-            let residual = new(&[t, h])?;
-            binary(
-                ctx,
-                ridge_kernels::Binary::Add,
-                &attn,
-                &x.reshape(&[t, h])?,
                 &residual,
             )?;
             let x1 = new(&[t, h])?;
@@ -285,10 +288,13 @@ impl Bert {
             linear(i, h).run(ctx, &x1, &layer.up_w, Some(&layer.up_b), &up)?;
             let act = new(&[t, i])?;
             unary(ctx, Unary::Gelu, &up, &act)?;
-            let down = new(&[t, h])?;
-            linear(h, i).run(ctx, &act, &layer.down_w, Some(&layer.down_b), &down)?;
-            let residual = new(&[t, h])?;
-            binary(ctx, ridge_kernels::Binary::Add, &down, &x1, &residual)?;
+            // x1 is needed only as the residual: the down projection accumulates into it.
+            Gemm {
+                beta: 1.0,
+                ..linear(h, i)
+            }
+            .run(ctx, &act, &layer.down_w, Some(&layer.down_b), &x1)?;
+            let residual = x1;
             x = new(&[b, s, h])?;
             layer_norm.run(
                 ctx,

@@ -65,9 +65,14 @@ pub fn problems(ctx: &Context, ops: &[String]) -> Vec<Problem> {
     let gemms: &[[usize; 3]] = if cpu {
         &[[128, 128, 128], [512, 1536, 384]]
     } else {
+        // Square sizes, and MiniLM's projections at batch 32 and 1 (128 tokens each):
+        // QKV and FFN-up (K = 384) and FFN-down (K = 1536).
         &[
             [256, 256, 256],
             [4096, 1536, 384],
+            [4096, 384, 1536],
+            [128, 1536, 384],
+            [128, 384, 1536],
             [1024, 1024, 1024],
             [4096, 4096, 4096],
         ]
@@ -301,7 +306,7 @@ pub async fn autotune(
                 }
                 let (launch, _, _) = build(ctx, &pr.op, &pr.shape, pr.dtype, false)?;
                 Ok::<_, ridge_core::Error>(
-                    ceilings::median_ms(ctx, opts.repeats, &launch)
+                    ceilings::warm_median_ms(ctx, opts.repeats, &launch)
                         .await
                         .map_err(|e| e.to_string()),
                 )
