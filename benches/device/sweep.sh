@@ -21,7 +21,21 @@ grep -A12 "^---- " "$W/gpu-tests.txt" | head -60
 echo "== kernel suite"
 $B/ridge check --repeats 20 --json > "$W/check.json"; $B/ridge check --repeats 20 2>&1 | tail -26
 echo "== bench"
+# The GPU's clocks and throttle reasons while the bench runs (rows of one call have been
+# seen to run exactly 4x slower in a window: the log tells clocks from code).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv,noheader -lms 250 > "$W/clocks.csv" 2>&1 &
+SMI=$!
 $B/ridge bench --size full --repeats 20 --json "$W/bench.json" --svg "$W/roofline.svg" 2>&1 | tail -45
+kill $SMI 2>/dev/null
+python3 - "$W/clocks.csv" <<'PY'
+import sys
+rows = [l.strip().split(", ") for l in open(sys.argv[1]) if l.count(",") >= 5]
+sm = [int(r[1].split()[0]) for r in rows if r[1].split()[0].isdigit()]
+reasons = sorted({r[5] for r in rows})
+if sm:
+    print(f"clocks during the bench: {len(sm)} samples, SM {min(sm)}-{max(sm)} MHz, "
+          f"below 1000 MHz in {sum(c < 1000 for c in sm)}; event reasons {reasons}")
+PY
 if [ -z "${SKIP_TUNING:-}" ]; then
 case ",${TUNE_OPS:-gemm}," in *,gemm,*)
 echo "== GEMM candidates"
@@ -39,5 +53,5 @@ python3 $B/minilm_torch.py 2>&1 | tee -a "$W/torch.jsonl"
 echo "== ratios"
 python3 $B/ratios.py "$W"
 } 2>&1 | tee "$W/log.txt"
-cp "$W/log.txt" "$W/bench.json" "$W/roofline.svg" "$W/torch.jsonl" "$W/tuning.json" "$W/check.json" "$W/gemm.txt" "$W/minilm.txt" "$OUT/" 2>/dev/null
+cp "$W/log.txt" "$W/clocks.csv" "$W/bench.json" "$W/roofline.svg" "$W/torch.jsonl" "$W/tuning.json" "$W/check.json" "$W/gemm.txt" "$W/minilm.txt" "$OUT/" 2>/dev/null
 true
