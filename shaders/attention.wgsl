@@ -21,22 +21,7 @@
 // Defines: T, DH (head dim, a multiple of 4), BQ, BK, TPR (divides BK; DH/TPR a multiple of 4),
 // CAUSAL, SPARSE (then BQ = BK = the layout's block size).
 
-struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
-
-struct Params {
-    batch: u32, heads: u32, seq: u32, q_blocks: u32,
-    q: Layout, k: Layout, v: Layout, o: Layout,
-    scale: f32, k_blocks: u32, pad0: u32, pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<T>;
-@group(0) @binding(2) var<storage, read> k: array<T>;
-@group(0) @binding(3) var<storage, read> v: array<T>;
-@group(0) @binding(4) var<storage, read> lengths: array<u32>;
-@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(6) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(7) var<storage, read_write> o: array<T>;
+//@IO
 
 const DH4: u32 = DH / 4u;
 const DPT4: u32 = DH / TPR / 4u;
@@ -49,23 +34,15 @@ var<workgroup> v_s: array<vec4<f32>, BK * DH4>;
 var<workgroup> s_s: array<f32, BQ * BK>;
 var<workgroup> shared_u32: u32;
 
-fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
-    return l.offset + b * l.batch + s * l.seq + h * l.head;
-}
-
-fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
-fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
-fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }
-
 @compute @workgroup_size(THREADS)
 fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) tid: u32) {
     let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
     if wg >= p.batch * p.heads * p.q_blocks { return; }
-    let qb = wg % p.q_blocks;
-    let bh = wg / p.q_blocks;
-    let h = bh % p.heads;
-    let b = bh / p.heads;
+    let w = work_of(wg);
+    let b = w.x;
+    let h = w.y;
+    let qb = w.z;
     let r = tid / TPR;
     let c = tid % TPR;
     let qi = qb * BQ + r;

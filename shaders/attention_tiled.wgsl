@@ -24,22 +24,7 @@
 // Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
 // BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE.
 
-struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
-
-struct Params {
-    batch: u32, heads: u32, seq: u32, q_blocks: u32,
-    q: Layout, k: Layout, v: Layout, o: Layout,
-    scale: f32, k_blocks: u32, pad0: u32, pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<T>;
-@group(0) @binding(2) var<storage, read> k: array<T>;
-@group(0) @binding(3) var<storage, read> v: array<T>;
-@group(0) @binding(4) var<storage, read> lengths: array<u32>;
-@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
-@group(0) @binding(6) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(7) var<storage, read_write> o: array<T>;
+//@IO
 
 const RQ: u32 = BQ / 4u;   // row quads: invocations along y
 const KQ: u32 = BKV / 4u;  // key quads: invocations along x
@@ -53,14 +38,6 @@ var<workgroup> v_s: array<vec4<f32>, BKV * DQ4>; // v_s[key * DQ4 + d / 4][d % 4
 var<workgroup> p_s: array<vec4<f32>, BKV * RQ>; // p_s[key * RQ + row / 4][row % 4]
 var<workgroup> red: array<vec4<f32>, THREADS>;  // red[y * KQ + x]: per-invocation row values
 var<workgroup> shared_u32: u32;
-
-fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
-    return l.offset + b * l.batch + s * l.seq + h * l.head;
-}
-
-fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
-fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
-fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }
 
 // Key tile number t of query block qb: all of them in order, or its block-CSR row.
 fn tile_index(qb: u32, t: u32) -> u32 {
@@ -82,10 +59,10 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
              @builtin(local_invocation_index) tid: u32) {
     let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
     if wg >= p.batch * p.heads * p.q_blocks { return; }
-    let qb = wg % p.q_blocks;
-    let bh = wg / p.q_blocks;
-    let h = bh % p.heads;
-    let b = bh / p.heads;
+    let w = work_of(wg);
+    let b = w.x;
+    let h = w.y;
+    let qb = w.z;
     let x = lid.x;
     let y = lid.y;
     let q0 = qb * BQ;                     // first query row of the workgroup

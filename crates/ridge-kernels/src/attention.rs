@@ -617,7 +617,7 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
     ]
 }
 
-/// The shader and defines of `kernel`.
+/// The shader and defines of `kernel` (with the shared interface at its `//@IO` line).
 fn kernel_defines(
     d: ridge_core::Defines,
     head_dim: u32,
@@ -625,6 +625,7 @@ fn kernel_defines(
     causal: bool,
     sparse: bool,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
+    let d = d.block("IO", shaders::ATTENTION_IO.to_string());
     match kernel {
         AttentionKernel::Rows(c) => (
             &ATTENTION,
@@ -687,17 +688,14 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             bk: 16,
             tpr: 4,
         };
-        v.push((
-            &ATTENTION,
-            "attention",
-            attention_defines(
-                shaders::storage_defines(dtype),
-                head_dim,
-                &c,
-                causal,
-                sparse,
-            ),
-        ));
+        let (shader, d) = kernel_defines(
+            shaders::storage_defines(dtype),
+            head_dim,
+            &AttentionKernel::Rows(c),
+            causal,
+            sparse,
+        );
+        v.push((shader, "attention", d));
     }
     v
 }

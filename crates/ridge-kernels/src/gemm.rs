@@ -588,43 +588,50 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         }
     }
     let comps = ["x", "y", "z", "w"];
+    // Stores register `reg` to `tile` with its first element at k row `k`, column `c`: one
+    // element, a vec4 along the columns, or (`along_k`) a vec4 down four k rows.
+    let stage_one = |tile: &str, stride: &str, reg: &str, k: &str, c: &str, width, along_k| match (
+        width, along_k,
+    ) {
+        (1, _) => format!("{tile}[{k} * {stride} + {c} / 4u][{c} % 4u] = {reg};\n"),
+        (_, false) => format!("{tile}[{k} * {stride} + {c} / 4u] = {reg};\n"),
+        _ => comps
+            .iter()
+            .enumerate()
+            .map(|(l, comp)| {
+                format!("{tile}[({k} + {l}u) * {stride} + {c} / 4u][{c} % 4u] = {reg}.{comp};\n")
+            })
+            .collect(),
+    };
     for e in 0..per_a {
         load.push_str(&format!(
             "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
         ));
-        match (w.a, g.trans_a) {
-            (1, _) => stage.push_str(&format!(
-                "a_tile[ap{e}.y * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e};\n"
-            )),
-            (_, true) => stage.push_str(&format!("a_tile[ap{e}.y * AS + ap{e}.x / 4u] = ar{e};\n")),
-            _ => {
-                for (l, comp) in comps.iter().enumerate() {
-                    stage.push_str(&format!(
-                        "a_tile[(ap{e}.y + {l}u) * AS + ap{e}.x / 4u][ap{e}.x % 4u] = ar{e}.{comp};\n"
-                    ));
-                }
-            }
-        }
+        let (k, c) = (format!("ap{e}.y"), format!("ap{e}.x"));
+        stage.push_str(&stage_one(
+            "a_tile",
+            "AS",
+            &format!("ar{e}"),
+            &k,
+            &c,
+            w.a,
+            !g.trans_a,
+        ));
     }
     for e in 0..per_b {
         load.push_str(&format!(
             "br{e} = load_b(b_base, k1 + bp{e}.x, n0 + bp{e}.y);\n"
         ));
-        match (w.b, g.trans_b) {
-            (1, _) => stage.push_str(&format!(
-                "b_tile[bp{e}.x * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e};\n"
-            )),
-            (_, false) => {
-                stage.push_str(&format!("b_tile[bp{e}.x * BS + bp{e}.y / 4u] = br{e};\n"))
-            }
-            _ => {
-                for (l, comp) in comps.iter().enumerate() {
-                    stage.push_str(&format!(
-                        "b_tile[(bp{e}.x + {l}u) * BS + bp{e}.y / 4u][bp{e}.y % 4u] = br{e}.{comp};\n"
-                    ));
-                }
-            }
-        }
+        let (k, c) = (format!("bp{e}.x"), format!("bp{e}.y"));
+        stage.push_str(&stage_one(
+            "b_tile",
+            "BS",
+            &format!("br{e}"),
+            &k,
+            &c,
+            w.b,
+            g.trans_b,
+        ));
     }
     // The k steps unrolled: step kk's workgroup reads are issued before step kk−1's
     // multiply-adds, so they are in flight while those run.

@@ -55,6 +55,9 @@ pub static ATTENTION_TILED: ShaderSource = ShaderSource {
     name: "attention_tiled",
     body: include_str!("../../../shaders/attention_tiled.wgsl"),
 };
+/// `shaders/include/attention_io.wgsl`: the parameters, bindings and loads both attention
+/// shaders share, inserted at their `//@IO` line.
+pub const ATTENTION_IO: &str = include_str!("../../../shaders/include/attention_io.wgsl");
 /// `shaders/ceilings.wgsl`.
 pub static CEILINGS: ShaderSource = ShaderSource {
     name: "ceilings",

@@ -1,0 +1,35 @@
+// The interface both attention kernels share (attention.wgsl, attention_tiled.wgsl; the
+// launcher in crates/ridge-kernels/src/attention.rs packs Params): strided head layouts
+// (element offset, batch, sequence and head strides; head dims contiguous), the bindings,
+// the workgroup's work, and the loads of four head dims as f32. Inserted at their //@IO line.
+
+struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
+
+struct Params {
+    batch: u32, heads: u32, seq: u32, q_blocks: u32,
+    q: Layout, k: Layout, v: Layout, o: Layout,
+    scale: f32, k_blocks: u32, pad0: u32, pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<T>;
+@group(0) @binding(2) var<storage, read> k: array<T>;
+@group(0) @binding(3) var<storage, read> v: array<T>;
+@group(0) @binding(4) var<storage, read> lengths: array<u32>;
+@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(6) var<storage, read> col_idx: array<u32>;
+@group(0) @binding(7) var<storage, read_write> o: array<T>;
+
+// (batch, head, query block) of workgroup number wg (a linear grid, query blocks fastest).
+fn work_of(wg: u32) -> vec3<u32> {
+    let bh = wg / p.q_blocks;
+    return vec3<u32>(bh / p.heads, bh % p.heads, wg % p.q_blocks);
+}
+
+fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
+    return l.offset + b * l.batch + s * l.seq + h * l.head;
+}
+
+fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
+fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
+fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }
