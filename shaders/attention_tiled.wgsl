@@ -48,9 +48,13 @@ fn tile_index(qb: u32, t: u32) -> u32 {
 fn max4(a: vec4<f32>) -> f32 { return max(max(a.x, a.y), max(a.z, a.w)); }
 fn sum4(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }
 
+// Scores are kept in base 2 (Q is scaled by log2(e) too), so exp(x) = exp2(x · log2(e))
+// costs one exp2.
+const LOG2E: f32 = 1.4426950408889634;
+
 // exp(s − m) for the unmasked scores of one row, 0 for the masked ones.
 fn probs(s: vec4<f32>, m: f32) -> vec4<f32> {
-    return select(exp(s - m), vec4<f32>(0.0), s == vec4<f32>(LOWEST));
+    return select(exp2(s - m), vec4<f32>(0.0), s == vec4<f32>(LOWEST));
 }
 
 @compute @workgroup_size(KQ, RQ, 1)
@@ -74,7 +78,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         let row = i % BQ;
         let dq = i / BQ;
         var e = vec4<f32>();
-        if q0 + row < p.seq { e = load_q(at(p.q, b, q0 + row, h) + dq * 4u) * p.scale; }
+        if q0 + row < p.seq { e = load_q(at(p.q, b, q0 + row, h) + dq * 4u) * (p.scale * LOG2E); }
         for (var c = 0u; c < 4u; c++) { q_t[(dq * 4u + c) * RQ + row / 4u][row % 4u] = e[c]; }
     }
 
@@ -161,7 +165,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         var mx = m;
         for (var i = 0u; i < KQ; i++) { mx = max(mx, red[y * KQ + i]); }
         // exp(m − mx) ≤ 1; with nothing seen yet (m = mx = LOWEST) it is 1, and l, O are 0.
-        let corr = exp(m - mx);
+        let corr = exp2(m - mx);
         m = mx;
         let p0 = probs(s0, mx.x);
         let p1 = probs(s1, mx.y);
@@ -176,8 +180,8 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         workgroupBarrier();
 
         // 3. O += P·V.
-        // Two keys per step, each key's reads before its multiply-adds.
-        for (var j = 0u; j < BKV; j += 2u) {
+        // Four keys per step, each key's reads before its multiply-adds.
+        for (var j = 0u; j < BKV; j += 4u) {
             {
                 let pa = p_s[j * RQ + y];
                 let vb = j * DQ4 + x;
@@ -186,6 +190,16 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
             {
                 let pa = p_s[(j + 1u) * RQ + y];
                 let vb = (j + 1u) * DQ4 + x;
+                //@PV
+            }
+            {
+                let pa = p_s[(j + 2u) * RQ + y];
+                let vb = (j + 2u) * DQ4 + x;
+                //@PV
+            }
+            {
+                let pa = p_s[(j + 3u) * RQ + y];
+                let vb = (j + 3u) * DQ4 + x;
                 //@PV
             }
         }

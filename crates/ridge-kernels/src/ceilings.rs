@@ -24,8 +24,11 @@ pub async fn median_ms(
     timed_median_ms(ctx, repeats, launch).await
 }
 
-/// GPU time [`warm_median_ms`] keeps the GPU busy before it counts, ms.
-const WARM_MS: f64 = 20.0;
+/// GPU time [`warm_median_ms`] keeps the GPU busy before it counts, ms. An H200 that had
+/// idled logged 480–525 MHz SM clocks for up to ≈ 0.75 s of following work (sampled every
+/// 0.25 s); 20 ms of warm-up did not cover that, 200 ms is the compromise with bench time.
+/// At most 2000 warm-up launches: shorter kernels are bound by host recording anyway.
+const WARM_MS: f64 = 200.0;
 
 /// As [`median_ms`], but when the launches are shorter than [`WARM_MS`] together, enough
 /// untimed launches to fill it run first and the launches are timed again: an idle GPU runs
