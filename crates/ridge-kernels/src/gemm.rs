@@ -37,7 +37,10 @@ pub struct Gemm {
     pub beta: f32,
 }
 
-/// Workgroup tiling of the GEMM kernel.
+/// Workgroup tiling of the GEMM kernel. Valid when TM and TN are multiples of 4, BM and BN
+/// multiples of TM and TN, and BM·BK and BN·BK multiples of the invocation count (each
+/// invocation stages the same number of elements); the launcher refuses others with
+/// [`Error::InvalidArgument`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmConfig {
     /// Rows of C per workgroup.
@@ -53,7 +56,7 @@ pub struct GemmConfig {
 }
 
 impl GemmConfig {
-    /// 64 × 64 tiles, 16 deep, 4 × 4 per invocation: 256 invocations and 8 KiB of workgroup
+    /// 64 × 64 tiles, 16 deep, 4 × 4 per invocation: 256 invocations and 8.5 KiB of workgroup
     /// memory, within every WebGPU adapter's minimum limits.
     pub const DEFAULT: GemmConfig = GemmConfig {
         bm: 64,
