@@ -233,11 +233,9 @@ impl RidgeApp {
         app.gpu.replayed = Some(report.clone());
         let ceilings = app.gpu.best_ceilings();
         for row in &report.rows {
-            let Some(ms) = row.measured_ms else { continue };
-            let label = format!("{} {:?} {}", row.op, row.shape, row.dtype);
-            let cost = ridge_model::OpCost::new(row.flops, row.bytes);
-            let point = panels::run_point(&label, &cost, ms, ceilings.as_ref());
-            app.roofline.record(label, point);
+            if let Some((label, point)) = panels::report_point("", row, ceilings.as_ref()) {
+                app.roofline.record(label, point);
+            }
         }
         app
     }

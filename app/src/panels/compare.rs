@@ -152,15 +152,8 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             .rows
             .iter()
             .filter_map(|row| {
-                let ms = row.measured_ms?;
-                let cost = ridge_model::OpCost::new(row.flops, row.bytes);
-                let label = format!("{}: {} {:?} {}", r.adapter, row.op, row.shape, row.dtype);
-                Some(super::run_point(
-                    &label,
-                    &cost,
-                    ms,
-                    Some(&r.measured_ceilings),
-                ))
+                let prefix = format!("{}: ", r.adapter);
+                super::report_point(&prefix, row, Some(&r.measured_ceilings)).map(|(_, p)| p)
             })
             .collect::<Vec<RunPoint>>();
         series.push(Series {

@@ -60,3 +60,16 @@ pub async fn measure_case(ctx: &Context, case: &CaseSpec) -> Result<(String, OpC
 pub fn label(case: &CaseSpec) -> String {
     format!("{} {:?} {}", case.op, case.shape, case.dtype)
 }
+
+/// A timed row of a `ridge bench` report as a roofline point, labelled `prefix` + the case
+/// as [`label`] names it; `None` when the row was not timed.
+pub fn report_point(
+    prefix: &str,
+    row: &ridge_model::report::Row,
+    ceilings: Option<&Ceilings>,
+) -> Option<(String, RunPoint)> {
+    let ms = row.measured_ms?;
+    let label = format!("{prefix}{} {:?} {}", row.op, row.shape, row.dtype);
+    let point = run_point(&label, &OpCost::new(row.flops, row.bytes), ms, ceilings);
+    Some((label, point))
+}

@@ -114,9 +114,13 @@ pub fn run(args: Args) -> crate::CliResult {
     // benches/NOTES.md), which one pass cannot tell from a slow kernel.
     let cases = sweep::cases(&ctx, size, &args.op);
     let mut fastest: Vec<Option<f64>> = vec![None; cases.len()];
-    for _pass in 0..2 {
+    let mut costs = Vec::with_capacity(cases.len());
+    for pass in 0..2 {
         for (case, best) in cases.iter().zip(fastest.iter_mut()) {
             let prepared = sweep::prepare(&ctx, case)?;
+            if pass == 0 {
+                costs.push(prepared.cost);
+            }
             let t = pollster::block_on(ceilings::warm_median_ms(
                 &ctx,
                 args.repeats,
@@ -130,27 +134,25 @@ pub fn run(args: Args) -> crate::CliResult {
         }
     }
     let mut rows = Vec::new();
-    for (case, measured_ms) in cases.into_iter().zip(fastest) {
-        let prepared = sweep::prepare(&ctx, &case)?;
+    for ((case, cost), measured_ms) in cases.into_iter().zip(costs).zip(fastest) {
         let f16 = case.dtype == DType::F16;
         let ceil = m.ceilings(f16);
-        let pred = ceil.predict(&prepared.cost);
+        let pred = ceil.predict(&cost);
         let precision = if f16 { Precision::F16 } else { Precision::F32 };
         let spec_ms = spec
             .as_ref()
-            .map(|s| s.ceilings(precision).predict(&prepared.cost).seconds * 1e3);
+            .map(|s| s.ceilings(precision).predict(&cost).seconds * 1e3);
         let row = Row {
             op: case.op.clone(),
             shape: case.shape.clone(),
             dtype: case.dtype.to_string(),
-            flops: prepared.cost.flops,
-            bytes: prepared.cost.bytes,
+            flops: cost.flops,
+            bytes: cost.bytes,
             measured_ms,
             predicted_spec_ms: spec_ms,
             predicted_measured_ms: pred.seconds * 1e3,
             bound: pred.bound,
-            roofline_fraction: measured_ms
-                .and_then(|t| ceil.fraction_of_roofline(&prepared.cost, t * 1e-3)),
+            roofline_fraction: measured_ms.and_then(|t| ceil.fraction_of_roofline(&cost, t * 1e-3)),
         };
         say(format!(
             "{:<12} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
