@@ -2,13 +2,16 @@
 //! reference on an odd shape and on one whose dims are multiples of 4 (the vec4 loads),
 //! then timed (median of GPU timestamps) at 1024³, 2048³ and 4096³ with B stored K × N
 //! ("NN") and N × K ("NT", a Linear layer's weight), and at MiniLM's batch-32 projections
-//! (NT), f32 and f16 (tensor cores where the adapter has them). Not a test:
-//! `cargo bench --bench gemm` (`-- --sizes 256,512` to choose). Prints TFLOP/s.
+//! (NT), f32 and f16 (tensor cores where the adapter has them). Then the GELU epilogue at
+//! MiniLM's up projection: fused into the GEMM against the GEMM followed by the element-wise
+//! GELU, next to the saving the roofline model predicts (the GELU pass's bytes ÷ measured
+//! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
+//! (`-- --sizes 256,512` to choose). Prints TFLOP/s and ms.
 
 use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::ceilings::median_ms;
+use ridge::kernels::ceilings::{self, median_ms, warm_median_ms};
 use ridge::kernels::check::compare;
-use ridge::kernels::{Gemm, GemmKernel};
+use ridge::kernels::{Gemm, GemmKernel, Unary, unary};
 
 fn upload(ctx: &Context, values: &[f32], shape: &[usize], dtype: DType) -> (Tensor, Vec<f32>) {
     match dtype {
@@ -116,5 +119,48 @@ fn main() {
             line.push_str(&format!("  MiniLM NT {} TFLOP/s", mini.join(" / ")));
             println!("{line}");
         }
+    }
+    gelu_epilogue(&ctx);
+}
+
+/// MiniLM's batch-32 up projection (4096 × 1536 × 384, Bᵀ, bias) with GELU fused into the
+/// GEMM's epilogue against the GEMM and a separate GELU pass, for each storage type.
+fn gelu_epilogue(ctx: &Context) {
+    let measured = pollster::block_on(ceilings::measure(ctx, 1 << 28, 10)).expect("ceilings");
+    let (m, n, k) = (4096, 1536, 384);
+    let mut dtypes = vec![DType::F32];
+    if ctx.has_f16() {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        let g = Gemm {
+            trans_b: true,
+            ..Gemm::new(m, n, k)
+        };
+        let (a, _) = upload(ctx, &values(m * k, 5), &[m, k], dtype);
+        let (b, _) = upload(ctx, &values(n * k, 6), &[n, k], dtype);
+        let (bias, _) = upload(ctx, &values(n, 7), &[n], dtype);
+        let up = Tensor::empty(ctx, &[m, n], dtype).unwrap();
+        let act = Tensor::empty(ctx, &[m, n], dtype).unwrap();
+        let fused = |ctx: &Context| Gemm { gelu: true, ..g }.run(ctx, &a, &b, Some(&bias), &act);
+        let separate = |ctx: &Context| {
+            g.run(ctx, &a, &b, Some(&bias), &up)?;
+            unary(ctx, Unary::Gelu, &up, &act)
+        };
+        let ms = |f: &dyn Fn(&Context) -> ridge::core::Result<()>| {
+            pollster::block_on(warm_median_ms(ctx, 20, f)).expect("timed")
+        };
+        let (fused_ms, separate_ms) = (ms(&fused), ms(&separate));
+        let pass = Unary::Gelu.cost(m * n, dtype);
+        let predicted = measured
+            .ceilings(dtype == DType::F16)
+            .predict(&pass)
+            .seconds
+            * 1e3;
+        println!(
+            "{dtype} GELU epilogue at {m}×{n}×{k}: fused {fused_ms:.4} ms, GEMM + GELU \
+             {separate_ms:.4} ms, saved {:.4} ms (model: {predicted:.4} ms)",
+            separate_ms - fused_ms
+        );
     }
 }

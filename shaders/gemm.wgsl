@@ -22,9 +22,9 @@
 //
 // Defines (prepended by Ridge): T (storage type), AT and BT (T or vec4<T>), VA and VB (1 or
 // 4, their widths), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
-// invocation count, BN*BK of VB times it), TRANS_A, TRANS_B, HAS_BIAS. With TRANS_A, A
-// is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored N x K;
-// otherwise K x N.
+// invocation count, BN*BK of VB times it), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. With
+// TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored
+// N x K; otherwise K x N.
 // The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
 
 struct Params {
@@ -71,7 +71,11 @@ fn inside(v: vec4<f32>, first: u32, end: u32) -> vec4<f32> {
 // dimension with VA / VB = 4 (generated for the widths chosen).
 //@LOADERS
 
-// alpha * acc + beta * C + bias for the four columns col..col+3 of one row, inside C only.
+// gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32).
+//@GELU
+
+// alpha * acc + beta * C + bias (then GELU with ACT_GELU) for the four columns col..col+3
+// of one row, inside C only.
 fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
     if row >= p.m { return; }
     for (var e = 0u; e < 4u; e++) {
@@ -82,6 +86,7 @@ fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
         // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
         if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
         if HAS_BIAS { v += f32(bias[cc]); }
+        if ACT_GELU { v = gelu(v); }
         c[ci] = T(v);
     }
 }

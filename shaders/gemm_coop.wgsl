@@ -1,24 +1,36 @@
-// GEMM on cooperative matrices (tensor cores): C = alpha * op(A) * op(B) + beta * C (+ bias),
-// f16 storage, f16 x f16 products accumulated in f32, batched, row-major.
+// GEMM on cooperative matrices (tensor cores): C = alpha * op(A) * op(B) + beta * C (+ bias)
+// (then GELU with ACT_GELU), f16 storage, f16 x f16 products accumulated in f32, batched,
+// row-major.
 //
-// A workgroup is SG_M x SG_N subgroups of 32 invocations; each subgroup owns a 32 x 32 block
-// of C as 2 x 2 cooperative 16x16 f32 accumulators, so the workgroup tile is
-// BM = 32*SG_M by BN = 32*SG_N. Each step stages a BK-deep slice of op(A) (BM x BK) and op(B)
-// (BK x BN) in workgroup memory as f16 (zero-filled outside the matrices, so any M, N, K
-// works), then every subgroup runs BK/16 rounds of four 16x16x16 multiply-adds. The epilogue
-// goes through a 16 x 16 f32 scratch tile per subgroup to apply alpha, beta and the bias and
-// to store only the elements inside C.
+// A workgroup is SG_M x SG_N subgroups of 32 invocations; each subgroup owns a
+// (16*FM) x (16*FN) block of C as FM x FN cooperative 16x16 f32 accumulators, so the
+// workgroup tile is BM = 16*FM*SG_M by BN = 16*FN*SG_N. Per k step of 16 a subgroup loads FM
+// fragments of A and FN of B from workgroup memory for FM*FN multiply-adds, so larger FM, FN
+// mean fewer workgroup reads per tensor-core operation.
+//
+// Each BK-deep slice of A and B is staged in workgroup memory in its stored layout (the
+// contiguous dimension stays contiguous: A is M x K, or K x M with TRANS_A, read as a
+// column-major fragment then; B likewise), every staged row padded by 8 halves (16 bytes) so
+// that the eight 16-byte rows a fragment load reads fall in distinct banks. Global loads are
+// 16 bytes (mat2x4<f16>, eight halves) along the contiguous dimension when VA / VB = 8 (the
+// launcher checks alignment and that the contiguous extent is a multiple of 8), else one
+// half each; out-of-range elements load as 0, so any M, N, K works.
+//
+// Software pipelining as in gemm.wgsl: the next slice is loaded into registers while the
+// current one is multiplied. The register loads, stores and the unrolled k steps with their
+// FM x FN named accumulators are generated (the //@ markers).
+//
+// The epilogue goes through a 16 x 16 f32 scratch tile per subgroup to apply alpha, beta, the
+// bias and the activation and to store only the elements inside C.
 //
 // The launcher runs this only where the adapter offers f16 x f16 -> f32 16x16x16 cooperative
 // matrices at subgroup size 32 (NVIDIA tensor cores through naga's wgpu_cooperative_matrix
 // extension); everywhere else the tiled SIMT kernel in gemm.wgsl runs.
 //
-// Defines (prepended): SG_M, SG_N, BK (a multiple of 16), TRANS_A, TRANS_B, HAS_BIAS.
-// Strides are consts or lets computed before the loops (naga 30.0.2's SPIR-V writer fails on
-// cooperative loads whose stride reads a uniform inside a loop).
-
-
-
+// Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), AT and BT (f16 or
+// mat2x4<f16>), VA and VB (1 or 8), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. Fragment strides are
+// consts (naga 30.0.2's SPIR-V writer fails on cooperative loads whose stride reads a uniform
+// inside a loop).
 
 struct Params {
     m: u32, n: u32, k: u32, batch: u32,
@@ -28,30 +40,42 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<f16>;
-@group(0) @binding(2) var<storage, read> b: array<f16>;
+@group(0) @binding(1) var<storage, read> a: array<AT>;
+@group(0) @binding(2) var<storage, read> b: array<BT>;
 @group(0) @binding(3) var<storage, read> bias: array<f16>;
 @group(0) @binding(4) var<storage, read_write> c: array<f16>;
 
-const BM: u32 = SG_M * 32u;
-const BN: u32 = SG_N * 32u;
+const BM: u32 = SG_M * FM * 16u;
+const BN: u32 = SG_N * FN * 16u;
 const THREADS: u32 = SG_M * SG_N * 32u;
+// Staged slices in their stored layout: rows x columns, each row padded by 8 halves.
+const A_ROWS: u32 = select(BM, BK, TRANS_A);
+const A_COLS: u32 = select(BK, BM, TRANS_A);
+const AS: u32 = A_COLS + 8u;
+const B_ROWS: u32 = select(BK, BN, TRANS_B);
+const B_COLS: u32 = select(BN, BK, TRANS_B);
+const BS: u32 = B_COLS + 8u;
 
-var<workgroup> a_tile: array<f16, BM * BK>;        // a_tile[m * BK + k]
-var<workgroup> b_tile: array<f16, BK * BN>;        // b_tile[k * BN + n]
+var<workgroup> a_tile: array<f16, A_ROWS * AS>;
+var<workgroup> b_tile: array<f16, B_ROWS * BS>;
 var<workgroup> scratch: array<f32, SG_M * SG_N * 256u>; // one 16 x 16 tile per subgroup
 
-fn load_a(base: u32, row: u32, col: u32) -> f16 {
-    if row >= p.m || col >= p.k { return f16(0.0); }
-    if TRANS_A { return a[base + col * p.lda + row]; }
-    return a[base + row * p.lda + col];
+// Load i (of VA halves) of a staged A slice: (row, column) within the slice.
+fn a_pos(i: u32) -> vec2<u32> {
+    return vec2<u32>(i / (A_COLS / VA), i % (A_COLS / VA) * VA);
 }
 
-fn load_b(base: u32, row: u32, col: u32) -> f16 {
-    if row >= p.k || col >= p.n { return f16(0.0); }
-    if TRANS_B { return b[base + col * p.ldb + row]; }
-    return b[base + row * p.ldb + col];
+fn b_pos(i: u32) -> vec2<u32> {
+    return vec2<u32>(i / (B_COLS / VB), i % (B_COLS / VB) * VB);
 }
+
+// load_a(base, row, col, rows, cols) and load_b(...): VA / VB halves of the stored matrix
+// from (row, col), zero outside rows x cols; stage_a / stage_b store them to the slice
+// (generated for the widths chosen).
+//@LOADERS
+
+// gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32).
+//@GELU
 
 // Applies the epilogue to one 16 x 16 accumulator tile staged in this subgroup's scratch.
 fn store_tile(sg: u32, lane: u32, c_base: u32, row0: u32, col0: u32) {
@@ -61,8 +85,10 @@ fn store_tile(sg: u32, lane: u32, c_base: u32, row0: u32, col0: u32) {
         if row < p.m && col < p.n {
             let ci = c_base + row * p.ldc + col;
             var v = p.alpha * scratch[sg * 256u + e];
+            // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
             if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
             if HAS_BIAS { v += f32(bias[col]); }
+            if ACT_GELU { v = gelu(v); }
             c[ci] = f16(v);
         }
     }
@@ -84,56 +110,32 @@ fn gemm_coop(
     let a_base = batch * p.stride_a;
     let b_base = batch * p.stride_b;
     let c_base = batch * p.stride_c;
+    // Stored extents of A and B.
+    let a_rows = select(p.m, p.k, TRANS_A);
+    let a_cols = select(p.k, p.m, TRANS_A);
+    let b_rows = select(p.k, p.n, TRANS_B);
+    let b_cols = select(p.n, p.k, TRANS_B);
     let sg = tid / 32u;
     let lane = tid % 32u;
-    let sm = (sg / SG_N) * 32u; // this subgroup's rows within the tile
-    let sn = (sg % SG_N) * 32u; // and columns
+    let sm = (sg / SG_N) * FM * 16u; // this subgroup's rows within the tile
+    let sn = (sg % SG_N) * FN * 16u; // and columns
 
-    var acc00 = coop_mat16x16<f32, C>();
-    var acc01 = coop_mat16x16<f32, C>();
-    var acc10 = coop_mat16x16<f32, C>();
-    var acc11 = coop_mat16x16<f32, C>();
+    //@DECLARE
 
+    var k1 = 0u;
+    //@LOAD
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        for (var i = tid; i < BM * BK; i += THREADS) {
-            var mm: u32; var kk: u32;
-            if TRANS_A { mm = i % BM; kk = i / BM; } else { kk = i % BK; mm = i / BK; }
-            a_tile[mm * BK + kk] = load_a(a_base, m0 + mm, k0 + kk);
-        }
-        for (var i = tid; i < BK * BN; i += THREADS) {
-            var kk: u32; var nn: u32;
-            if TRANS_B { kk = i % BK; nn = i / BK; } else { nn = i % BN; kk = i / BN; }
-            b_tile[kk * BN + nn] = load_b(b_base, k0 + kk, n0 + nn);
-        }
+        //@STAGE
         workgroupBarrier();
-        for (var kk = 0u; kk < BK; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[sm * BK + kk], BK);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[(sm + 16u) * BK + kk], BK);
-            let b0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[kk * BN + sn], BN);
-            let b1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[kk * BN + sn + 16u], BN);
-            acc00 = coopMultiplyAdd(a0, b0, acc00);
-            acc01 = coopMultiplyAdd(a0, b1, acc01);
-            acc10 = coopMultiplyAdd(a1, b0, acc10);
-            acc11 = coopMultiplyAdd(a1, b1, acc11);
+        k1 = k0 + BK;
+        if k1 < p.k {
+            //@LOAD
         }
+        //@MMA
         workgroupBarrier();
     }
 
     let row0 = m0 + sm;
     let col0 = n0 + sn;
-    coopStoreT(acc00, &scratch[sg * 256u], 16u);
-    workgroupBarrier();
-    store_tile(sg, lane, c_base, row0, col0);
-    workgroupBarrier();
-    coopStoreT(acc01, &scratch[sg * 256u], 16u);
-    workgroupBarrier();
-    store_tile(sg, lane, c_base, row0, col0 + 16u);
-    workgroupBarrier();
-    coopStoreT(acc10, &scratch[sg * 256u], 16u);
-    workgroupBarrier();
-    store_tile(sg, lane, c_base, row0 + 16u, col0);
-    workgroupBarrier();
-    coopStoreT(acc11, &scratch[sg * 256u], 16u);
-    workgroupBarrier();
-    store_tile(sg, lane, c_base, row0 + 16u, col0 + 16u);
+    //@STORE
 }

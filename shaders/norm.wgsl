@@ -13,7 +13,8 @@
 // accesses, as the stream-copy ceiling uses. `cols` counts V units; `n` is the true length.
 //
 // Defines: T (storage type), V (T or vec4<T>), VF (f32 or vec4<f32>), WG (invocations per
-// workgroup, a power of two), AFFINE; the //@HSUM block defines hsum (sum of a VF's lanes).
+// workgroup, a power of two), AFFINE; the //@LANES block defines hsum and hmax (sum and
+// max of a VF's lanes).
 
 struct Params { rows: u32, cols: u32, eps: f32, n: u32 }
 
@@ -23,7 +24,7 @@ struct Params { rows: u32, cols: u32, eps: f32, n: u32 }
 @group(0) @binding(3) var<storage, read> beta: array<V>;
 @group(0) @binding(4) var<storage, read_write> y: array<V>;
 
-//@HSUM
+//@LANES
 
 var<workgroup> partial: array<f32, WG>;
 

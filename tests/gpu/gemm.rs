@@ -112,15 +112,16 @@ fn odd_shapes_every_transpose_and_dtype() {
 }
 
 /// Every tiling the autotuner may pick, on shapes whose leading dimensions are multiples of
-/// 4 (so the vec4 loads run) but not of any tile, every transpose, batched with a shared
-/// operand: the pipelined staging must be right for each of them.
+/// 8 or 4 (so the 16-byte loads of f32 and f16 run) but not of any tile, every transpose,
+/// batched with a shared operand, some with the GELU epilogue: the pipelined staging must be
+/// right for each of them.
 #[test]
 fn every_tuning_candidate_with_vector_loads() {
     on_every_adapter("gemm_candidates", |ctx| {
         let mut seed = 500;
         for dtype in dtypes(ctx) {
             for kernel in GemmKernel::candidates(ctx, dtype) {
-                for (m, n, k) in [(4, 4, 4), (36, 132, 20), (260, 44, 68)] {
+                for (m, n, k) in [(4, 4, 4), (40, 136, 24), (260, 44, 68)] {
                     for (trans_a, trans_b) in
                         [(false, false), (true, false), (false, true), (true, true)]
                     {
@@ -130,6 +131,7 @@ fn every_tuning_candidate_with_vector_loads() {
                             trans_a,
                             trans_b,
                             beta: if seed % 30 == 0 { 0.5 } else { 0.0 },
+                            gelu: seed % 70 == 0,
                             ..Gemm::new(m, n, k)
                         };
                         check_kernel(ctx, g, Some(kernel), dtype, seed % 20 == 0, 2, 1, seed)
@@ -159,6 +161,15 @@ fn alpha_beta_bias_and_batches() {
             check(ctx, Gemm { beta: 0.0, ..g }, dtype, true, 3, 1, 300)?;
             // K = 0: C = β·C + bias.
             check(ctx, Gemm { k: 0, ..g }, dtype, true, 3, 3, 400)?;
+            // GELU after α, β and the bias (the feed-forward up projection), pre-activations
+            // up to ±8 so that both tails of erf are exercised.
+            let wide = Gemm {
+                gelu: true,
+                alpha: 4.0,
+                ..g
+            };
+            check(ctx, wide, dtype, true, 3, 3, 500)?;
+            check(ctx, Gemm { beta: 0.0, ..wide }, dtype, false, 1, 3, 600)?;
         }
         Ok(())
     });

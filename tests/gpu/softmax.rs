@@ -33,6 +33,7 @@ fn odd_shapes_and_scales() {
                 (2, 256),
                 (3, 257),
                 (7, 1000),
+                (2, 4096),
                 (2, 4099),
             ] {
                 seed += 10;
@@ -62,42 +63,45 @@ fn large_magnitudes_are_stable() {
 #[test]
 fn masks_padding_and_fully_masked_rows() {
     on_every_adapter("softmax_masked", |ctx| {
-        // Attention-style: scores [batch 2, heads 3, queries 4, keys 37], mask [2, 37].
-        let (batch, group, keys) = (2, 3 * 4, 37);
-        let mut mask = vec![0f32; batch * keys];
-        mask[30..keys].fill(f32::NEG_INFINITY); // batch 0: last 7 keys are padding
-        mask[keys..].fill(f32::NEG_INFINITY); // batch 1: every key masked
-        mask[keys + 5] = -2.5; // an ordinary additive bias among -inf
-        mask[keys + 5] = f32::NEG_INFINITY;
-        for dtype in dtypes(ctx) {
-            let sm = Softmax {
-                rows: batch * group,
-                cols: keys,
-                scale: 0.5,
-                mask_group: group,
-            };
-            check(
-                ctx,
-                sm,
-                dtype,
-                &random(9, batch * group * keys, -4.0, 4.0),
-                Some(&mask),
-            )?;
-            // The fully masked batch must be exactly zero.
-            let x = Tensor::from_slice(
-                ctx,
-                &random(9, batch * group * keys, -4.0, 4.0),
-                &[batch * group, keys],
-            )?;
-            let m = Tensor::from_slice(ctx, &mask, &[batch, keys])?;
-            let y = poisoned(ctx, &[batch * group, keys], DType::F32)?;
-            sm.run(ctx, &x, Some(&m), &y)?;
-            let got = block(y.to_f32(ctx))?;
-            if got[group * keys..].iter().any(|&v| v != 0.0) {
-                return Err(Error::invalid(
-                    "softmax",
-                    "a fully masked row is not all zeros",
-                ));
+        // Attention-style: scores [batch 2, heads 3, queries 4, keys], mask [2, keys]; 36
+        // keys run the vec4 kernel with padding that ends inside one vec4 and fills the next.
+        for keys in [37, 36] {
+            let (batch, group) = (2, 3 * 4);
+            let mut mask = vec![0f32; batch * keys];
+            mask[30..keys].fill(f32::NEG_INFINITY); // batch 0: the last keys are padding
+            mask[keys..].fill(f32::NEG_INFINITY); // batch 1: every key masked
+            mask[keys + 5] = -2.5; // an ordinary additive bias among -inf
+            mask[keys + 5] = f32::NEG_INFINITY;
+            for dtype in dtypes(ctx) {
+                let sm = Softmax {
+                    rows: batch * group,
+                    cols: keys,
+                    scale: 0.5,
+                    mask_group: group,
+                };
+                check(
+                    ctx,
+                    sm,
+                    dtype,
+                    &random(9, batch * group * keys, -4.0, 4.0),
+                    Some(&mask),
+                )?;
+                // The fully masked batch must be exactly zero.
+                let x = Tensor::from_slice(
+                    ctx,
+                    &random(9, batch * group * keys, -4.0, 4.0),
+                    &[batch * group, keys],
+                )?;
+                let m = Tensor::from_slice(ctx, &mask, &[batch, keys])?;
+                let y = poisoned(ctx, &[batch * group, keys], DType::F32)?;
+                sm.run(ctx, &x, Some(&m), &y)?;
+                let got = block(y.to_f32(ctx))?;
+                if got[group * keys..].iter().any(|&v| v != 0.0) {
+                    return Err(Error::invalid(
+                        "softmax",
+                        format!("a fully masked row of {keys} keys is not all zeros"),
+                    ));
+                }
             }
         }
         // Additive (finite) masks are added, not treated as masking.

@@ -69,9 +69,14 @@ impl Defines {
     }
     /// The complete WGSL module: header, then body.
     pub fn apply(&self, shader: &ShaderSource) -> String {
-        let mut body = shader.body.to_string();
-        for (marker, code) in &self.blocks {
-            body = body.replace(marker, code);
+        // Only a line that is exactly the marker is replaced; a comment naming it is kept.
+        let mut body = String::with_capacity(shader.body.len());
+        for line in shader.body.lines() {
+            match self.blocks.iter().find(|(marker, _)| line.trim() == marker) {
+                Some((_, code)) => body.push_str(code),
+                None => body.push_str(line),
+            }
+            body.push('\n');
         }
         format!(
             "// {}.wgsl with Ridge defines\n{}\n{}",

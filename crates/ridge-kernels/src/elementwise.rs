@@ -214,6 +214,7 @@ fn run(
 }
 
 fn vector_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
+    let d = d.block("GELU", shaders::GELU.to_string());
     if width == 4 {
         d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
             .alias("VF", "vec4<f32>")

@@ -35,6 +35,9 @@ pub struct Gemm {
     pub alpha: f32,
     /// Scales the old C; 0 means C is write-only.
     pub beta: f32,
+    /// Applies GELU (the erf form) to the result, after α, β and the bias: a feed-forward
+    /// up projection and its activation in one pass.
+    pub gelu: bool,
 }
 
 /// Workgroup tiling of the GEMM kernel. Valid when TM and TN are multiples of 4, BM and BN
@@ -78,41 +81,63 @@ impl GemmConfig {
 }
 
 /// Tiling of the tensor-core GEMM (`shaders/gemm_coop.wgsl`): `sg_m × sg_n` subgroups of
-/// 32, each owning a 32 × 32 block of C as 2 × 2 cooperative 16×16 accumulators; `bk`-deep
-/// slices staged in workgroup memory.
+/// 32, each owning a (16·`fm`) × (16·`fn_`) block of C as `fm × fn_` cooperative 16×16 f32
+/// accumulators; `bk`-deep slices staged in workgroup memory. Valid when `bk` is a multiple
+/// of 16 and the staged slices (BM·BK and BN·BK halves) divide evenly over the invocations;
+/// the launcher refuses others with [`Error::InvalidArgument`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopConfig {
     /// Subgroups along M.
     pub sg_m: u32,
     /// Subgroups along N.
     pub sg_n: u32,
+    /// 16×16 fragments per subgroup along M.
+    pub fm: u32,
+    /// 16×16 fragments per subgroup along N.
+    pub fn_: u32,
     /// Depth of each staged K slice, a multiple of 16.
     pub bk: u32,
 }
 
 impl CoopConfig {
-    /// 2 × 2 subgroups (a 64 × 64 tile, 128 invocations), 32 deep.
+    /// 2 × 2 subgroups of 2 × 2 fragments (a 64 × 64 tile, 128 invocations), 32 deep.
     pub const DEFAULT: CoopConfig = CoopConfig {
         sg_m: 2,
         sg_n: 2,
+        fm: 2,
+        fn_: 2,
         bk: 32,
     };
 
     /// Rows of C per workgroup.
     pub fn bm(&self) -> u32 {
-        32 * self.sg_m
+        16 * self.fm * self.sg_m
     }
     /// Columns of C per workgroup.
     pub fn bn(&self) -> u32 {
-        32 * self.sg_n
+        16 * self.fn_ * self.sg_n
     }
     /// Invocations per workgroup.
     pub fn invocations(&self) -> u32 {
         32 * self.sg_m * self.sg_n
     }
-    /// Bytes of workgroup memory: f16 A and B slices plus a 16×16 f32 scratch per subgroup.
+    /// Bytes of workgroup memory: f16 A and B slices, each staged row padded by 8 halves
+    /// (the larger of the two stored layouts), plus a 16×16 f32 scratch per subgroup.
     pub fn workgroup_bytes(&self) -> u32 {
-        (self.bm() + self.bn()) * self.bk * 2 + self.sg_m * self.sg_n * 256 * 4
+        let slice = |rows: u32| (rows * (self.bk + 8)).max(self.bk * (rows + 8));
+        (slice(self.bm()) + slice(self.bn())) * 2 + self.sg_m * self.sg_n * 256 * 4
+    }
+    /// Whether the tiling is valid (see the type's documentation).
+    pub fn is_valid(&self) -> bool {
+        let t = self.invocations();
+        self.sg_m > 0
+            && self.sg_n > 0
+            && self.fm > 0
+            && self.fn_ > 0
+            && self.bk > 0
+            && self.bk.is_multiple_of(16)
+            && (self.bm() * self.bk).is_multiple_of(t)
+            && (self.bn() * self.bk).is_multiple_of(t)
     }
 }
 
@@ -158,7 +183,7 @@ impl GemmKernel {
             GemmKernel::Coop(c) => (
                 c.invocations(),
                 c.workgroup_bytes(),
-                dtype == DType::F16 && ctx.has_coop_f16() && c.bk > 0 && c.bk.is_multiple_of(16),
+                dtype == DType::F16 && ctx.has_coop_f16() && c.is_valid(),
             ),
         };
         ok && invocations <= l.max_compute_invocations_per_workgroup
@@ -181,6 +206,8 @@ impl GemmKernel {
                 ("COOP", 1),
                 ("SG_M", c.sg_m),
                 ("SG_N", c.sg_n),
+                ("FM", c.fm),
+                ("FN", c.fn_),
                 ("BK", c.bk),
             ],
         };
@@ -194,6 +221,8 @@ impl GemmKernel {
             GemmKernel::Coop(CoopConfig {
                 sg_m: g("SG_M")?,
                 sg_n: g("SG_N")?,
+                fm: g("FM")?,
+                fn_: g("FN")?,
                 bk: g("BK")?,
             })
         } else {
@@ -223,15 +252,24 @@ impl GemmKernel {
             tiled(256, 128, 8, 8, 8),
             tiled(128, 128, 8, 16, 8),
         ];
-        for (sg_m, sg_n, bk) in [
-            (2, 2, 32),
-            (2, 2, 16),
-            (4, 2, 32),
-            (2, 4, 32),
-            (4, 4, 32),
-            (4, 4, 16),
+        for (sg_m, sg_n, fm, fn_, bk) in [
+            (2, 2, 2, 2, 32),
+            (2, 2, 4, 4, 32),
+            (2, 2, 4, 4, 16),
+            (2, 2, 2, 4, 32),
+            (2, 4, 4, 2, 32),
+            (4, 2, 2, 4, 32),
+            (2, 2, 4, 2, 64),
+            (4, 4, 2, 2, 32),
+            (2, 2, 2, 2, 64),
         ] {
-            v.push(GemmKernel::Coop(CoopConfig { sg_m, sg_n, bk }));
+            v.push(GemmKernel::Coop(CoopConfig {
+                sg_m,
+                sg_n,
+                fm,
+                fn_,
+                bk,
+            }));
         }
         v.retain(|k| k.fits(ctx, dtype));
         v
@@ -250,6 +288,7 @@ impl Gemm {
             trans_b: false,
             alpha: 1.0,
             beta: 0.0,
+            gelu: false,
         }
     }
 
@@ -271,20 +310,26 @@ impl Gemm {
     }
 
     /// Cost: 2·M·N·K·batch FLOPs for the product (a multiply-add is 2), 2·M·N·batch more when
-    /// β ≠ 0 and M·N·batch for a bias. Bytes: A and B read once each (`a_batches`,
+    /// β ≠ 0, M·N·batch for a bias and 5·M·N·batch for GELU. Bytes: A and B read once each (`a_batches`,
     /// `b_batches` ∈ {1, batch}), C written once and read once when β ≠ 0, the bias read once.
     pub fn cost(&self, dtype: DType, a_batches: usize, b_batches: usize, bias: bool) -> OpCost {
-        ridge_model::ops::gemm(
-            self.m,
-            self.n,
-            self.k,
-            self.batch,
-            a_batches,
-            b_batches,
-            self.beta != 0.0,
-            bias,
-            dtype.size(),
-        )
+        let gelu = if self.gelu {
+            (5 * self.m * self.n * self.batch) as f64
+        } else {
+            0.0
+        };
+        OpCost::new(gelu, 0.0)
+            + ridge_model::ops::gemm(
+                self.m,
+                self.n,
+                self.k,
+                self.batch,
+                a_batches,
+                b_batches,
+                self.beta != 0.0,
+                bias,
+                dtype.size(),
+            )
     }
 
     /// f64 reference. `a` and `b` hold `a.len() / (M·K)` and `b.len() / (K·N)` matrices (1 or
@@ -320,6 +365,9 @@ impl Gemm {
                     if let Some(bias) = bias {
                         v += bias[j] as f64;
                     }
+                    if self.gelu {
+                        v = crate::elementwise::gelu_f64(v);
+                    }
                     out[ci] = v as f32;
                 }
             }
@@ -330,7 +378,9 @@ impl Gemm {
     /// Per-element error bound of the kernel against [`Gemm::reference`] (same arguments,
     /// `want` its result): |C − Ĉ| ≤ γ_{K+2}·(|α|·(|A||B|) + |β||C₀| + |bias|) + u_T·|Ĉ|,
     /// Higham's bound for f32 accumulation in any order plus the final rounding to the
-    /// storage type T (see [`crate::check::gamma`]).
+    /// storage type T (see [`crate::check::gamma`]). With GELU the pre-activation bound is
+    /// scaled by max |GELU′| < 1.13 and GELU's own bound is added
+    /// ([`crate::elementwise::error_bound`], which includes the final rounding).
     pub fn error_bounds(
         &self,
         dtype: DType,
@@ -344,9 +394,19 @@ impl Gemm {
         let plain = Gemm {
             alpha: 1.0,
             beta: 0.0,
+            gelu: false,
             ..*self
         };
         let magnitude = plain.reference(&abs(a), &abs(b), None, &[]);
+        let pre = if self.gelu {
+            Gemm {
+                gelu: false,
+                ..*self
+            }
+            .reference(a, b, bias, c_old)
+        } else {
+            Vec::new()
+        };
         let gk = crate::check::gamma(self.k + 2);
         (0..want.len())
             .map(|i| {
@@ -357,7 +417,11 @@ impl Gemm {
                 if let Some(bias) = bias {
                     m += bias[i % self.n.max(1)].abs() as f64;
                 }
-                gk * m + crate::check::storage_rounding(dtype, want[i] as f64)
+                if self.gelu {
+                    1.13 * gk * m + crate::elementwise::error_bound(true, dtype, pre[i], want[i])
+                } else {
+                    gk * m + crate::check::storage_rounding(dtype, want[i] as f64)
+                }
             })
             .collect()
     }
@@ -415,14 +479,14 @@ impl Gemm {
                 (cfg.bm, cfg.bn, cfg.invocations(), cfg.workgroup_bytes())
             }
             GemmKernel::Coop(cfg) => {
-                if c.dtype() != DType::F16
-                    || !ctx.has_coop_f16()
-                    || cfg.bk == 0
-                    || !cfg.bk.is_multiple_of(16)
-                {
+                if c.dtype() != DType::F16 || !ctx.has_coop_f16() || !cfg.is_valid() {
                     return Err(Error::invalid(
                         name,
-                        "the cooperative-matrix kernel needs f16 tensors, an adapter with 16x16x16 f16 tensor cores at subgroup size 32, and BK a multiple of 16",
+                        format!(
+                            "the cooperative-matrix kernel needs f16 tensors, an adapter with \
+                             16x16x16 f16 tensor cores at subgroup size 32, BK a multiple of 16 \
+                             and slices that divide over the invocations; got {cfg:?}"
+                        ),
                     ));
                 }
                 (cfg.bm(), cfg.bn(), cfg.invocations(), cfg.workgroup_bytes())
@@ -467,7 +531,12 @@ impl Gemm {
             GemmKernel::Coop(cfg) => (
                 &GEMM_COOP,
                 "gemm_coop",
-                coop_defines(&cfg, self, bias.is_some()),
+                coop_defines(
+                    &cfg,
+                    self,
+                    coop_load_widths(&cfg, self, a_batches == 1, b_batches == 1),
+                    bias.is_some(),
+                ),
             ),
         };
         let bias = bias.unwrap_or(ctx.placeholder());
@@ -716,6 +785,9 @@ fn config_defines(
     bias: bool,
 ) -> ridge_core::Defines {
     let vector = |width: u32| if width == 4 { "vec4<T>" } else { "T" };
+    let d = d
+        .block("GELU", shaders::GELU.to_string())
+        .alias("VF", "f32");
     register_block(c, g, w)
         .into_iter()
         .fold(d, |d, (name, code)| d.block(name, code))
@@ -731,32 +803,212 @@ fn config_defines(
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
+        .bool("ACT_GELU", g.gelu)
 }
 
-fn coop_defines(c: &CoopConfig, g: &Gemm, bias: bool) -> ridge_core::Defines {
-    ridge_core::Defines::new()
+/// The widest global loads of the tensor-core kernel for `g`'s operands: 8 halves
+/// (`mat2x4<f16>`, 16 bytes) along the stored contiguous dimension when that dimension (the
+/// leading dimension) and the batch stride are multiples of 8 and the slices divide evenly
+/// into such loads per invocation; else one half.
+fn coop_load_widths(c: &CoopConfig, g: &Gemm, a_shared: bool, b_shared: bool) -> LoadWidths {
+    let width = |tile: u32, ld: usize, stride: usize, shared: bool| {
+        let even = (tile * c.bk).is_multiple_of(8 * c.invocations());
+        let aligned = ld.is_multiple_of(8) && (shared || stride.is_multiple_of(8));
+        if even && aligned && stride > 0 { 8 } else { 1 }
+    };
+    let [ar, ac] = g.a_dims();
+    let [br, bc] = g.b_dims();
+    LoadWidths {
+        a: width(c.bm(), ac, ar * ac, a_shared),
+        b: width(c.bn(), bc, br * bc, b_shared),
+    }
+}
+
+/// The generated parts of the tensor-core kernel (`//@` markers in `shaders/gemm_coop.wgsl`):
+/// loaders and stagers for the widths `w`, the `fm × fn_` accumulators and the pipeline
+/// registers, the loads of the next slice into them, their stores to workgroup memory, the
+/// unrolled k steps (step k's fragment loads issued before step k−1's multiply-adds), and the
+/// epilogue of every accumulator.
+fn coop_block(c: &CoopConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, String); 6] {
+    let mut loaders = String::new();
+    for (s, width) in [("a", w.a), ("b", w.b)] {
+        if width == 8 {
+            loaders.push_str(&format!(
+                "fn load_{s}(base: u32, row: u32, col: u32, rows: u32, cols: u32) -> mat2x4<f16> {{
+    if row >= rows || col >= cols {{ return mat2x4<f16>(); }}
+    return {s}[(base + row * p.ld{s} + col) / 8u];
+}}
+fn stage_{s}(i: u32, v: mat2x4<f16>) {{
+"
+            ));
+            for h in 0..8 {
+                loaders.push_str(&format!(
+                    "    {s}_tile[i + {h}u] = v[{}][{}];\n",
+                    h / 4,
+                    h % 4
+                ));
+            }
+            loaders.push_str("}\n");
+        } else {
+            loaders.push_str(&format!(
+                "fn load_{s}(base: u32, row: u32, col: u32, rows: u32, cols: u32) -> f16 {{
+    if row >= rows || col >= cols {{ return f16(0.0); }}
+    return {s}[base + row * p.ld{s} + col];
+}}
+fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
+"
+            ));
+        }
+    }
+    let per_a = c.bm() * c.bk / (w.a * c.invocations());
+    let per_b = c.bn() * c.bk / (w.b * c.invocations());
+    let mut declare = String::new();
+    let mut load = String::new();
+    let mut stage = String::new();
+    // Stored (row, column) of load e: A is M × K (K × M transposed), B is K × N (N × K).
+    let (a_row, a_col) = if g.trans_a {
+        ("k1", "m0")
+    } else {
+        ("m0", "k1")
+    };
+    let (b_row, b_col) = if g.trans_b {
+        ("n0", "k1")
+    } else {
+        ("k1", "n0")
+    };
+    for (s, per, row, col, ty, stride) in [
+        ("a", per_a, a_row, a_col, "AT", "AS"),
+        ("b", per_b, b_row, b_col, "BT", "BS"),
+    ] {
+        for e in 0..per {
+            declare.push_str(&format!(
+                "let {s}p{e} = {s}_pos(tid + {e}u * THREADS);\nvar {s}r{e} = {ty}();\n"
+            ));
+            load.push_str(&format!(
+                "{s}r{e} = load_{s}({s}_base, {row} + {s}p{e}.x, {col} + {s}p{e}.y, {s}_rows, {s}_cols);\n"
+            ));
+            stage.push_str(&format!(
+                "stage_{s}({s}p{e}.x * {stride} + {s}p{e}.y, {s}r{e});\n"
+            ));
+        }
+    }
+    // Fragment loads of k step kk: row-major (coopLoadT) when the stored layout is the
+    // fragment's row-major one, column-major (coopLoad) when it is transposed.
+    let fragments = |kk: u32| {
+        let mut r = String::new();
+        for i in 0..c.fm {
+            let (f, at) = if g.trans_a {
+                ("coopLoad", format!("{kk}u * AS + sm + {}u", 16 * i))
+            } else {
+                ("coopLoadT", format!("(sm + {}u) * AS + {kk}u", 16 * i))
+            };
+            r.push_str(&format!(
+                "let fa{kk}_{i} = {f}<coop_mat16x16<f16, A>>(&a_tile[{at}], AS);\n"
+            ));
+        }
+        for j in 0..c.fn_ {
+            let (f, at) = if g.trans_b {
+                ("coopLoad", format!("(sn + {}u) * BS + {kk}u", 16 * j))
+            } else {
+                ("coopLoadT", format!("{kk}u * BS + sn + {}u", 16 * j))
+            };
+            r.push_str(&format!(
+                "let fb{kk}_{j} = {f}<coop_mat16x16<f16, B>>(&b_tile[{at}], BS);\n"
+            ));
+        }
+        r
+    };
+    let steps: Vec<u32> = (0..c.bk).step_by(16).collect();
+    let mut mma = fragments(0);
+    for (n, &kk) in steps.iter().enumerate() {
+        if let Some(&next) = steps.get(n + 1) {
+            mma.push_str(&fragments(next));
+        }
+        for i in 0..c.fm {
+            for j in 0..c.fn_ {
+                mma.push_str(&format!(
+                    "acc{i}_{j} = coopMultiplyAdd(fa{kk}_{i}, fb{kk}_{j}, acc{i}_{j});\n"
+                ));
+            }
+        }
+    }
+    let mut store = String::new();
+    for i in 0..c.fm {
+        for j in 0..c.fn_ {
+            declare.push_str(&format!("var acc{i}_{j} = coop_mat16x16<f32, C>();\n"));
+            store.push_str(&format!(
+                "coopStoreT(acc{i}_{j}, &scratch[sg * 256u], 16u);
+workgroupBarrier();
+store_tile(sg, lane, c_base, row0 + {}u, col0 + {}u);
+workgroupBarrier();
+",
+                16 * i,
+                16 * j
+            ));
+        }
+    }
+    [
+        ("LOADERS", loaders),
+        ("DECLARE", declare),
+        ("LOAD", load),
+        ("STAGE", stage),
+        ("MMA", mma),
+        ("STORE", store),
+    ]
+}
+
+fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_core::Defines {
+    let vector = |width: u32| if width == 8 { "mat2x4<f16>" } else { "f16" };
+    let d = ridge_core::Defines::new()
         .enable("f16")
         .enable("wgpu_cooperative_matrix")
+        .block("GELU", shaders::GELU.to_string())
+        .alias("VF", "f32");
+    coop_block(c, g, w)
+        .into_iter()
+        .fold(d, |d, (name, code)| d.block(name, code))
+        .alias("AT", vector(w.a))
+        .alias("BT", vector(w.b))
+        .u32("VA", w.a)
+        .u32("VB", w.b)
         .u32("SG_M", c.sg_m)
         .u32("SG_N", c.sg_n)
+        .u32("FM", c.fm)
+        .u32("FN", c.fn_)
         .u32("BK", c.bk)
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
+        .bool("ACT_GELU", g.gelu)
 }
 
 pub(crate) fn coop_variants() -> Vec<Variant> {
-    let g = Gemm {
-        trans_b: true,
-        ..Gemm::new(1, 1, 1)
-    };
-    vec![(
-        &GEMM_COOP,
-        "gemm_coop",
-        coop_defines(&CoopConfig::DEFAULT, &g, true),
-    )]
+    let mut v = Vec::new();
+    for (trans_a, trans_b, width, cfg) in [
+        (false, true, 8, CoopConfig::DEFAULT),
+        (true, false, 1, CoopConfig::DEFAULT),
+        (
+            false,
+            false,
+            8,
+            CoopConfig {
+                fm: 4,
+                fn_: 4,
+                ..CoopConfig::DEFAULT
+            },
+        ),
+    ] {
+        let g = Gemm {
+            trans_a,
+            trans_b,
+            gelu: width == 8,
+            ..Gemm::new(1, 1, 1)
+        };
+        let w = LoadWidths { a: width, b: width };
+        v.push((&GEMM_COOP, "gemm_coop", coop_defines(&cfg, &g, w, true)));
+    }
+    v
 }
-
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for (trans_a, trans_b, bias, width) in [

@@ -173,17 +173,7 @@ impl Norm {
             Some((g, b)) => (g, b),
             None => (ctx.placeholder(), ctx.placeholder()),
         };
-        // vec4 rows when the length allows and every view starts on a vec4 boundary.
-        let vec_bytes = 4 * x.dtype().size() as u64;
-        let width = if self.cols.is_multiple_of(4)
-            && [x, y, g, b]
-                .iter()
-                .all(|t| t.offset().is_multiple_of(vec_bytes))
-        {
-            4
-        } else {
-            1
-        };
+        let width = row_width(self.cols, x.dtype(), &[x, y, g, b]);
         let defines = row_defines(
             launch::dtype_defines(ctx, name, x.dtype())?,
             x.dtype(),
@@ -213,7 +203,7 @@ impl Norm {
 }
 
 /// Element-type aliases for rows read one value (`V = T`) or four (`V = vec4<T>`) at a time,
-/// and `hsum`, the sum of a value's lanes.
+/// and `hsum` and `hmax`, the sum and the maximum of a value's lanes.
 pub(crate) fn row_defines(
     d: ridge_core::Defines,
     dtype: DType,
@@ -223,13 +213,29 @@ pub(crate) fn row_defines(
         d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
             .alias("VF", "vec4<f32>")
             .block(
-                "HSUM",
-                "fn hsum(v: VF) -> f32 { return dot(v, VF(1.0)); }".into(),
+                "LANES",
+                "fn hsum(v: VF) -> f32 { return dot(v, VF(1.0)); }
+fn hmax(v: VF) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }"
+                    .into(),
             )
     } else {
-        d.alias("V", dtype.wgsl())
-            .alias("VF", "f32")
-            .block("HSUM", "fn hsum(v: VF) -> f32 { return v; }".into())
+        d.alias("V", dtype.wgsl()).alias("VF", "f32").block(
+            "LANES",
+            "fn hsum(v: VF) -> f32 { return v; }
+fn hmax(v: VF) -> f32 { return v; }"
+                .into(),
+        )
+    }
+}
+
+/// 4 when rows of `cols` elements can be read as vec4: the length a multiple of 4 and every
+/// tensor's view starting on a vec4 boundary; else 1.
+pub(crate) fn row_width(cols: usize, dtype: DType, tensors: &[&Tensor]) -> usize {
+    let vec_bytes = 4 * dtype.size() as u64;
+    if cols.is_multiple_of(4) && tensors.iter().all(|t| t.offset().is_multiple_of(vec_bytes)) {
+        4
+    } else {
+        1
     }
 }
 

@@ -58,6 +58,9 @@ pub static ATTENTION_TILED: ShaderSource = ShaderSource {
 /// `shaders/include/attention_io.wgsl`: the parameters, bindings and loads both attention
 /// shaders share, inserted at their `//@IO` line.
 pub const ATTENTION_IO: &str = include_str!("../../../shaders/include/attention_io.wgsl");
+/// `shaders/include/gelu.wgsl`: erf and GELU over `VF` (f32 or vec4<f32>), inserted at the
+/// `//@GELU` line of the element-wise and GEMM shaders.
+pub const GELU: &str = include_str!("../../../shaders/include/gelu.wgsl");
 /// `shaders/ceilings.wgsl`.
 pub static CEILINGS: ShaderSource = ShaderSource {
     name: "ceilings",

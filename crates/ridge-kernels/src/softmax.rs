@@ -12,6 +12,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
+use crate::norm::{row_defines, row_width};
 use crate::shaders::{self, SOFTMAX, Variant};
 
 const WG_CAP: u32 = 256;
@@ -137,10 +138,15 @@ impl Softmax {
         let cols = launch::fits_u32(name, "cols", self.cols)?;
         launch::fits_u32(name, "elements", x.numel())?;
         let wg = crate::rows::workgroup_size(ctx, name, self.rows, self.cols, x.dtype());
-        let defines = launch::dtype_defines(ctx, name, x.dtype())?
-            .u32("WG", wg)
-            .bool("HAS_MASK", mask.is_some());
         let m = mask.map_or(ctx.placeholder(), |m| m);
+        let width = row_width(self.cols, x.dtype(), &[x, y, m]);
+        let defines = row_defines(
+            launch::dtype_defines(ctx, name, x.dtype())?,
+            x.dtype(),
+            width,
+        )
+        .u32("WG", wg)
+        .bool("HAS_MASK", mask.is_some());
         Launch {
             label: name,
             shader: &SOFTMAX,
@@ -148,7 +154,7 @@ impl Softmax {
             defines,
             params: Params::new()
                 .u(rows)
-                .u(cols)
+                .u(cols / width as u32)
                 .u(launch::fits_u32(
                     name,
                     "mask_group",
@@ -163,10 +169,10 @@ impl Softmax {
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
-    [false, true]
+    [(false, 1), (true, 1), (true, 4)]
         .into_iter()
-        .map(|mask| {
-            let d = shaders::storage_defines(dtype)
+        .map(|(mask, width)| {
+            let d = row_defines(shaders::storage_defines(dtype), dtype, width)
                 .u32("WG", WG_CAP)
                 .bool("HAS_MASK", mask);
             (&SOFTMAX, "softmax", d)

@@ -7,14 +7,14 @@
 //! ctx   = softmax(q·kᵀ/√dh + padding) · v        attention [B, S, nh, dh] = [T, H]
 //!         (one fused kernel reading q, k, v in place from the packed projection)
 //! x     = LN(x + ctx·W_oᵀ + b_o)                 gemm (β = 1 onto x) + layer_norm
-//! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm + gelu + gemm (β = 1) + layer_norm
+//! x     = LN(x + GELU(x·W_1ᵀ + b_1)·W_2ᵀ + b_2)   gemm (GELU epilogue) + gemm (β = 1) + layer_norm
 //! ```
 //! Weights are uploaded once; a forward pass is one submission of dispatches with no
 //! host round trip until the caller reads a result.
 
 use ridge_core::{Context, DType, Tensor};
 use ridge_kernels::attention::Attention;
-use ridge_kernels::{Gemm, Norm, NormKind, Unary, binary, embedding, unary};
+use ridge_kernels::{Gemm, Norm, NormKind, binary, embedding};
 
 use crate::config::BertConfig;
 use crate::error::{Error, Result};
@@ -284,10 +284,12 @@ impl Bert {
 
             ctx.set_scope(&format!("layer {l} · feed-forward"));
             let i = c.intermediate_size;
-            let up = new(&[t, i])?;
-            linear(i, h).run(ctx, &x1, &layer.up_w, Some(&layer.up_b), &up)?;
             let act = new(&[t, i])?;
-            unary(ctx, Unary::Gelu, &up, &act)?;
+            Gemm {
+                gelu: true,
+                ..linear(i, h)
+            }
+            .run(ctx, &x1, &layer.up_w, Some(&layer.up_b), &act)?;
             // x1 is needed only as the residual: the down projection accumulates into it.
             Gemm {
                 beta: 1.0,
