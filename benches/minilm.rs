@@ -2,7 +2,7 @@
 //! the per-op GPU time breakdown. Not a test; run with `cargo bench --bench minilm`
 //! (`-- --batches 1,8` to choose). Uses the model in the cache (`cargo xtask fetch-model`),
 //! or with `--random-weights` seeded random weights of the same configuration (for the GPU
-//! machine, where the 90 MB weights cannot travel).
+//! machine, where the 90 MB weights cannot travel); `--f16` runs the opt-in f16 encoder.
 
 use std::time::Instant;
 
@@ -22,7 +22,7 @@ fn ids(len: usize) -> Vec<u32> {
         .collect()
 }
 
-fn load(ctx: &Context, random: bool) -> Bert {
+fn load(ctx: &Context, random: bool, dtype: DType) -> Bert {
     let config = BertConfig::minilm_l6();
     let file = if random {
         WeightsFile::from_bytes(
@@ -33,7 +33,7 @@ fn load(ctx: &Context, random: bool) -> Bert {
         WeightsFile::open(&fetch::minilm_dir().join("model.safetensors"))
             .expect("model (run cargo xtask fetch-model)")
     };
-    Bert::load(ctx, config, &mut file.tensors().expect("weights")).expect("upload")
+    Bert::load(ctx, config, &mut file.tensors().expect("weights"), dtype).expect("upload")
 }
 
 fn main() {
@@ -49,16 +49,21 @@ fn main() {
         })
         .unwrap_or(vec![1, 32]);
     let random = args.iter().any(|a| a == "--random-weights");
+    let dtype = if args.iter().any(|a| a == "--f16") {
+        DType::F16
+    } else {
+        DType::F32
+    };
     let seq = 128;
     let ctx = pollster::block_on(Context::new()).expect("adapter");
-    let bert = load(&ctx, random);
+    let bert = load(&ctx, random, dtype);
     let weights = if random {
         "random weights"
     } else {
         "real weights"
     };
     println!(
-        "MiniLM on {} ({weights}), {seq} tokens per sentence",
+        "MiniLM on {} ({weights}, {dtype}), {seq} tokens per sentence",
         ctx.describe()
     );
     for batch in batches {
@@ -71,10 +76,10 @@ fn main() {
                 hidden: 384,
                 normalize: true,
             };
-            let pooled = Tensor::empty(&ctx, &[batch, 384], DType::F32).expect("alloc");
+            let pooled = Tensor::empty(&ctx, &[batch, 384], dtype).expect("alloc");
             pool.run(&ctx, &encoded.last, &encoded.lengths, &pooled)
                 .expect("pool");
-            pollster::block_on(pooled.to_vec::<f32>(&ctx)).expect("read back");
+            pollster::block_on(pooled.to_f32(&ctx)).expect("read back");
         };
         run(); // compiles pipelines
         let repeats = if ctx.info().device_type == ridge::core::wgpu::DeviceType::Cpu {

@@ -43,6 +43,12 @@ impl SentenceEmbedder {
     /// unsupported architectures or pipelines, truncated or corrupt weights, missing tensors
     /// or wrong shapes.
     pub fn from_source(ctx: &Context, src: &dyn ModelSource) -> Result<Self> {
+        Self::from_source_as(ctx, src, DType::F32)
+    }
+
+    /// As [`SentenceEmbedder::from_source`], with the encoder in `dtype` (f32, or f16 where
+    /// the adapter has `shader-f16`; see [`Bert::load`]).
+    pub fn from_source_as(ctx: &Context, src: &dyn ModelSource, dtype: DType) -> Result<Self> {
         let config = BertConfig::from_source(src)?;
         let pipeline = Pipeline::from_source(src, &config)?;
         let tokenizer_path = src.path("tokenizer.json");
@@ -67,7 +73,7 @@ impl SentenceEmbedder {
             }))
             .map_err(|e| tok_err(e.to_string()))?;
         let mut tensors = weights.tensors()?;
-        let bert = Bert::load(ctx, config, &mut tensors)?;
+        let bert = Bert::load(ctx, config, &mut tensors, dtype)?;
         Ok(Self {
             tokenizer,
             tokenizer_path,
@@ -132,7 +138,7 @@ impl SentenceEmbedder {
             let seqs: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
             let pooled =
                 self.embed_batch(ctx, &Batch::new(&seqs, self.bert.config().pad_token_id)?)?;
-            let values = pooled.to_vec::<f32>(ctx).await?;
+            let values = pooled.to_f32(ctx).await?;
             for (row, &i) in values.chunks(self.dim()).zip(chunk) {
                 out[i] = row.to_vec();
             }
@@ -151,7 +157,7 @@ impl SentenceEmbedder {
             normalize: self.pipeline.normalize,
         };
         ctx.set_scope("pooling");
-        let pooled = Tensor::empty(ctx, &[batch.batch, h], DType::F32)?;
+        let pooled = Tensor::empty(ctx, &[batch.batch, h], self.bert.dtype())?;
         pool.run(ctx, &encoded.last, &encoded.lengths, &pooled)?;
         ctx.set_scope("");
         Ok(pooled)
