@@ -1,6 +1,6 @@
 //! GEMM tilings side by side: each of the autotuner's candidates checked against the f64
-//! reference on an odd shape, on one whose dims are multiples of 4 and 8 (the vector loads)
-//! and on one that is a multiple of every tile, then timed (median of GPU timestamps after
+//! reference on an odd shape and on one whose dims are multiples of 4 and 8 (the vector
+//! loads), then timed (median of GPU timestamps after
 //! warming the GPU, `ceilings::warm_median_ms`) at 1024³, 2048³ and 4096³ with B stored K × N
 //! ("NN") and N × K ("NT", a Linear layer's weight), and at MiniLM's batch-32 projections
 //! (NT), f32 and f16 (tensor cores where the adapter has them). Then the GELU epilogue at
@@ -49,9 +49,6 @@ fn correct(
         trans_b: true,
         ..Gemm::new(m, n, k)
     };
-    if !kernel.supports(&g) {
-        return Ok(()); // a direct tensor-core kernel: checked on the tile-multiple shape
-    }
     let (a, av) = upload(ctx, &values(m * k, 1), &[m, k], dtype);
     let (b, bv) = upload(ctx, &values(n * k, 2), &[n, k], dtype);
     let c = Tensor::empty(ctx, &[m, n], dtype).unwrap();
@@ -94,7 +91,6 @@ fn main() {
             let mut line = format!("{dtype} {kernel:?}");
             if let Err(e) = correct(&ctx, kernel, dtype, 133, 70, 97)
                 .and_then(|()| correct(&ctx, kernel, dtype, 132, 68, 96))
-                .and_then(|()| correct(&ctx, kernel, dtype, 256, 256, 128))
             {
                 println!("{line}: REJECTED ({e})");
                 continue;

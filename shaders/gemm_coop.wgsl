@@ -16,22 +16,20 @@
 // launcher checks alignment and that the contiguous extent is a multiple of 8), else one
 // half each; out-of-range elements load as 0, so any M, N, K works.
 //
-// With DIRECT, nothing is staged: fragments are loaded from A and B themselves (through the
-// caches, no barriers), which the launcher allows only when M, N, K are multiples of the tile
-// and the leading dimensions multiples of 8.
-//
 // Software pipelining as in gemm.wgsl: the next slice is loaded into registers while the
 // current one is multiplied. The register loads, stores and the unrolled k steps with their
 // FM x FN named accumulators are generated (the //@ markers).
 //
 // The epilogue goes through a 16 x 16 f32 scratch tile per subgroup to apply alpha, beta, the
-// bias and the activation and to store only the elements inside C.
+// bias and the activation and to store only the elements inside C. Only the subgroup shares
+// its scratch, so subgroup barriers order it (a workgroup barrier per fragment cost as many
+// barriers as the main loop at K = 384).
 //
 // The launcher runs this only where the adapter offers f16 x f16 -> f32 16x16x16 cooperative
 // matrices at subgroup size 32 (NVIDIA tensor cores through naga's wgpu_cooperative_matrix
 // extension); everywhere else the tiled SIMT kernel in gemm.wgsl runs.
 //
-// Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), DIRECT, AT and BT (f16 or
+// Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), AT and BT (f16 or
 // mat2x4<f16>), VA and VB (1 or 8), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. Fragment strides are
 // consts (naga 30.0.2's SPIR-V writer fails on cooperative loads whose stride reads a uniform
 // inside a loop).
@@ -130,13 +128,13 @@ fn gemm_coop(
     //@LOAD
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
         //@STAGE
-        if !DIRECT { workgroupBarrier(); }
+        workgroupBarrier();
         k1 = k0 + BK;
         if k1 < p.k {
             //@LOAD
         }
         //@MMA
-        if !DIRECT { workgroupBarrier(); }
+        workgroupBarrier();
     }
 
     let row0 = m0 + sm;

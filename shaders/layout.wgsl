@@ -4,15 +4,10 @@
 //            out[i] = in[sum_d coord_d(i) * in_stride[perm[d]]], coordinates of the output.
 // transpose: batched 2-D transpose [batch, rows, cols] -> [batch, cols, rows] through a
 //            TILE x (TILE + 1) workgroup tile (the +1 column avoids bank conflicts), so both
-//            the read and the write are coalesced. NCHW <-> NHWC reduce to this. With
-//            VW = 4 (rows and cols multiples of 4) every invocation reads four columns of a
-//            row and writes four columns of an output row as vec4, 16-byte accesses as the
-//            stream-copy ceiling uses; put and column (the //@LANES block) move a V to and
-//            from the tile.
+//            the read and the write are coalesced. NCHW <-> NHWC reduce to this.
 //
-// Defines: T (storage type), V (T or vec4<T>), VF (f32 or vec4<f32>), VW (1 or 4), WG
-// (permute invocations per workgroup; permute runs with V = T), TILE, ROWS_PER_PASS (the
-// transpose workgroup is TILE / VW x ROWS_PER_PASS).
+// Defines: T (storage type), WG (permute invocations per workgroup), TILE, ROWS_PER_PASS
+// (the transpose workgroup is TILE x ROWS_PER_PASS).
 
 struct Params {
     // permute
@@ -25,14 +20,10 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<V>;
-@group(0) @binding(2) var<storage, read_write> dst: array<V>;
+@group(0) @binding(1) var<storage, read> src: array<T>;
+@group(0) @binding(2) var<storage, read_write> dst: array<T>;
 
-const TS: u32 = TILE + 1u; // tile row stride
-var<workgroup> tile: array<f32, TILE * TS>;
-
-// put(i, v): v's lanes to tile[i..i + VW]; column(i): tile[i], tile[i + TS], ... (VW rows).
-//@LANES
+var<workgroup> tile: array<f32, TILE * (TILE + 1u)>;
 
 @compute @workgroup_size(WG)
 fn permute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -49,7 +40,7 @@ fn permute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     dst[i] = src[at];
 }
 
-@compute @workgroup_size(TILE / VW, ROWS_PER_PASS)
+@compute @workgroup_size(TILE, ROWS_PER_PASS)
 fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_id) lid: vec3<u32>) {
     let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
@@ -60,22 +51,21 @@ fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     let r0 = (t / p.tiles_c) * TILE;
     let c0 = (t % p.tiles_c) * TILE;
     let base = b * p.rows * p.cols;
-    let lane = lid.x * VW; // first tile column (read) and tile row (write) of this invocation
 
     for (var r = lid.y; r < TILE; r += ROWS_PER_PASS) {
         let row = r0 + r;
-        let col = c0 + lane;
+        let col = c0 + lid.x;
         if row < p.rows && col < p.cols {
-            put(r * TS + lane, VF(src[(base + row * p.cols + col) / VW]));
+            tile[r * (TILE + 1u) + lid.x] = f32(src[base + row * p.cols + col]);
         }
     }
     workgroupBarrier();
     // Output is [cols, rows]: walk it row by row so that writes are coalesced too.
     for (var c = lid.y; c < TILE; c += ROWS_PER_PASS) {
         let out_row = c0 + c;
-        let out_col = r0 + lane;
+        let out_col = r0 + lid.x;
         if out_row < p.cols && out_col < p.rows {
-            dst[(base + out_row * p.rows + out_col) / VW] = V(column(lane * TS + c));
+            dst[base + out_row * p.rows + out_col] = T(tile[lid.x * (TILE + 1u) + c]);
         }
     }
 }

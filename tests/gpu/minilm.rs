@@ -160,7 +160,8 @@ fn f16_embeddings_stay_within_1e3_of_the_f32_reference() {
             .filter(|s| s["num_tokens"].as_u64().unwrap() <= 64)
             .collect();
         let texts: Vec<&str> = short.iter().map(|s| s["text"].as_str().unwrap()).collect();
-        let got = block(m.embed(ctx, &texts, texts.len())).map_err(|e| Error::Gpu(e.to_string()))?;
+        let got =
+            block(m.embed(ctx, &texts, texts.len())).map_err(|e| Error::Gpu(e.to_string()))?;
         for (s, got) in short.iter().zip(&got) {
             let err = max_abs(got, &floats(&s["embedding"]));
             if err > 1e-3 {

@@ -246,6 +246,7 @@ impl Context {
         let limits = device.limits();
         let coop_f16 = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
             && features.contains(wgpu::Features::SHADER_F16)
+            && features.contains(wgpu::Features::SUBGROUP)
             && info.subgroup_min_size == 32
             && info.subgroup_max_size == 32
             && adapter.cooperative_matrix_properties().iter().any(|p| {
@@ -347,7 +348,7 @@ impl Context {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }
     /// Whether 16×16×16 f16 × f16 → f32 cooperative matrices (tensor cores) are available at
-    /// subgroup size 32, as Ridge's tensor-core GEMM needs.
+    /// subgroup size 32, with subgroup operations, as Ridge's tensor-core GEMM needs.
     pub fn has_coop_f16(&self) -> bool {
         self.coop_f16
     }

@@ -82,12 +82,10 @@ impl GemmConfig {
 
 /// Tiling of the tensor-core GEMM (`shaders/gemm_coop.wgsl`): `sg_m × sg_n` subgroups of
 /// 32, each owning a (16·`fm`) × (16·`fn_`) block of C as `fm × fn_` cooperative 16×16 f32
-/// accumulators; `bk`-deep slices staged in workgroup memory, or (`direct`) fragments loaded
-/// straight from the operands (through the caches, no barriers; only for problems whose M,
-/// N and K are multiples of the tile and leading dimensions multiples of 8, see
-/// [`CoopConfig::supports`]). Valid when `bk` is a multiple of 16 and the staged slices
-/// (BM·BK and BN·BK halves) divide evenly over the invocations; the launcher refuses others
-/// with [`Error::InvalidArgument`].
+/// accumulators; `bk`-deep slices staged in workgroup memory. Valid when `bk` is a multiple
+/// of 16 and the staged slices (BM·BK and BN·BK halves) divide evenly over the invocations;
+/// the launcher refuses others with [`Error::InvalidArgument`]. (Fragments loaded straight
+/// from memory, without staging, measured 0.6–0.8× as fast on the H200: benches/NOTES.md.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopConfig {
     /// Subgroups along M.
@@ -100,8 +98,6 @@ pub struct CoopConfig {
     pub fn_: u32,
     /// Depth of each staged K slice, a multiple of 16.
     pub bk: u32,
-    /// Fragments straight from memory instead of staged slices.
-    pub direct: bool,
 }
 
 impl CoopConfig {
@@ -112,7 +108,6 @@ impl CoopConfig {
         fm: 2,
         fn_: 2,
         bk: 32,
-        direct: false,
     };
 
     /// Rows of C per workgroup.
@@ -128,27 +123,10 @@ impl CoopConfig {
         32 * self.sg_m * self.sg_n
     }
     /// Bytes of workgroup memory: f16 A and B slices, each staged row padded by 8 halves
-    /// (the larger of the two stored layouts; none when direct), plus a 16×16 f32 scratch per
-    /// subgroup.
+    /// (the larger of the two stored layouts), plus a 16×16 f32 scratch per subgroup.
     pub fn workgroup_bytes(&self) -> u32 {
         let slice = |rows: u32| (rows * (self.bk + 8)).max(self.bk * (rows + 8));
-        let staged = if self.direct {
-            0
-        } else {
-            (slice(self.bm()) + slice(self.bn())) * 2
-        };
-        staged + self.sg_m * self.sg_n * 256 * 4
-    }
-    /// Whether this tiling can run `g`: always when staged; when direct, only if M, N and K
-    /// are multiples of BM, BN and BK and the leading dimensions multiples of 8 (fragments
-    /// are loaded without bounds, 16-byte aligned).
-    pub fn supports(&self, g: &Gemm) -> bool {
-        !self.direct
-            || (g.m.is_multiple_of(self.bm() as usize)
-                && g.n.is_multiple_of(self.bn() as usize)
-                && g.k.is_multiple_of(self.bk as usize)
-                && g.a_dims()[1].is_multiple_of(8)
-                && g.b_dims()[1].is_multiple_of(8))
+        (slice(self.bm()) + slice(self.bn())) * 2 + self.sg_m * self.sg_n * 256 * 4
     }
     /// Whether the tiling is valid (see the type's documentation).
     pub fn is_valid(&self) -> bool {
@@ -159,9 +137,8 @@ impl CoopConfig {
             && self.fn_ > 0
             && self.bk > 0
             && self.bk.is_multiple_of(16)
-            && (self.direct
-                || ((self.bm() * self.bk).is_multiple_of(t)
-                    && (self.bn() * self.bk).is_multiple_of(t)))
+            && (self.bm() * self.bk).is_multiple_of(t)
+            && (self.bn() * self.bk).is_multiple_of(t)
     }
 }
 
@@ -215,14 +192,6 @@ impl GemmKernel {
             && (dtype != DType::F16 || ctx.has_f16())
     }
 
-    /// Whether this kernel can run `g` (see [`CoopConfig::supports`]; tiled kernels run any).
-    pub fn supports(&self, g: &Gemm) -> bool {
-        match self {
-            GemmKernel::Tiled(_) => true,
-            GemmKernel::Coop(c) => c.supports(g),
-        }
-    }
-
     /// As named parameters for a tuning table.
     pub fn to_params(&self) -> ridge_core::VariantParams {
         let pairs: Vec<(&str, u32)> = match *self {
@@ -241,7 +210,6 @@ impl GemmKernel {
                 ("FM", c.fm),
                 ("FN", c.fn_),
                 ("BK", c.bk),
-                ("DIRECT", c.direct as u32),
             ],
         };
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
@@ -257,7 +225,6 @@ impl GemmKernel {
                 fm: g("FM")?,
                 fn_: g("FN")?,
                 bk: g("BK")?,
-                direct: g("DIRECT")? == 1,
             })
         } else {
             GemmKernel::Tiled(GemmConfig {
@@ -286,19 +253,17 @@ impl GemmKernel {
             tiled(256, 128, 8, 8, 8),
             tiled(128, 128, 8, 16, 8),
         ];
-        for (sg_m, sg_n, fm, fn_, bk, direct) in [
-            (2, 2, 2, 2, 32, false),
-            (2, 2, 2, 2, 64, false),
-            (2, 2, 4, 4, 32, false),
-            (4, 2, 2, 2, 32, false),
-            (4, 4, 2, 2, 32, false),
-            (4, 4, 2, 2, 16, false),
-            (4, 4, 2, 4, 32, false),
-            (4, 4, 4, 2, 32, false),
-            (2, 2, 4, 4, 32, true),
-            (2, 2, 2, 4, 32, true),
-            (4, 4, 2, 2, 32, true),
-            (2, 2, 4, 4, 16, true),
+        for (sg_m, sg_n, fm, fn_, bk) in [
+            (2, 2, 2, 2, 32),
+            (2, 2, 2, 2, 64),
+            (2, 2, 4, 4, 32),
+            (4, 2, 2, 2, 32),
+            (4, 4, 2, 2, 32),
+            (4, 4, 2, 2, 16),
+            (4, 4, 2, 4, 32),
+            (4, 4, 4, 2, 32),
+            (4, 2, 4, 4, 32),
+            (2, 4, 4, 4, 32),
         ] {
             v.push(GemmKernel::Coop(CoopConfig {
                 sg_m,
@@ -306,7 +271,6 @@ impl GemmKernel {
                 fm,
                 fn_,
                 bk,
-                direct,
             }));
         }
         v.retain(|k| k.fits(ctx, dtype));
@@ -469,7 +433,7 @@ impl Gemm {
     pub fn kernel(&self, ctx: &Context, dtype: DType) -> GemmKernel {
         ctx.tuned("gemm", &[self.m, self.n, self.k], dtype)
             .and_then(|p| GemmKernel::from_params(&p))
-            .filter(|k| k.fits(ctx, dtype) && k.supports(self))
+            .filter(|k| k.fits(ctx, dtype))
             .unwrap_or_else(|| GemmKernel::heuristic(ctx, dtype))
     }
 
@@ -517,18 +481,13 @@ impl Gemm {
                 (cfg.bm, cfg.bn, cfg.invocations(), cfg.workgroup_bytes())
             }
             GemmKernel::Coop(cfg) => {
-                if c.dtype() != DType::F16
-                    || !ctx.has_coop_f16()
-                    || !cfg.is_valid()
-                    || !cfg.supports(self)
-                {
+                if c.dtype() != DType::F16 || !ctx.has_coop_f16() || !cfg.is_valid() {
                     return Err(Error::invalid(
                         name,
                         format!(
                             "the cooperative-matrix kernel needs f16 tensors, an adapter with \
                              16x16x16 f16 tensor cores at subgroup size 32, BK a multiple of 16 \
-                             and slices that divide over the invocations, and when direct M, N, \
-                             K multiples of the tile; got {cfg:?} for {self:?}"
+                             and slices that divide over the invocations; got {cfg:?}"
                         ),
                     ));
                 }
@@ -874,12 +833,7 @@ fn coop_load_widths(c: &CoopConfig, g: &Gemm, a_shared: bool, b_shared: bool) ->
 /// epilogue of every accumulator.
 fn coop_block(c: &CoopConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, String); 6] {
     let mut loaders = String::new();
-    let staged: &[(&str, u32)] = if c.direct {
-        &[]
-    } else {
-        &[("a", w.a), ("b", w.b)]
-    };
-    for &(s, width) in staged {
+    for (s, width) in [("a", w.a), ("b", w.b)] {
         if width == 8 {
             loaders.push_str(&format!(
                 "fn load_{s}(base: u32, row: u32, col: u32, rows: u32, cols: u32) -> mat2x4<f16> {{
@@ -908,14 +862,8 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
             ));
         }
     }
-    let (per_a, per_b) = if c.direct {
-        (0, 0)
-    } else {
-        (
-            c.bm() * c.bk / (w.a * c.invocations()),
-            c.bn() * c.bk / (w.b * c.invocations()),
-        )
-    };
+    let per_a = c.bm() * c.bk / (w.a * c.invocations());
+    let per_b = c.bn() * c.bk / (w.b * c.invocations());
     let mut declare = String::new();
     let mut load = String::new();
     let mut stage = String::new();
@@ -947,55 +895,27 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
         }
     }
     // Fragment loads of k step kk: row-major (coopLoadT) when the stored layout is the
-    // fragment's row-major one, column-major (coopLoad) when it is transposed; from the
-    // staged slice, or when direct from the operand (rows m0 + sm…, k0 + kk…).
-    let (a_src, a_m, a_k, a_ld) = if c.direct {
-        ("a", "m0 + sm", "k0 + ", "lda")
-    } else {
-        ("a_tile", "sm", "", "AS")
-    };
-    let (b_src, b_n, b_k, b_ld) = if c.direct {
-        ("b", "n0 + sn", "k0 + ", "ldb")
-    } else {
-        ("b_tile", "sn", "", "BS")
-    };
-    let (a_base, b_base) = if c.direct {
-        ("a_base + ", "b_base + ")
-    } else {
-        ("", "")
-    };
+    // fragment's row-major one, column-major (coopLoad) when it is transposed.
     let fragments = |kk: u32| {
         let mut r = String::new();
         for i in 0..c.fm {
             let (f, at) = if g.trans_a {
-                (
-                    "coopLoad",
-                    format!("({a_k}{kk}u) * {a_ld} + {a_m} + {}u", 16 * i),
-                )
+                ("coopLoad", format!("{kk}u * AS + sm + {}u", 16 * i))
             } else {
-                (
-                    "coopLoadT",
-                    format!("({a_m} + {}u) * {a_ld} + {a_k}{kk}u", 16 * i),
-                )
+                ("coopLoadT", format!("(sm + {}u) * AS + {kk}u", 16 * i))
             };
             r.push_str(&format!(
-                "let fa{kk}_{i} = {f}<coop_mat16x16<f16, A>>(&{a_src}[{a_base}{at}], {a_ld});\n"
+                "let fa{kk}_{i} = {f}<coop_mat16x16<f16, A>>(&a_tile[{at}], AS);\n"
             ));
         }
         for j in 0..c.fn_ {
             let (f, at) = if g.trans_b {
-                (
-                    "coopLoad",
-                    format!("({b_n} + {}u) * {b_ld} + {b_k}{kk}u", 16 * j),
-                )
+                ("coopLoad", format!("(sn + {}u) * BS + {kk}u", 16 * j))
             } else {
-                (
-                    "coopLoadT",
-                    format!("({b_k}{kk}u) * {b_ld} + {b_n} + {}u", 16 * j),
-                )
+                ("coopLoadT", format!("{kk}u * BS + sn + {}u", 16 * j))
             };
             r.push_str(&format!(
-                "let fb{kk}_{j} = {f}<coop_mat16x16<f16, B>>(&{b_src}[{b_base}{at}], {b_ld});\n"
+                "let fb{kk}_{j} = {f}<coop_mat16x16<f16, B>>(&b_tile[{at}], BS);\n"
             ));
         }
         r
@@ -1015,18 +935,14 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
         }
     }
     let mut store = String::new();
-    if c.direct {
-        // Strides as lets before the loop (see the shader's note on naga).
-        declare.push_str("let lda = p.lda;\nlet ldb = p.ldb;\n");
-    }
     for i in 0..c.fm {
         for j in 0..c.fn_ {
             declare.push_str(&format!("var acc{i}_{j} = coop_mat16x16<f32, C>();\n"));
             store.push_str(&format!(
                 "coopStoreT(acc{i}_{j}, &scratch[sg * 256u], 16u);
-workgroupBarrier();
+subgroupBarrier();
 store_tile(sg, lane, c_base, row0 + {}u, col0 + {}u);
-workgroupBarrier();
+subgroupBarrier();
 ",
                 16 * i,
                 16 * j
@@ -1044,11 +960,6 @@ workgroupBarrier();
 }
 
 fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_core::Defines {
-    let w = if c.direct {
-        LoadWidths { a: 1, b: 1 }
-    } else {
-        w
-    };
     let vector = |width: u32| if width == 8 { "mat2x4<f16>" } else { "f16" };
     let d = ridge_core::Defines::new()
         .enable("f16")
@@ -1067,7 +978,6 @@ fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_co
         .u32("FM", c.fm)
         .u32("FN", c.fn_)
         .u32("BK", c.bk)
-        .bool("DIRECT", c.direct)
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
@@ -1079,24 +989,6 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
     for (trans_a, trans_b, width, cfg) in [
         (false, true, 8, CoopConfig::DEFAULT),
         (true, false, 1, CoopConfig::DEFAULT),
-        (
-            true,
-            true,
-            1,
-            CoopConfig {
-                direct: true,
-                ..CoopConfig::DEFAULT
-            },
-        ),
-        (
-            false,
-            false,
-            1,
-            CoopConfig {
-                direct: true,
-                ..CoopConfig::DEFAULT
-            },
-        ),
         (
             false,
             false,
@@ -1119,6 +1011,7 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
     }
     v
 }
+
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for (trans_a, trans_b, bias, width) in [

@@ -151,12 +151,7 @@ fn general(
         label: name,
         shader: &LAYOUT,
         entry: "permute",
-        defines: layout_defines(
-            launch::dtype_defines(ctx, name, x.dtype())?,
-            x.dtype(),
-            wg,
-            1,
-        ),
+        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg),
         params: Params::new()
             .words(&[n, perm.len().max(1) as u32, 0, 0])
             .words(&out_shape)
@@ -177,39 +172,16 @@ fn transpose(
     cols: usize,
 ) -> Result<()> {
     let name = "transpose";
-    // vec4 accesses when rows and columns are multiples of 4 and both views start on a vec4.
-    let vec_bytes = 4 * x.dtype().size() as u64;
-    let width = if rows.is_multiple_of(4)
-        && cols.is_multiple_of(4)
-        && [x, out]
-            .iter()
-            .all(|t| t.offset().is_multiple_of(vec_bytes))
-    {
-        4
-    } else {
-        1
-    };
-    let (tile, rows_per_pass) = transpose_tiling(width);
-    launch::check_workgroup(
-        ctx,
-        name,
-        tile / width * rows_per_pass,
-        tile * (tile + 1) * 4,
-    )?;
-    let tiles_r = rows.div_ceil(tile as usize) as u32;
-    let tiles_c = cols.div_ceil(tile as usize) as u32;
+    launch::check_workgroup(ctx, name, TILE * ROWS_PER_PASS, TILE * (TILE + 1) * 4)?;
+    let tiles_r = rows.div_ceil(TILE as usize) as u32;
+    let tiles_c = cols.div_ceil(TILE as usize) as u32;
     let total = tiles_r as u64 * tiles_c as u64 * batch as u64;
     let wg = launch::workgroup_size_1d(ctx, WG_CAP);
     Launch {
         label: name,
         shader: &LAYOUT,
         entry: "transpose",
-        defines: layout_defines(
-            launch::dtype_defines(ctx, name, x.dtype())?,
-            x.dtype(),
-            wg,
-            width,
-        ),
+        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg),
         params: Params::new().words(&[0; 20]).words(&[
             batch as u32,
             rows as u32,
@@ -223,51 +195,15 @@ fn transpose(
     .run(ctx)
 }
 
-/// Transpose tile side and rows per pass for `width` 1 (32 × 32 tiles, 32 × 8 invocations)
-/// or 4 (64 × 64 tiles, 16 × 16 invocations each moving a vec4): 256 invocations either way,
-/// 16.3 KiB of workgroup memory at most.
-fn transpose_tiling(width: u32) -> (u32, u32) {
-    if width == 4 {
-        (64, 16)
-    } else {
-        (TILE, ROWS_PER_PASS)
-    }
-}
-
-/// Defines for `width` = 1 (scalar) or 4 (vec4 transposes).
-fn layout_defines(
-    d: ridge_core::Defines,
-    dtype: DType,
-    wg: u32,
-    width: u32,
-) -> ridge_core::Defines {
-    let lanes = if width == 4 {
-        "fn put(i: u32, v: VF) { tile[i] = v.x; tile[i + 1u] = v.y; tile[i + 2u] = v.z; tile[i + 3u] = v.w; }
-fn column(i: u32) -> VF { return VF(tile[i], tile[i + TS], tile[i + 2u * TS], tile[i + 3u * TS]); }"
-    } else {
-        "fn put(i: u32, v: VF) { tile[i] = v; }
-fn column(i: u32) -> VF { return tile[i]; }"
-    };
-    let d = if width == 4 {
-        d.alias("V", &format!("vec4<{}>", dtype.wgsl()))
-            .alias("VF", "vec4<f32>")
-    } else {
-        d.alias("V", dtype.wgsl()).alias("VF", "f32")
-    };
-    d.block("LANES", lanes.into())
-        .u32("VW", width)
-        .u32("WG", wg)
-        .u32("TILE", transpose_tiling(width).0)
-        .u32("ROWS_PER_PASS", transpose_tiling(width).1)
+fn layout_defines(d: ridge_core::Defines, wg: u32) -> ridge_core::Defines {
+    d.u32("WG", wg)
+        .u32("TILE", TILE)
+        .u32("ROWS_PER_PASS", ROWS_PER_PASS)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
-    let d = |width| layout_defines(shaders::storage_defines(dtype), dtype, WG_CAP, width);
-    vec![
-        (&LAYOUT, "permute", d(1)),
-        (&LAYOUT, "transpose", d(1)),
-        (&LAYOUT, "transpose", d(4)),
-    ]
+    let d = layout_defines(shaders::storage_defines(dtype), WG_CAP);
+    vec![(&LAYOUT, "permute", d.clone()), (&LAYOUT, "transpose", d)]
 }
 
 #[cfg(test)]

@@ -155,7 +155,11 @@ impl Bert {
                 }
                 .into());
             }
-            other => return Err(Error::Input(format!("BERT runs in f32 or f16, not {other}"))),
+            other => {
+                return Err(Error::Input(format!(
+                    "BERT runs in f32 or f16, not {other}"
+                )));
+            }
         }
         weights.detect_prefix("embeddings.word_embeddings.weight", "bert.");
         let (h, i) = (config.hidden_size, config.intermediate_size);
@@ -182,13 +186,7 @@ impl Bert {
                 qkv_b: upload(ctx, &qkv_b, &[3 * h], dtype)?,
                 out_w: get(&format!("{p}.attention.output.dense.weight"), &[h, h])?,
                 out_b: get(&format!("{p}.attention.output.dense.bias"), &[h])?,
-                norm1: norm_weights(
-                    ctx,
-                    w,
-                    &format!("{p}.attention.output.LayerNorm"),
-                    h,
-                    dtype,
-                )?,
+                norm1: norm_weights(ctx, w, &format!("{p}.attention.output.LayerNorm"), h, dtype)?,
                 up_w: get(&format!("{p}.intermediate.dense.weight"), &[i, h])?,
                 up_b: get(&format!("{p}.intermediate.dense.bias"), &[i])?,
                 down_w: get(&format!("{p}.output.dense.weight"), &[h, i])?,
