@@ -9,7 +9,10 @@
 // Invocation (x, y) of the (BKV/4) × (BQ/4) workgroup owns query rows 4y..4y+3 and, per tile:
 //   1. scores for keys 4x..4x+3 as a 4 × 4 register block, from Qᵀ and Kᵀ staged in workgroup
 //      memory as vec4 over rows and keys: two vec4 reads per 16 FMAs;
-//   2. the row maxima through workgroup memory (one vec4 per invocation, BKV/4 reads), then
+//   2. the row maxima across the row's BKV/4 invocations (the generated ROW_MAX block): by
+//      subgroup shuffles where the adapter has subgroups (they are neighbouring lanes of
+//      one subgroup: no barrier, no workgroup memory), else through workgroup memory (one
+//      vec4 per invocation, BKV/4 reads); then
 //      p = exp(s − m) for its 16 scores, written transposed for step 3; its share of the row
 //      sums l stays in registers (every invocation rescales by the same row maxima);
 //   3. O[rows, dims] += P·V for the output dims (x + j·BKV/4)·4.. (+3), j < OQ, as a 4 × 4·OQ
@@ -21,8 +24,12 @@
 // after the query. A query row whose keys are all masked gives zeros. Masked scores hold
 // the lowest finite f32.
 //
+// Sparse tiles: every invocation reads the block-CSR column index itself; only a causal
+// layout, which may skip a block, passes it through workgroupUniformLoad (two barriers).
+//
 // Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
-// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE.
+// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE; the ROW_MAX block folds
+// `mine` (this invocation's maxima of its four rows) into mx.
 
 //@IO
 
@@ -98,14 +105,16 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         //@KV_LOAD
     }
     for (var t = 0u; t < tiles; t++) {
-        if SPARSE {
+        // kb decides control flow only when causal (a skipped block): only then does it need
+        // to be provably uniform.
+        var kb_uniform = t;
+        if SPARSE && CAUSAL {
             if tid == 0u { shared_u32 = col_idx[row_ptr[qb] + t]; }
+            kb_uniform = workgroupUniformLoad(&shared_u32);
         }
-        var kb = t;
-        if SPARSE { kb = workgroupUniformLoad(&shared_u32); }
-        let k0 = kb * BKV;
+        let k0 = select(kb_uniform, tile_index(qb, t), SPARSE && !CAUSAL) * BKV;
         // Sparse and causal: blocks entirely after this query block contribute nothing.
-        let skip = CAUSAL && k0 > q0 + BQ - 1u;
+        let skip = CAUSAL && kb_uniform * BKV > q0 + BQ - 1u;
         if !skip {
             //@KV_STAGE
         }
@@ -160,10 +169,9 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         }
 
         // 2. Row maxima over the tile, probabilities, sums; O rescaled.
-        red[y * KQ + x] = vec4<f32>(max4(s0), max4(s1), max4(s2), max4(s3));
-        workgroupBarrier();
         var mx = m;
-        for (var i = 0u; i < KQ; i++) { mx = max(mx, red[y * KQ + i]); }
+        let mine = vec4<f32>(max4(s0), max4(s1), max4(s2), max4(s3));
+        //@ROW_MAX
         // exp(m − mx) ≤ 1; with nothing seen yet (m = mx = LOWEST) it is 1, and l, O are 0.
         let corr = exp2(m - mx);
         m = mx;

@@ -486,8 +486,19 @@ impl Attention {
             words.extend(l.words().iter().map(|&x| x as u32));
         }
         let defines = launch::dtype_defines(ctx, name, o.dtype())?;
-        let (shader, defines) =
-            kernel_defines(defines, d as u32, &kernel, self.causal, sparse.is_some());
+        // Row maxima by subgroup shuffles where a row's bk/4 invocations fit in one subgroup.
+        let row_lanes = bk / 4;
+        let subgroup_max = ctx.has_subgroups()
+            && row_lanes.is_power_of_two()
+            && ctx.info().subgroup_min_size >= row_lanes;
+        let (shader, defines) = kernel_defines(
+            defines,
+            d as u32,
+            &kernel,
+            self.causal,
+            sparse.is_some(),
+            subgroup_max,
+        );
         let full_lengths;
         let lengths = match lengths {
             Some(l) => l,
@@ -624,6 +635,7 @@ fn kernel_defines(
     kernel: &AttentionKernel,
     causal: bool,
     sparse: bool,
+    subgroup_max: bool,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
     let d = d.block("IO", shaders::ATTENTION_IO.to_string());
     match kernel {
@@ -639,9 +651,30 @@ fn kernel_defines(
                 .u32("BQ", c.bq)
                 .u32("BKV", c.bkv)
                 .bool("CAUSAL", causal)
-                .bool("SPARSE", sparse);
+                .bool("SPARSE", sparse)
+                .block("ROW_MAX", row_max(subgroup_max));
             (&ATTENTION_TILED, d)
         }
+    }
+}
+
+/// The row maxima of `shaders/attention_tiled.wgsl` (its ROW_MAX block): subgroup shuffles
+/// across the row's KQ neighbouring lanes (log2 KQ steps), or through workgroup memory
+/// behind a barrier. Subgroup builtins must not appear in a shader for an adapter without
+/// them, hence a generated block rather than a constant branch.
+fn row_max(subgroups: bool) -> String {
+    if subgroups {
+        "var across = mine;
+for (var lane = 1u; lane < KQ; lane <<= 1u) {
+    across = max(across, subgroupShuffleXor(across, lane));
+}
+mx = max(mx, across);"
+            .into()
+    } else {
+        "red[y * KQ + x] = mine;
+workgroupBarrier();
+for (var i = 0u; i < KQ; i++) { mx = max(mx, red[y * KQ + i]); }"
+            .into()
     }
 }
 
@@ -667,10 +700,11 @@ fn attention_defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for (head_dim, causal, sparse, bq, bkv) in [
-        (32, false, false, 64, 32),
-        (64, true, false, 64, 32),
-        (64, false, true, 32, 32),
+    for (head_dim, causal, sparse, bq, bkv, subgroup_max) in [
+        (32, false, false, 64, 32, false),
+        (64, true, false, 64, 32, true),
+        (64, false, true, 32, 32, true),
+        (64, true, true, 32, 32, false),
     ] {
         let kernel = AttentionKernel::Tiled(TiledConfig { bq, bkv });
         let (shader, d) = kernel_defines(
@@ -679,6 +713,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &kernel,
             causal,
             sparse,
+            subgroup_max,
         );
         v.push((shader, "attention", d));
     }
@@ -694,6 +729,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &AttentionKernel::Rows(c),
             causal,
             sparse,
+            false,
         );
         v.push((shader, "attention", d));
     }
