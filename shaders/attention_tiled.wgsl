@@ -24,6 +24,10 @@
 // after the query. A query row whose keys are all masked gives zeros. Masked scores hold
 // the lowest finite f32.
 //
+// Step 3 reads only probabilities written by invocations of its own row quad, neighbouring
+// lanes of one subgroup: the generated ROW_SYNC block is a subgroup barrier where the adapter
+// has them with the ROW_MAX shuffles, else a workgroup barrier.
+//
 // Sparse tiles: every invocation reads the block-CSR column index itself; only a causal
 // layout, which may skip a block, passes it through workgroupUniformLoad (two barriers).
 //
@@ -185,7 +189,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         p_s[(4u * x + 2u) * RQ + y] = vec4<f32>(p0.z, p1.z, p2.z, p3.z);
         p_s[(4u * x + 3u) * RQ + y] = vec4<f32>(p0.w, p1.w, p2.w, p3.w);
         //@RESCALE
-        workgroupBarrier();
+        //@ROW_SYNC
 
         // 3. O += P·V.
         // Four keys per step, each key's reads before its multiply-adds.

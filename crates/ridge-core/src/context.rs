@@ -18,7 +18,8 @@ use crate::recorder::Recorder;
 pub const ADAPTER_ENV: &str = "RIDGE_ADAPTER";
 
 /// Optional features Ridge asks for whenever the adapter has them. Cooperative matrices
-/// (tensor cores) are an experimental wgpu feature, native only.
+/// (tensor cores) are an experimental wgpu feature and subgroup barriers a wgpu extension,
+/// both native only.
 pub fn wanted_features() -> wgpu::Features {
     let all = wgpu::Features::SHADER_F16
         | wgpu::Features::TIMESTAMP_QUERY
@@ -28,7 +29,7 @@ pub fn wanted_features() -> wgpu::Features {
     if cfg!(target_arch = "wasm32") {
         all
     } else {
-        all | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        all | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP_BARRIER
     }
 }
 
@@ -246,7 +247,7 @@ impl Context {
         let limits = device.limits();
         let coop_f16 = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
             && features.contains(wgpu::Features::SHADER_F16)
-            && features.contains(wgpu::Features::SUBGROUP)
+            && features.contains(wgpu::Features::SUBGROUP | wgpu::Features::SUBGROUP_BARRIER)
             && info.subgroup_min_size == 32
             && info.subgroup_max_size == 32
             && adapter.cooperative_matrix_properties().iter().any(|p| {
@@ -348,13 +349,18 @@ impl Context {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }
     /// Whether 16×16×16 f16 × f16 → f32 cooperative matrices (tensor cores) are available at
-    /// subgroup size 32, with subgroup operations, as Ridge's tensor-core GEMM needs.
+    /// subgroup size 32, with subgroup operations and barriers, as Ridge's tensor-core GEMM
+    /// needs.
     pub fn has_coop_f16(&self) -> bool {
         self.coop_f16
     }
     /// Whether WGSL subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {
         self.features.contains(wgpu::Features::SUBGROUP)
+    }
+    /// Whether `subgroupBarrier()` is available (a native wgpu extension).
+    pub fn has_subgroup_barrier(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP_BARRIER)
     }
 
     /// Installs the tuning table the kernels consult (`None` leaves them to their
@@ -610,6 +616,7 @@ pub fn feature_name(feature: wgpu::Features) -> &'static str {
             "timestamp-query-inside-encoders"
         }
         f if f == wgpu::Features::SUBGROUP => "subgroups",
+        f if f == wgpu::Features::SUBGROUP_BARRIER => "subgroup-barrier (native)",
         f if f == wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX => {
             "cooperative-matrix (experimental)"
         }

@@ -488,16 +488,20 @@ impl Attention {
         let defines = launch::dtype_defines(ctx, name, o.dtype())?;
         // Row maxima by subgroup shuffles where a row's bk/4 invocations fit in one subgroup.
         let row_lanes = bk / 4;
-        let subgroup_max = ctx.has_subgroups()
+        let subgroup_rows = ctx.has_subgroups()
             && row_lanes.is_power_of_two()
             && ctx.info().subgroup_min_size >= row_lanes;
+        let row_sync = RowSync {
+            shuffles: subgroup_rows,
+            barrier: subgroup_rows && ctx.has_subgroup_barrier(),
+        };
         let (shader, defines) = kernel_defines(
             defines,
             d as u32,
             &kernel,
             self.causal,
             sparse.is_some(),
-            subgroup_max,
+            row_sync,
         );
         let full_lengths;
         let lengths = match lengths {
@@ -635,7 +639,7 @@ fn kernel_defines(
     kernel: &AttentionKernel,
     causal: bool,
     sparse: bool,
-    subgroup_max: bool,
+    row_sync: RowSync,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
     let d = d.block("IO", shaders::ATTENTION_IO.to_string());
     match kernel {
@@ -652,10 +656,28 @@ fn kernel_defines(
                 .u32("BKV", c.bkv)
                 .bool("CAUSAL", causal)
                 .bool("SPARSE", sparse)
-                .block("ROW_MAX", row_max(subgroup_max));
+                .block("ROW_MAX", row_max(row_sync.shuffles))
+                .block(
+                    "ROW_SYNC",
+                    if row_sync.barrier {
+                        "subgroupBarrier();"
+                    } else {
+                        "workgroupBarrier();"
+                    }
+                    .into(),
+                );
             (&ATTENTION_TILED, d)
         }
     }
+}
+
+/// How the invocations of one query-row quad of `shaders/attention_tiled.wgsl` (neighbouring
+/// lanes) exchange values: subgroup shuffles for the row maxima, a subgroup barrier before
+/// reading each other's probabilities; or workgroup memory and barriers.
+#[derive(Clone, Copy, Debug)]
+struct RowSync {
+    shuffles: bool,
+    barrier: bool,
 }
 
 /// The row maxima of `shaders/attention_tiled.wgsl` (its ROW_MAX block): subgroup shuffles
@@ -700,7 +722,7 @@ fn attention_defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for (head_dim, causal, sparse, bq, bkv, subgroup_max) in [
+    for (head_dim, causal, sparse, bq, bkv, subgroups) in [
         (32, false, false, 64, 32, false),
         (64, true, false, 64, 32, true),
         (64, false, true, 32, 32, true),
@@ -713,7 +735,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &kernel,
             causal,
             sparse,
-            subgroup_max,
+            RowSync {
+                shuffles: subgroups,
+                barrier: subgroups,
+            },
         );
         v.push((shader, "attention", d));
     }
@@ -729,7 +754,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &AttentionKernel::Rows(c),
             causal,
             sparse,
-            false,
+            RowSync {
+                shuffles: false,
+                barrier: false,
+            },
         );
         v.push((shader, "attention", d));
     }
