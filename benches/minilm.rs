@@ -3,6 +3,9 @@
 //! (`-- --batches 1,8` to choose). Uses the model in the cache (`cargo xtask fetch-model`),
 //! or with `--random-weights` seeded random weights of the same configuration (for the GPU
 //! machine, where the 90 MB weights cannot travel); `--f16` runs the opt-in f16 encoder.
+//! First prints the time to the first embedding: context, weight upload, and the first
+//! forward pass with its pipeline compilation (a second run finds the driver's pipeline
+//! cache that the first saved, where the backend has one).
 
 use std::time::Instant;
 
@@ -55,8 +58,11 @@ fn main() {
         DType::F32
     };
     let seq = 128;
+    let start = Instant::now();
     let ctx = pollster::block_on(Context::new()).expect("adapter");
+    let context_ms = start.elapsed().as_secs_f64() * 1e3;
     let bert = load(&ctx, random, dtype);
+    let loaded_ms = start.elapsed().as_secs_f64() * 1e3;
     let weights = if random {
         "random weights"
     } else {
@@ -66,7 +72,8 @@ fn main() {
         "MiniLM on {} ({weights}, {dtype}), {seq} tokens per sentence",
         ctx.describe()
     );
-    for batch in batches {
+    for (i, batch) in batches.into_iter().enumerate() {
+        let first = i == 0;
         let input = Batch::new(&vec![ids(seq); batch], 0).expect("batch");
         let run = || {
             let encoded = bert.forward(&ctx, &input, false).expect("forward");
@@ -81,7 +88,22 @@ fn main() {
                 .expect("pool");
             pollster::block_on(pooled.to_f32(&ctx)).expect("read back");
         };
+        let before = Instant::now();
         run(); // compiles pipelines
+        if first {
+            let driver = match ctx.pipelines().driver() {
+                Some(d) if d.loaded() => format!("loaded from {}", d.path().display()),
+                Some(d) => format!("empty, saved to {} at exit", d.path().display()),
+                None => "none on this backend".into(),
+            };
+            println!(
+                "time to the first embedding (batch {batch}): {:.0} ms = context {context_ms:.0} ms + weights {:.0} ms + first forward {:.0} ms ({} pipelines compiled); driver pipeline cache: {driver}",
+                start.elapsed().as_secs_f64() * 1e3,
+                loaded_ms - context_ms,
+                before.elapsed().as_secs_f64() * 1e3,
+                ctx.pipelines().compiled(),
+            );
+        }
         let repeats = if ctx.info().device_type == ridge::core::wgpu::DeviceType::Cpu {
             1
         } else {

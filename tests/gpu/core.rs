@@ -98,6 +98,62 @@ fn profile_three_ops(ctx: &Context) -> ridge::core::Result<ridge::core::Profile>
     block(ctx.finish_profiling())
 }
 
+/// The driver's pipeline cache (where wgpu has one: Vulkan) is written when a context that
+/// compiled kernels is dropped and found by the next context on the adapter; where there is
+/// none, nothing is written.
+#[test]
+fn the_driver_pipeline_cache_is_kept_between_contexts() {
+    on_every_adapter("core_driver_pipeline_cache", |shared| {
+        let dir = std::env::temp_dir().join(format!(
+            "ridge-test-pipelines-{}-{}",
+            std::process::id(),
+            shared.info().backend.to_str()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let options = ContextOptions {
+            pipeline_cache_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        let open = || block(Context::on_adapter(shared.adapter().clone(), &options));
+        {
+            let ctx = open()?;
+            let loaded = ctx.pipelines().driver().map(|d| d.loaded());
+            assert_ne!(loaded, Some(true), "an empty folder held a cache");
+            let x = Tensor::from_slice(&ctx, &[0.5f32, -1.0, 2.0, 3.0], &[4])?;
+            let y = Tensor::empty(&ctx, &[4], DType::F32)?;
+            unary(&ctx, Unary::Gelu, &x, &y)?;
+            block(y.to_f32(&ctx))?;
+        }
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let has_cache = shared.features().contains(wgpu::Features::PIPELINE_CACHE);
+        let result = if has_cache {
+            let second = open()?;
+            match (files.as_slice(), second.pipelines().driver()) {
+                ([file], Some(d))
+                    if d.loaded() && std::fs::metadata(file).is_ok_and(|m| m.len() > 0) =>
+                {
+                    Ok(())
+                }
+                _ => Err(Error::invalid(
+                    "pipeline cache",
+                    format!("expected one saved cache, loaded again; found {files:?}"),
+                )),
+            }
+        } else if files.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "pipeline cache",
+                format!("no pipeline cache on this adapter, yet {files:?} was written"),
+            ))
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    });
+}
+
 #[test]
 fn profiler_times_every_dispatch_and_says_how() {
     on_every_adapter_with(

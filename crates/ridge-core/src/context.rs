@@ -18,8 +18,8 @@ use crate::recorder::Recorder;
 pub const ADAPTER_ENV: &str = "RIDGE_ADAPTER";
 
 /// Optional features Ridge asks for whenever the adapter has them. Cooperative matrices
-/// (tensor cores) are an experimental wgpu feature and subgroup barriers a wgpu extension,
-/// both native only.
+/// (tensor cores) are an experimental wgpu feature; subgroup barriers and pipeline caches
+/// are wgpu extensions; all three native only.
 pub fn wanted_features() -> wgpu::Features {
     let all = wgpu::Features::SHADER_F16
         | wgpu::Features::TIMESTAMP_QUERY
@@ -29,7 +29,9 @@ pub fn wanted_features() -> wgpu::Features {
     if cfg!(target_arch = "wasm32") {
         all
     } else {
-        all | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX | wgpu::Features::SUBGROUP_BARRIER
+        all | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+            | wgpu::Features::SUBGROUP_BARRIER
+            | wgpu::Features::PIPELINE_CACHE
     }
 }
 
@@ -82,6 +84,10 @@ pub struct ContextOptions {
     /// strings, so the page passes what `GPUAdapter.info` says. It names the adapter in
     /// reports, fingerprints and tuning tables.
     pub adapter_name: Option<String>,
+    /// Folder of the driver's pipeline cache (see [`crate::disk::DriverCache`]); `None`
+    /// means [`crate::cache_dir`]`/pipelines`. Leaving out `PIPELINE_CACHE` in
+    /// `without_features` turns the disk cache off.
+    pub pipeline_cache_dir: Option<std::path::PathBuf>,
 }
 
 /// One adapter and a device on it, with Ridge's per-device state.
@@ -255,6 +261,16 @@ impl Context {
                     && p.ab_type == wgpu::CooperativeScalarType::F16
                     && p.cr_type == wgpu::CooperativeScalarType::F32
             });
+        #[cfg(not(target_arch = "wasm32"))]
+        let driver_cache = {
+            let dir = options
+                .pipeline_cache_dir
+                .clone()
+                .unwrap_or_else(|| crate::cache_dir().join("pipelines"));
+            crate::disk::DriverCache::open(&device, &info, &dir)
+        };
+        #[cfg(target_arch = "wasm32")]
+        let driver_cache = None;
         let placeholder = crate::Tensor::from_buffer(
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("ridge placeholder binding"),
@@ -273,7 +289,7 @@ impl Context {
             info,
             limits,
             features,
-            pipelines: PipelineCache::default(),
+            pipelines: PipelineCache::new(driver_cache),
             coop_f16,
             placeholder,
             buffers: Arc::default(),
@@ -559,13 +575,15 @@ impl AdapterReport {
     }
 }
 
-const REPORTED_FEATURES: [wgpu::Features; 6] = [
+const REPORTED_FEATURES: [wgpu::Features; 8] = [
     wgpu::Features::SHADER_F16,
     wgpu::Features::TIMESTAMP_QUERY,
     wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES,
     wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
     wgpu::Features::SUBGROUP,
+    wgpu::Features::SUBGROUP_BARRIER,
     wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+    wgpu::Features::PIPELINE_CACHE,
 ];
 
 fn report_limits(l: &wgpu::Limits) -> Vec<(&'static str, u64)> {
@@ -617,6 +635,7 @@ pub fn feature_name(feature: wgpu::Features) -> &'static str {
         }
         f if f == wgpu::Features::SUBGROUP => "subgroups",
         f if f == wgpu::Features::SUBGROUP_BARRIER => "subgroup-barrier (native)",
+        f if f == wgpu::Features::PIPELINE_CACHE => "pipeline-cache (native)",
         f if f == wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX => {
             "cooperative-matrix (experimental)"
         }

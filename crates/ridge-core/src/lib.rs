@@ -4,6 +4,7 @@
 //! Kernels live in `ridge-kernels`; this crate knows nothing about any op.
 
 pub mod context;
+pub mod disk;
 pub mod error;
 pub mod pipeline;
 pub mod pool;
@@ -13,6 +14,7 @@ pub mod tensor;
 pub mod tuning;
 
 pub use context::{Context, ContextOptions, Fingerprint};
+pub use disk::cache_dir;
 pub use error::{Error, Result};
 pub use pipeline::{Defines, PipelineCache, ShaderSource};
 pub use profiler::{Profile, Span, TimingMethod};

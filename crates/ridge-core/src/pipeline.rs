@@ -1,7 +1,10 @@
 //! Compute pipelines, compiled once per (shader, defines, entry point, override constants).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+use crate::disk::DriverCache;
 
 /// A shader file: its name (the file stem in `shaders/`) and its WGSL text.
 #[derive(Clone, Copy, Debug)]
@@ -99,14 +102,49 @@ pub struct PipelineKey {
 }
 
 /// A cache of compiled compute pipelines (auto layouts). Thread-safe; each key compiles once.
+/// With a [`DriverCache`] the driver's compiled code is kept on disk too: saved by
+/// [`PipelineCache::save`] and, best effort, when the cache is dropped.
 #[derive(Default)]
 pub struct PipelineCache {
     modules: Mutex<HashMap<(&'static str, Defines), wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, Arc<wgpu::ComputePipeline>>>,
-    compiled: std::sync::atomic::AtomicUsize,
+    compiled: AtomicUsize,
+    driver: Option<DriverCache>,
+    saved: AtomicUsize,
 }
 
 impl PipelineCache {
+    /// An empty cache compiling through `driver` when given.
+    pub fn new(driver: Option<DriverCache>) -> Self {
+        Self {
+            modules: Mutex::default(),
+            pipelines: Mutex::default(),
+            compiled: AtomicUsize::new(0),
+            driver,
+            saved: AtomicUsize::new(0),
+        }
+    }
+
+    /// The driver's on-disk pipeline cache, where the backend has one.
+    pub fn driver(&self) -> Option<&DriverCache> {
+        self.driver.as_ref()
+    }
+
+    /// Saves the driver's cache if pipelines were compiled since the last save; returns the
+    /// file written.
+    ///
+    /// Errors: the file system's.
+    pub fn save(&self) -> std::io::Result<Option<&std::path::Path>> {
+        let compiled = self.compiled();
+        match &self.driver {
+            Some(d) if self.saved.swap(compiled, Ordering::Relaxed) != compiled => {
+                d.save()?;
+                Ok(Some(d.path()))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The pipeline for `shader` + `defines` + `entry`, compiling it on first use.
     ///
     /// Compilation errors are not returned here (wgpu reports them asynchronously); they
@@ -146,10 +184,9 @@ impl PipelineCache {
                 // Every kernel writes workgroup memory before reading it.
                 zero_initialize_workgroup_memory: false,
             },
-            cache: None,
+            cache: self.driver.as_ref().map(DriverCache::cache),
         });
-        self.compiled
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.compiled.fetch_add(1, Ordering::Relaxed);
         let pipeline = Arc::new(pipeline);
         pipelines.insert(key, pipeline.clone());
         pipeline
@@ -157,6 +194,14 @@ impl PipelineCache {
 
     /// How many pipelines have been compiled (each key once).
     pub fn compiled(&self) -> usize {
-        self.compiled.load(std::sync::atomic::Ordering::Relaxed)
+        self.compiled.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for PipelineCache {
+    fn drop(&mut self) {
+        if let Err(e) = self.save() {
+            tracing::debug!("pipeline cache not saved: {e}");
+        }
     }
 }

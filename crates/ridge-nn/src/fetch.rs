@@ -83,14 +83,9 @@ pub const MINILM: Manifest = Manifest {
     ],
 };
 
-/// Ridge's cache folder (see the module docs).
+/// Ridge's cache folder (see the module docs and [`ridge_core::cache_dir`]).
 pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("RIDGE_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("ridge")
+    ridge_core::cache_dir()
 }
 
 /// Where all-MiniLM-L6-v2 lives in the cache.

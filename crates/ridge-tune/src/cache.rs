@@ -9,15 +9,7 @@ use crate::table::Table;
 
 /// The cache folder for tuning tables.
 pub fn dir() -> PathBuf {
-    let base = std::env::var_os("RIDGE_CACHE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            dirs::cache_dir()
-                .unwrap_or_else(std::env::temp_dir)
-                .join("ridge")
-        });
-    base.join("tuning")
+    ridge_core::cache_dir().join("tuning")
 }
 
 /// The user table's file for an adapter (see [`crate::key::user_table_name`]).
