@@ -79,21 +79,48 @@ fn b_pos(i: u32) -> vec2<u32> {
 // gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32).
 //@GELU
 
+// beta * C at (row, col), 0 outside C; beta == 0 never reads C, so whatever C held (NaN
+// included) is ignored.
+fn old_c(c_base: u32, row: u32, col: u32) -> f32 {
+    if p.beta == 0.0 || row >= p.m { return 0.0; }
+    return p.beta * f32(c[c_base + row * p.ldc + col]);
+}
+
+// C at (row, col) = act(alpha * acc + beta * C + bias), inside C only.
+fn put_c(c_base: u32, row: u32, col: u32, acc: f32, old: f32, add: f32) {
+    if row >= p.m { return; }
+    var v = p.alpha * acc + old + add;
+    if ACT_GELU { v = gelu(v); }
+    c[c_base + row * p.ldc + col] = f16(v);
+}
+
 // Applies the epilogue to one 16 x 16 accumulator tile staged in this subgroup's scratch.
+// Lane l owns column l % 16 and rows l / 16 + 2i (i < 8): one bias read, and the eight
+// reads of C issued before any write (a loop waited on each read in turn, and MiniLM's
+// residual projections read C).
 fn store_tile(sg: u32, lane: u32, c_base: u32, row0: u32, col0: u32) {
-    for (var e = lane; e < 256u; e += 32u) {
-        let row = row0 + e / 16u;
-        let col = col0 + e % 16u;
-        if row < p.m && col < p.n {
-            let ci = c_base + row * p.ldc + col;
-            var v = p.alpha * scratch[sg * 256u + e];
-            // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
-            if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
-            if HAS_BIAS { v += f32(bias[col]); }
-            if ACT_GELU { v = gelu(v); }
-            c[ci] = f16(v);
-        }
-    }
+    let col = col0 + lane % 16u;
+    if col >= p.n { return; }
+    let r = row0 + lane / 16u;
+    let s = sg * 256u + lane;
+    var add = 0.0;
+    if HAS_BIAS { add = f32(bias[col]); }
+    let o0 = old_c(c_base, r, col);
+    let o1 = old_c(c_base, r + 2u, col);
+    let o2 = old_c(c_base, r + 4u, col);
+    let o3 = old_c(c_base, r + 6u, col);
+    let o4 = old_c(c_base, r + 8u, col);
+    let o5 = old_c(c_base, r + 10u, col);
+    let o6 = old_c(c_base, r + 12u, col);
+    let o7 = old_c(c_base, r + 14u, col);
+    put_c(c_base, r, col, scratch[s], o0, add);
+    put_c(c_base, r + 2u, col, scratch[s + 32u], o1, add);
+    put_c(c_base, r + 4u, col, scratch[s + 64u], o2, add);
+    put_c(c_base, r + 6u, col, scratch[s + 96u], o3, add);
+    put_c(c_base, r + 8u, col, scratch[s + 128u], o4, add);
+    put_c(c_base, r + 10u, col, scratch[s + 160u], o5, add);
+    put_c(c_base, r + 12u, col, scratch[s + 192u], o6, add);
+    put_c(c_base, r + 14u, col, scratch[s + 224u], o7, add);
 }
 
 @compute @workgroup_size(THREADS)

@@ -526,7 +526,14 @@ impl Gemm {
                     launch::dtype_defines(ctx, name, c.dtype())?,
                     &cfg,
                     self,
-                    load_widths(&cfg, self, a_batches == 1, b_batches == 1),
+                    load_widths(
+                        4,
+                        [cfg.bm, cfg.bn, cfg.bk],
+                        cfg.invocations(),
+                        self,
+                        a_batches == 1,
+                        b_batches == 1,
+                    ),
                     bias.is_some(),
                 ),
             ),
@@ -536,7 +543,14 @@ impl Gemm {
                 coop_defines(
                     &cfg,
                     self,
-                    coop_load_widths(&cfg, self, a_batches == 1, b_batches == 1),
+                    load_widths(
+                        8,
+                        [cfg.bm(), cfg.bn(), cfg.bk],
+                        cfg.invocations(),
+                        self,
+                        a_batches == 1,
+                        b_batches == 1,
+                    ),
                     bias.is_some(),
                 ),
             ),
@@ -761,21 +775,31 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
     ]
 }
 
-/// The widest loads `c` can use for `g`'s operands: vec4 when the slice divides evenly
-/// into vec4 loads per invocation and every vec4 starts 16-byte aligned (the leading
-/// dimension and the batch stride multiples of 4; bindings start aligned). Empty matrices
-/// keep scalar loads: a vec4 binding must hold at least one vec4.
-fn load_widths(c: &GemmConfig, g: &Gemm, a_shared: bool, b_shared: bool) -> LoadWidths {
+/// The widest loads of `g`'s operands for a kernel that stages `[BM, BN, BK]` slices over
+/// `invocations`: `vector` elements along the stored contiguous dimension (4 for the tiled
+/// kernel's vec4, 8 for the tensor-core kernel's 16-byte f16 loads) when the slices divide
+/// evenly into such loads per invocation and every load starts aligned (the leading
+/// dimension and the batch stride multiples of `vector`; bindings start aligned); else one
+/// element. Empty matrices keep scalar loads: a vector binding must hold one vector.
+fn load_widths(
+    vector: u32,
+    [bm, bn, bk]: [u32; 3],
+    invocations: u32,
+    g: &Gemm,
+    a_shared: bool,
+    b_shared: bool,
+) -> LoadWidths {
     let width = |tile: u32, ld: usize, stride: usize, shared: bool| {
-        let even = (tile * c.bk).is_multiple_of(4 * c.invocations());
-        let aligned = ld.is_multiple_of(4) && (shared || stride.is_multiple_of(4));
-        if even && aligned && stride > 0 { 4 } else { 1 }
+        let even = (tile * bk).is_multiple_of(vector * invocations);
+        let v = vector as usize;
+        let aligned = ld.is_multiple_of(v) && (shared || stride.is_multiple_of(v));
+        if even && aligned && stride > 0 { vector } else { 1 }
     };
     let [ar, ac] = g.a_dims();
     let [br, bc] = g.b_dims();
     LoadWidths {
-        a: width(c.bm, ac, ar * ac, a_shared),
-        b: width(c.bn, bc, br * bc, b_shared),
+        a: width(bm, ac, ar * ac, a_shared),
+        b: width(bn, bc, br * bc, b_shared),
     }
 }
 
@@ -806,24 +830,6 @@ fn config_defines(
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
         .bool("ACT_GELU", g.gelu)
-}
-
-/// The widest global loads of the tensor-core kernel for `g`'s operands: 8 halves
-/// (`mat2x4<f16>`, 16 bytes) along the stored contiguous dimension when that dimension (the
-/// leading dimension) and the batch stride are multiples of 8 and the slices divide evenly
-/// into such loads per invocation; else one half.
-fn coop_load_widths(c: &CoopConfig, g: &Gemm, a_shared: bool, b_shared: bool) -> LoadWidths {
-    let width = |tile: u32, ld: usize, stride: usize, shared: bool| {
-        let even = (tile * c.bk).is_multiple_of(8 * c.invocations());
-        let aligned = ld.is_multiple_of(8) && (shared || stride.is_multiple_of(8));
-        if even && aligned && stride > 0 { 8 } else { 1 }
-    };
-    let [ar, ac] = g.a_dims();
-    let [br, bc] = g.b_dims();
-    LoadWidths {
-        a: width(c.bm(), ac, ar * ac, a_shared),
-        b: width(c.bn(), bc, br * bc, b_shared),
-    }
 }
 
 /// The generated parts of the tensor-core kernel (`//@` markers in `shaders/gemm_coop.wgsl`):
