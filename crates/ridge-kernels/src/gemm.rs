@@ -793,7 +793,11 @@ fn load_widths(
         let even = (tile * bk).is_multiple_of(vector * invocations);
         let v = vector as usize;
         let aligned = ld.is_multiple_of(v) && (shared || stride.is_multiple_of(v));
-        if even && aligned && stride > 0 { vector } else { 1 }
+        if even && aligned && stride > 0 {
+            vector
+        } else {
+            1
+        }
     };
     let [ar, ac] = g.a_dims();
     let [br, bc] = g.b_dims();
@@ -811,21 +815,34 @@ fn config_defines(
     bias: bool,
 ) -> ridge_core::Defines {
     let vector = |width: u32| if width == 4 { "vec4<T>" } else { "T" };
+    common_defines(d, register_block(c, g, w), w, vector, g, bias)
+        .u32("BM", c.bm)
+        .u32("BN", c.bn)
+        .u32("BK", c.bk)
+        .u32("TM", c.tm)
+        .u32("TN", c.tn)
+}
+
+/// The defines both GEMM kernels share: the GELU include, the generated `blocks`, the operand
+/// types (`vector` names the type of one load of `w` elements), transposes, bias, activation.
+fn common_defines(
+    d: ridge_core::Defines,
+    blocks: [(&'static str, String); 6],
+    w: LoadWidths,
+    vector: fn(u32) -> &'static str,
+    g: &Gemm,
+    bias: bool,
+) -> ridge_core::Defines {
     let d = d
         .block("GELU", shaders::GELU.to_string())
         .alias("VF", "f32");
-    register_block(c, g, w)
+    blocks
         .into_iter()
         .fold(d, |d, (name, code)| d.block(name, code))
         .alias("AT", vector(w.a))
         .alias("BT", vector(w.b))
         .u32("VA", w.a)
         .u32("VB", w.b)
-        .u32("BM", c.bm)
-        .u32("BN", c.bn)
-        .u32("BK", c.bk)
-        .u32("TM", c.tm)
-        .u32("TN", c.tn)
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
@@ -969,25 +986,13 @@ fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_co
     let vector = |width: u32| if width == 8 { "mat2x4<f16>" } else { "f16" };
     let d = ridge_core::Defines::new()
         .enable("f16")
-        .enable("wgpu_cooperative_matrix")
-        .block("GELU", shaders::GELU.to_string())
-        .alias("VF", "f32");
-    coop_block(c, g, w)
-        .into_iter()
-        .fold(d, |d, (name, code)| d.block(name, code))
-        .alias("AT", vector(w.a))
-        .alias("BT", vector(w.b))
-        .u32("VA", w.a)
-        .u32("VB", w.b)
+        .enable("wgpu_cooperative_matrix");
+    common_defines(d, coop_block(c, g, w), w, vector, g, bias)
         .u32("SG_M", c.sg_m)
         .u32("SG_N", c.sg_n)
         .u32("FM", c.fm)
         .u32("FN", c.fn_)
         .u32("BK", c.bk)
-        .bool("TRANS_A", g.trans_a)
-        .bool("TRANS_B", g.trans_b)
-        .bool("HAS_BIAS", bias)
-        .bool("ACT_GELU", g.gelu)
 }
 
 pub(crate) fn coop_variants() -> Vec<Variant> {
