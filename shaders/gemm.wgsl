@@ -74,35 +74,21 @@ fn inside(v: vec4<f32>, first: u32, end: u32) -> vec4<f32> {
 // gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32).
 //@GELU
 
-// beta * C at index ci (column col), 0 outside C; beta == 0 never reads C, so whatever C
-// held (NaN included) is ignored.
-fn old_c(ci: u32, col: u32) -> f32 {
-    if p.beta == 0.0 || col >= p.n { return 0.0; }
-    return p.beta * f32(c[ci]);
-}
-
-// C at index ci (column col) = act(alpha * acc + beta * C + bias), inside C only.
-fn put_c(ci: u32, col: u32, acc: f32, old: f32) {
-    if col >= p.n { return; }
-    var v = p.alpha * acc + old;
-    if HAS_BIAS { v += f32(bias[col]); }
-    if ACT_GELU { v = gelu(v); }
-    c[ci] = T(v);
-}
-
-// The epilogue for the four columns col..col+3 of one row: the four reads of C are issued
-// before any write (a loop waited on each in turn; MiniLM's residual projections read C).
+// alpha * acc + beta * C + bias (then GELU with ACT_GELU) for the four columns col..col+3
+// of one row, inside C only.
 fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
     if row >= p.m { return; }
-    let ci = c_base + row * p.ldc + col;
-    let o0 = old_c(ci, col);
-    let o1 = old_c(ci + 1u, col + 1u);
-    let o2 = old_c(ci + 2u, col + 2u);
-    let o3 = old_c(ci + 3u, col + 3u);
-    put_c(ci, col, acc.x, o0);
-    put_c(ci + 1u, col + 1u, acc.y, o1);
-    put_c(ci + 2u, col + 2u, acc.z, o2);
-    put_c(ci + 3u, col + 3u, acc.w, o3);
+    for (var e = 0u; e < 4u; e++) {
+        let cc = col + e;
+        if cc >= p.n { return; }
+        let ci = c_base + row * p.ldc + cc;
+        var v = p.alpha * acc[e];
+        // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
+        if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
+        if HAS_BIAS { v += f32(bias[cc]); }
+        if ACT_GELU { v = gelu(v); }
+        c[ci] = T(v);
+    }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
