@@ -151,6 +151,26 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A float tensor of `dtype` holding `data` (row-major) with `shape`: stored as is for
+    /// f32, rounded to nearest for f16.
+    ///
+    /// Errors: [`Error::DType`] for a non-float `dtype`; [`Error::Shape`] as
+    /// [`Tensor::from_slice`].
+    pub fn from_f32(ctx: &Context, data: &[f32], shape: &[usize], dtype: DType) -> Result<Self> {
+        match dtype {
+            DType::F32 => Self::from_slice(ctx, data, shape),
+            DType::F16 => {
+                let halves: Vec<f16> = data.iter().map(|&v| f16::from_f32(v)).collect();
+                Self::from_slice(ctx, &halves, shape)
+            }
+            got => Err(Error::DType {
+                op: "Tensor::from_f32".into(),
+                expected: DType::F32,
+                got,
+            }),
+        }
+    }
+
     /// Overwrites the whole tensor with `data`.
     ///
     /// Errors: [`Error::DType`] or [`Error::Shape`] when `data` does not match.

@@ -136,13 +136,7 @@ pub fn bigbird(n: usize) -> ridge_model::sparsity::BlockLayout {
 fn filled(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Tensor> {
     let n: usize = shape.iter().product();
     let values: Vec<f32> = (0..n).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
-    match dtype {
-        DType::F16 => {
-            let h: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
-            Tensor::from_slice(ctx, &h, shape)
-        }
-        _ => Tensor::from_slice(ctx, &values, shape),
-    }
+    Tensor::from_f32(ctx, &values, shape, dtype)
 }
 
 /// Allocates a case's tensors and returns its cost and launcher.

@@ -119,15 +119,8 @@ fn norm_weights(
     })
 }
 
-/// `data` as a tensor of `dtype` (f32 values rounded to nearest for f16).
 fn upload(ctx: &Context, data: &[f32], shape: &[usize], dtype: DType) -> Result<Tensor> {
-    Ok(match dtype {
-        DType::F16 => {
-            let halves: Vec<half::f16> = data.iter().map(|&v| half::f16::from_f32(v)).collect();
-            Tensor::from_slice(ctx, &halves, shape)?
-        }
-        _ => Tensor::from_slice(ctx, data, shape)?,
-    })
+    Ok(Tensor::from_f32(ctx, data, shape, dtype)?)
 }
 
 impl Bert {
