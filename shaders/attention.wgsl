@@ -23,6 +23,8 @@
 
 //@IO
 
+@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
+
 const DH4: u32 = DH / 4u;
 const DPT4: u32 = DH / TPR / 4u;
 const THREADS: u32 = BQ * TPR;

@@ -4,8 +4,14 @@
 // tiled GEMM. Same bindings, parameters and masks as attention.wgsl, which serves the head
 // widths and adapters this one does not fit.
 //
-// A workgroup owns BQ query rows of one (batch, head) and walks key tiles of BKV keys (all
-// of them, or with SPARSE the block-CSR row of its query block; then BQ = BKV = the block).
+// A workgroup owns BQ query rows of one (batch, head) and walks key tiles of BKV keys: all of
+// them, or one work item: a run of its query block's tiles, or with SPARSE of its block-CSR
+// row (then BQ = BKV = the block). A row longer than that (BigBird's global rows visit every
+// block; dense rows when a launch has too few workgroups to fill the GPU) is cut into several
+// items, each writing its unnormalised output
+// with the row maxima and sums to a partial slot; `merge` then combines a row's slots
+// (split-KV as in Flash-Decoding, Dao et al. 2023; the merge is the online softmax's).
+// Without the split one workgroup walking a global row is the critical path of the launch.
 // Invocation (x, y) of the (BKV/4) × (BQ/4) workgroup owns query rows 4y..4y+3 and, per tile:
 //   1. scores for keys 4x..4x+3 as a 4 × 4 register block, from Qᵀ and Kᵀ staged in workgroup
 //      memory as vec4 over rows and keys: two vec4 reads per 16 FMAs;
@@ -30,12 +36,23 @@
 //
 // Sparse tiles: every invocation reads the block-CSR column index itself; only a causal
 // layout, which may skip a block, passes it through workgroupUniformLoad (two barriers).
+// The work item is read once, through workgroupUniformLoad: its query block and length
+// decide control flow.
 //
 // Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
-// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE; the ROW_MAX block folds
+// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE, ITEMS (a work list: always
+// with SPARSE, dense when its rows are cut too); the ROW_MAX block folds
 // `mine` (this invocation's maxima of its four rows) into mx.
 
 //@IO
+
+// With ITEMS: work items [query block, first tile (dense) or col_idx entry (sparse), end,
+// partial slot or NO_SLOT], q_blocks per (batch, head), then `merges` rows to merge
+// [query block, first slot, slots, 0]. Without: one item per query block, every tile.
+@group(0) @binding(5) var<storage, read> work: array<vec4<u32>>;
+// Partial outputs, slot s of (batch, head) bh, query row r of the block at
+// ((bh · slots + s) · BQ + r) · (DQ4 + 1): DQ4 vec4 of unnormalised O, then (m, l, 0, 0).
+@group(0) @binding(8) var<storage, read_write> partial: array<vec4<f32>>;
 
 const RQ: u32 = BQ / 4u;   // row quads: invocations along y
 const KQ: u32 = BKV / 4u;  // key quads: invocations along x
@@ -49,11 +66,18 @@ var<workgroup> v_s: array<vec4<f32>, BKV * DQ4>; // v_s[key * DQ4 + d / 4][d % 4
 var<workgroup> p_s: array<vec4<f32>, BKV * RQ>; // p_s[key * RQ + row / 4][row % 4]
 var<workgroup> red: array<vec4<f32>, THREADS>;  // red[y * KQ + x]: per-invocation row values
 var<workgroup> shared_u32: u32;
+var<workgroup> item_s: vec4<u32>;
+const NO_SLOT: u32 = 0xffffffffu;
 
-// Key tile number t of query block qb: all of them in order, or its block-CSR row.
-fn tile_index(qb: u32, t: u32) -> u32 {
-    if SPARSE { return col_idx[row_ptr[qb] + t]; }
-    return t;
+// Key tile number t of a work item starting at `first`: a tile (dense) or a block-CSR entry.
+fn tile_index(first: u32, t: u32) -> u32 {
+    if SPARSE { return col_idx[first + t]; }
+    return first + t;
+}
+
+// Where row r of partial slot s of (batch, head) bh starts.
+fn slot_row(bh: u32, s: u32, r: u32) -> u32 {
+    return ((bh * p.slots + s) * BQ + r) * (DQ4 + 1u);
 }
 
 fn max4(a: vec4<f32>) -> f32 { return max(max(a.x, a.y), max(a.z, a.w)); }
@@ -77,7 +101,11 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     let w = work_of(wg);
     let b = w.x;
     let h = w.y;
-    let qb = w.z;
+    if tid == 0u {
+        if ITEMS { item_s = work[w.z]; } else { item_s = vec4<u32>(w.z, 0u, p.k_blocks, NO_SLOT); }
+    }
+    let item = workgroupUniformLoad(&item_s);
+    let qb = item.x;
     let x = lid.x;
     let y = lid.y;
     let q0 = qb * BQ;                     // first query row of the workgroup
@@ -97,26 +125,26 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     var l = vec4<f32>();       // this invocation's share of the row sums
     //@DECLARE
 
-    if tid == 0u {
-        if SPARSE { shared_u32 = row_ptr[qb + 1u] - row_ptr[qb]; } else { shared_u32 = p.k_blocks; }
-    }
-    var tiles = workgroupUniformLoad(&shared_u32);
+    var tiles = item.z - item.y;
     // With a causal mask, dense key tiles entirely after this query block contribute nothing.
-    if CAUSAL && !SPARSE { tiles = min(tiles, (q0 + BQ - 1u) / BKV + 1u); }
+    if CAUSAL && !SPARSE {
+        let last = (q0 + BQ - 1u) / BKV + 1u;
+        tiles = select(0u, min(item.z, last) - item.y, item.y < last);
+    }
     // Kᵀ is staged with consecutive invocations on consecutive keys, V on consecutive dims.
     if tiles > 0u {
-        let kn = tile_index(qb, 0u);
+        let kn = tile_index(item.y, 0u);
         //@KV_LOAD
     }
     for (var t = 0u; t < tiles; t++) {
         // kb decides control flow only when causal (a skipped block): only then does it need
         // to be provably uniform.
-        var kb_uniform = t;
+        var kb_uniform = item.y + t;
         if SPARSE && CAUSAL {
-            if tid == 0u { shared_u32 = col_idx[row_ptr[qb] + t]; }
+            if tid == 0u { shared_u32 = col_idx[item.y + t]; }
             kb_uniform = workgroupUniformLoad(&shared_u32);
         }
-        let k0 = select(kb_uniform, tile_index(qb, t), SPARSE && !CAUSAL) * BKV;
+        let k0 = select(kb_uniform, tile_index(item.y, t), SPARSE && !CAUSAL) * BKV;
         // Sparse and causal: blocks entirely after this query block contribute nothing.
         let skip = CAUSAL && kb_uniform * BKV > q0 + BQ - 1u;
         if !skip {
@@ -124,7 +152,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         }
         workgroupBarrier();
         if t + 1u < tiles {
-            let kn = tile_index(qb, t + 1u);
+            let kn = tile_index(item.y, t + 1u);
             //@KV_LOAD
         }
         if skip { continue; }
@@ -223,6 +251,45 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     workgroupBarrier();
     var total = vec4<f32>();
     for (var i = 0u; i < KQ; i++) { total += red[y * KQ + i]; }
-    let inv = select(vec4<f32>(0.0), 1.0 / total, total > vec4<f32>(0.0));
-    //@STORE
+    if item.w == NO_SLOT {
+        let inv = select(vec4<f32>(0.0), 1.0 / total, total > vec4<f32>(0.0));
+        //@STORE
+    } else {
+        let bh = b * p.heads + h;
+        //@PARTIAL
+    }
+}
+
+// O of the rows cut into several work items: per row, with m* the largest of its slots'
+// maxima, O = Σ 2^(m_s − m*)·O_s ÷ Σ 2^(m_s − m*)·l_s (0 where every key was masked: all
+// l_s are 0). One invocation per (batch, head, merged block, row, vec4 of dims).
+@compute @workgroup_size(64)
+fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+         @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 64u + lid;
+    if i >= p.batch * p.heads * p.merges * BQ * DQ4 { return; }
+    let dq = i % DQ4;
+    let r = (i / DQ4) % BQ;
+    let e = (i / (DQ4 * BQ)) % p.merges;
+    let bh = i / (DQ4 * BQ * p.merges);
+    let mg = work[p.q_blocks + e];
+    let row = mg.x * BQ + r;
+    if row >= p.seq { return; }
+    var mx = LOWEST;
+    for (var s = 0u; s < mg.z; s++) { mx = max(mx, partial[slot_row(bh, mg.y + s, r) + DQ4].x); }
+    var acc = vec4<f32>();
+    var sum = 0.0;
+    for (var s = 0u; s < mg.z; s++) {
+        let at_s = slot_row(bh, mg.y + s, r);
+        let ml = partial[at_s + DQ4];
+        let weight = exp2(ml.x - mx);
+        sum += weight * ml.y;
+        acc += weight * partial[at_s + dq];
+    }
+    let out = select(vec4<f32>(0.0), acc / sum, sum > 0.0);
+    let ob = at(p.o, bh / p.heads, row, bh % p.heads) + dq * 4u;
+    o[ob] = T(out.x);
+    o[ob + 1u] = T(out.y);
+    o[ob + 2u] = T(out.z);
+    o[ob + 3u] = T(out.w);
 }

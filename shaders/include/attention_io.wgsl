@@ -2,13 +2,15 @@
 // launcher in crates/ridge-kernels/src/attention.rs packs Params): strided head layouts
 // (element offset, batch, sequence and head strides; head dims contiguous), the bindings,
 // the workgroup's work, and the loads of four head dims as f32. Inserted at their //@IO line.
+// Binding 5 is each kernel's own: the block-CSR row pointers (attention.wgsl) or the work
+// list (attention_tiled.wgsl); 8 is the tiled kernel's partial outputs.
 
 struct Layout { offset: u32, batch: u32, seq: u32, head: u32 }
 
 struct Params {
     batch: u32, heads: u32, seq: u32, q_blocks: u32,
     q: Layout, k: Layout, v: Layout, o: Layout,
-    scale: f32, k_blocks: u32, pad0: u32, pad1: u32,
+    scale: f32, k_blocks: u32, slots: u32, merges: u32, // the last two: attention_tiled.wgsl
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16,11 +18,11 @@ struct Params {
 @group(0) @binding(2) var<storage, read> k: array<T>;
 @group(0) @binding(3) var<storage, read> v: array<T>;
 @group(0) @binding(4) var<storage, read> lengths: array<u32>;
-@group(0) @binding(5) var<storage, read> row_ptr: array<u32>;
 @group(0) @binding(6) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(7) var<storage, read_write> o: array<T>;
 
-// (batch, head, query block) of workgroup number wg (a linear grid, query blocks fastest).
+// (batch, head, query block or work item) of workgroup number wg (a linear grid, q_blocks
+// per (batch, head), fastest).
 fn work_of(wg: u32) -> vec3<u32> {
     let bh = wg / p.q_blocks;
     return vec3<u32>(bh / p.heads, bh % p.heads, wg % p.q_blocks);

@@ -19,6 +19,19 @@ fn check(
     layout: Option<BlockLayout>,
     seed: u64,
 ) -> Result<()> {
+    check_split(ctx, att, dtype, lengths, layout, None, seed)
+}
+
+/// [`check`], with the sparse rows cut into work items of at most `max_tiles` blocks.
+fn check_split(
+    ctx: &Context,
+    att: Attention,
+    dtype: DType,
+    lengths: Option<&[u32]>,
+    layout: Option<BlockLayout>,
+    max_tiles: Option<usize>,
+    seed: u64,
+) -> Result<()> {
     let extent = |l: &HeadLayout| {
         l.offset
             + (att.batch - 1) * l.batch_stride
@@ -62,7 +75,10 @@ fn check(
         .transpose()?;
     let sparse = layout
         .clone()
-        .map(|l| SparseLayout::upload(ctx, l))
+        .map(|l| match max_tiles {
+            Some(m) => SparseLayout::upload_split(ctx, l, m),
+            None => SparseLayout::upload(ctx, l),
+        })
         .transpose()?;
     att.run(ctx, &q, &k, &v, len_t.as_ref(), sparse.as_ref(), &o)?;
     let got_all = block(o.to_f32(ctx))?;
@@ -106,6 +122,16 @@ fn dense_every_head_dim_mask_and_dtype() {
                     };
                     check(ctx, att, dtype, None, None, seed)?;
                 }
+            }
+            // Rows cut into work items (split-KV), causal or not, one cut past the tile count.
+            for (seq, causal, splits) in [(130, false, 2), (130, true, 3), (70, true, 100)] {
+                seed += 10;
+                let att = Attention {
+                    causal,
+                    kv_splits: Some(splits),
+                    ..Attention::new(2, 3, seq, 64)
+                };
+                check(ctx, att, dtype, Some(&[seq as u32, 40]), None, seed)?;
             }
             // Padding: batch 0 keeps 5 of 37 keys, batch 1 none (its rows must be zeros).
             check(
@@ -183,6 +209,50 @@ fn block_sparse_matches_dense_with_the_expanded_mask() {
             Some(layout),
             60,
         )
+    });
+}
+
+/// Rows cut into work items and merged (split-KV): rows cut into items of one to three
+/// blocks, with padding that leaves some items without a single real key (their maxima are
+/// the lowest f32 and their sums 0), causal masks that skip whole items, a tail block, f16.
+#[test]
+fn block_sparse_rows_cut_into_items_merge_exactly() {
+    on_every_adapter("attention_split", |ctx| {
+        // Blocks of 32 at head width 64 and of 16 at 32: the register-blocked kernel's tiles.
+        let p = |block| BigBird {
+            block,
+            global: 1,
+            window: 1,
+            random: 2,
+            seed: 9,
+        };
+        let mut seed = 80;
+        for (seq, max_tiles) in [(200, 1), (200, 2), (101, 3)] {
+            let layout = BlockLayout::bigbird(seq, p(32));
+            for causal in [false, true] {
+                seed += 1;
+                let att = Attention {
+                    causal,
+                    ..Attention::new(2, 3, seq, 64)
+                };
+                let lengths = [seq as u32, 20];
+                check_split(
+                    ctx,
+                    att,
+                    DType::F32,
+                    Some(&lengths),
+                    Some(layout.clone()),
+                    Some(max_tiles),
+                    seed,
+                )?;
+            }
+        }
+        for dtype in dtypes(ctx) {
+            let layout = BlockLayout::bigbird(100, p(16));
+            let att = Attention::new(1, 2, 100, 32);
+            check_split(ctx, att, dtype, None, Some(layout), Some(1), 99)?;
+        }
+        Ok(())
     });
 }
 

@@ -94,19 +94,113 @@ pub struct Attention {
     pub v: HeadLayout,
     /// Layout of O.
     pub o: HeadLayout,
+    /// Dense attention on the register-blocked kernel: into how many work items each query
+    /// block's key tiles are cut ([`SplitPlan`]): more, shorter workgroups where a launch
+    /// has too few to fill the GPU. `None`: Ridge's choice ([`Attention::default_kv_splits`]).
+    pub kv_splits: Option<usize>,
 }
 
-/// A [`BlockLayout`] uploaded for the kernel.
+/// How the register-blocked kernel walks a block-sparse layout: each block row is cut into
+/// work items of at most `max_tiles` key blocks, so that no workgroup walks a row much longer
+/// than the others (BigBird's global rows visit every block: uncut, one workgroup per global
+/// row is the critical path of the whole launch, and the time grows with n whatever the
+/// density). A row cut into several items writes each item's unnormalised output, row maxima
+/// and row sums to a partial slot, and a second pass merges them (split-KV, as in
+/// Flash-Decoding: Dao, Haziza, Massa & Sizov, 2023).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitPlan {
+    /// Work items `[query block, first col_idx entry, end, slot]`, longest first; slot
+    /// `u32::MAX` means the item is its whole row and writes O itself.
+    pub items: Vec<[u32; 4]>,
+    /// Rows cut into several items: `[query block, first slot, slots, 0]`.
+    pub merges: Vec<[u32; 4]>,
+    /// Partial slots per (batch, head).
+    pub slots: u32,
+}
+
+impl SplitPlan {
+    /// A block-sparse layout's rows in items of at most `max_tiles` (≥ 1) block-CSR entries;
+    /// a longer row is cut into the fewest items of near-equal length.
+    pub fn new(layout: &BlockLayout, max_tiles: usize) -> Self {
+        let rows = (0..layout.blocks).map(|qb| (layout.row_ptr[qb], layout.row_ptr[qb + 1]));
+        Self::from_rows(rows, max_tiles)
+    }
+
+    /// Dense attention's rows: query block `qb` walks key tiles `0..tiles(qb)`, cut into
+    /// items of at most `max_tiles`.
+    pub fn dense(query_blocks: usize, tiles: impl Fn(usize) -> u32, max_tiles: usize) -> Self {
+        Self::from_rows((0..query_blocks).map(|qb| (0, tiles(qb))), max_tiles)
+    }
+
+    /// Row `qb` covers entries (sparse) or tiles (dense) `start..end`.
+    fn from_rows(rows: impl Iterator<Item = (u32, u32)>, max_tiles: usize) -> Self {
+        let max_tiles = max_tiles.max(1);
+        let (mut items, mut merges, mut slots) = (Vec::new(), Vec::new(), 0u32);
+        for (qb, (start, end)) in rows.enumerate() {
+            let len = (end - start) as usize;
+            let parts = len.div_ceil(max_tiles).max(1);
+            if parts == 1 {
+                items.push([qb as u32, start, end, u32::MAX]);
+                continue;
+            }
+            merges.push([qb as u32, slots, parts as u32, 0]);
+            for i in 0..parts {
+                let from = start + (i * len / parts) as u32;
+                let to = start + ((i + 1) * len / parts) as u32;
+                items.push([qb as u32, from, to, slots]);
+                slots += 1;
+            }
+        }
+        // Longest first: they start first and the short ones fill in behind them.
+        items.sort_by_key(|it| std::cmp::Reverse(it[2] - it[1]));
+        Self {
+            items,
+            merges,
+            slots,
+        }
+    }
+
+    /// The default cut: items no longer than the mean row (at least 4 blocks, below which
+    /// the merge costs more than it balances).
+    pub fn default_max_tiles(layout: &BlockLayout) -> usize {
+        layout.nnz().div_ceil(layout.blocks.max(1)).max(4)
+    }
+
+    /// The work list as the kernel reads it: the items, then the merges.
+    fn words(&self) -> Vec<u32> {
+        self.items
+            .iter()
+            .chain(&self.merges)
+            .flatten()
+            .copied()
+            .collect()
+    }
+}
+
+/// A [`BlockLayout`] uploaded for the kernels: its block CSR, and its work list
+/// ([`SplitPlan`]) for the register-blocked kernel.
 pub struct SparseLayout {
     /// The layout.
     pub layout: BlockLayout,
+    /// How the register-blocked kernel cuts its rows.
+    pub plan: SplitPlan,
     row_ptr: Tensor,
     col_idx: Tensor,
+    work: Tensor,
 }
 
 impl SparseLayout {
-    /// Uploads `layout`'s block CSR.
+    /// Uploads `layout` with the default cut ([`SplitPlan::default_max_tiles`]).
     pub fn upload(ctx: &Context, layout: BlockLayout) -> Result<Self> {
+        let max_tiles = SplitPlan::default_max_tiles(&layout);
+        Self::upload_split(ctx, layout, max_tiles)
+    }
+
+    /// Uploads `layout`, cutting rows into work items of at most `max_tiles` key blocks.
+    pub fn upload_split(ctx: &Context, layout: BlockLayout, max_tiles: usize) -> Result<Self> {
+        let plan = SplitPlan::new(&layout, max_tiles);
+        let words = plan.words();
+        let work = Tensor::from_slice(ctx, &words, &[words.len()])?;
         let row_ptr = Tensor::from_slice(ctx, &layout.row_ptr, &[layout.row_ptr.len()])?;
         let cols = if layout.col_idx.is_empty() {
             vec![0]
@@ -116,8 +210,10 @@ impl SparseLayout {
         let col_idx = Tensor::from_slice(ctx, &cols, &[cols.len()])?;
         Ok(Self {
             layout,
+            plan,
             row_ptr,
             col_idx,
+            work,
         })
     }
 }
@@ -221,8 +317,10 @@ impl TiledConfig {
     fn fits(&self, ctx: &Context, head_dim: u32) -> bool {
         let l = ctx.limits();
         let (x, y) = (self.bkv / 4, self.bq / 4);
-        // At most two output quads per key quad: 32 accumulators per invocation.
-        self.bq.is_multiple_of(4)
+        // At most two output quads per key quad: 32 accumulators per invocation. Eight
+        // storage bindings: Q, K, V, lengths, work list, block columns, O, partial outputs.
+        l.max_storage_buffers_per_shader_stage >= 8
+            && self.bq.is_multiple_of(4)
             && self.bkv.is_multiple_of(4)
             && x > 0
             && y > 0
@@ -287,7 +385,13 @@ impl Attention {
             k: l,
             v: l,
             o: l,
+            kv_splits: None,
         }
+    }
+
+    /// Dense attention's cut when [`Attention::kv_splits`] is `None`: 1 (no cut).
+    pub fn default_kv_splits(&self, _query_blocks: usize, _key_tiles: usize) -> usize {
+        1
     }
 
     /// Attention reading Q, K and V in place from one packed projection `[batch, seq, 3 ·
@@ -476,15 +580,50 @@ impl Attention {
         let (bq, bk) = kernel.tile();
         let q_blocks = self.seq.div_ceil(bq as usize);
         let k_blocks = self.seq.div_ceil(bk as usize);
+        // The register-blocked kernel walks work items: a sparse layout's (rows cut to
+        // balance the workgroups), or dense rows cut `kv_splits` ways; every other launch
+        // has a workgroup per query block.
+        let tiled = matches!(kernel, AttentionKernel::Tiled(_));
+        let dense_plan;
+        let dense_work;
+        let plan = match sparse {
+            Some(s) => tiled.then_some(&s.plan),
+            None => {
+                let splits = self
+                    .kv_splits
+                    .unwrap_or_else(|| self.default_kv_splits(q_blocks, k_blocks))
+                    .clamp(1, k_blocks);
+                if tiled && splits > 1 {
+                    // With a causal mask, query block qb needs only the key tiles up to its
+                    // last row.
+                    let tiles = |qb: usize| match self.causal {
+                        true => (((qb + 1) * bq as usize).min(self.seq)).div_ceil(bk as usize),
+                        false => k_blocks,
+                    } as u32;
+                    dense_plan = SplitPlan::dense(q_blocks, tiles, k_blocks.div_ceil(splits));
+                    Some(&dense_plan)
+                } else {
+                    None
+                }
+            }
+        };
+        let units = plan.map_or(q_blocks, |p| p.items.len());
+        let (slots, merges) = plan.map_or((0, 0), |p| (p.slots, p.merges.len()));
         let mut words: Vec<u32> = vec![
             self.batch as u32,
             self.heads as u32,
             self.seq as u32,
-            q_blocks as u32,
+            units as u32,
         ];
         for l in [&self.q, &self.k, &self.v, &self.o] {
             words.extend(l.words().iter().map(|&x| x as u32));
         }
+        let params = Params::new()
+            .words(&words)
+            .f(self.scale)
+            .u(k_blocks as u32)
+            .u(slots)
+            .u(merges as u32);
         let defines = launch::dtype_defines(ctx, name, o.dtype())?;
         // Row maxima by subgroup shuffles where a row's bk/4 invocations fit in one subgroup.
         let row_lanes = bk / 4;
@@ -501,6 +640,7 @@ impl Attention {
             &kernel,
             self.causal,
             sparse.is_some(),
+            plan.is_some(),
             row_sync,
         );
         let full_lengths;
@@ -512,29 +652,67 @@ impl Attention {
                 &full_lengths
             }
         };
-        let (row_ptr, col_idx) = match sparse {
+        let placeholder = ctx.placeholder();
+        let (rows_or_work, col_idx) = match sparse {
+            Some(s) if tiled => (&s.work, &s.col_idx),
             Some(s) => (&s.row_ptr, &s.col_idx),
-            None => (ctx.placeholder(), ctx.placeholder()),
+            None => match plan {
+                Some(plan) => {
+                    let words = plan.words();
+                    dense_work = Tensor::from_slice(ctx, &words, &[words.len()])?;
+                    (&dense_work, placeholder)
+                }
+                None => (placeholder, placeholder),
+            },
         };
-        let total = (self.batch * self.heads * q_blocks) as u64;
+        let mut buffers = vec![
+            (1, q),
+            (2, k),
+            (3, v),
+            (4, lengths),
+            (5, rows_or_work),
+            (6, col_idx),
+            (7, o),
+        ];
+        // Partial outputs: (batch, head, slot, query row) × (head_dim + 4) f32. Written, so
+        // never the read-only placeholder bound above.
+        let bh = self.batch * self.heads;
+        let partial = if tiled {
+            let rows = bh * slots as usize * bq as usize;
+            let partial = Tensor::empty(ctx, &[rows.max(1), d + 4], DType::F32)?;
+            launch::fits_u32(name, "partial outputs", partial.numel())?;
+            Some(partial)
+        } else {
+            None
+        };
+        if let Some(t) = &partial {
+            buffers.push((8, t));
+        }
+        let merge_invocations = bh * merges * bq as usize * d / 4;
+        launch::fits_u32(name, "merged outputs", merge_invocations)?;
         Launch {
             label: name,
             shader,
             entry: "attention",
-            defines,
-            params: Params::new().words(&words).f(self.scale).u(k_blocks as u32),
-            buffers: vec![
-                (1, q),
-                (2, k),
-                (3, v),
-                (4, lengths),
-                (5, row_ptr),
-                (6, col_idx),
-                (7, o),
-            ],
-            workgroups: ctx.fold_workgroups(name, total)?,
+            defines: defines.clone(),
+            params: params.clone(),
+            buffers,
+            workgroups: ctx.fold_workgroups(name, (bh * units) as u64)?,
         }
-        .run(ctx)
+        .run(ctx)?;
+        match &partial {
+            Some(partial) if merges > 0 => Launch {
+                label: name,
+                shader,
+                entry: "merge",
+                defines,
+                params,
+                buffers: vec![(5, rows_or_work), (7, o), (8, partial)],
+                workgroups: ctx.fold_workgroups(name, merge_invocations.div_ceil(64) as u64)?,
+            }
+            .run(ctx),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -567,13 +745,13 @@ fn accumulators(head_dim: u32, tpr: u32) -> [(&'static str, String); 4] {
 /// accumulators (declared, rescaled, updated by P·V for one key, stored) and the pipeline
 /// registers of the next key tile (`bkv · head_dim/4` vec4 of K and of V spread over the
 /// invocations: declared, loaded, staged).
-fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
+fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 7] {
     let quads = head_dim / c.bkv;
     let per = c.bkv * (head_dim / 4) / c.invocations();
     let comps = ["x", "y", "z", "w"];
     let (mut declare, mut rescale, mut pv, mut store) =
         (String::new(), String::new(), String::new(), String::new());
-    let (mut load, mut stage) = (String::new(), String::new());
+    let (mut load, mut stage, mut partial) = (String::new(), String::new(), String::new());
     for e in 0..per {
         declare.push_str(&format!(
             "var kr{e} = vec4<f32>();\nvar vr{e} = vec4<f32>();\n"
@@ -607,6 +785,10 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
         store.push_str(&format!(
             "if rows.{c} < p.seq {{\nlet ob = at(p.o, b, rows.{c}, h);\n"
         ));
+        partial.push_str(&format!(
+            "if rows.{c} < p.seq {{\nlet pr = slot_row(bh, item.w, 4u * y + {r}u);\n\
+             if x == 0u {{ partial[pr + DQ4] = vec4<f32>(m.{c}, total.{c}, 0.0, 0.0); }}\n"
+        ));
         for j in 0..quads {
             declare.push_str(&format!("var o{r}_{j} = vec4<f32>();\n"));
             rescale.push_str(&format!("o{r}_{j} *= corr.{c};\n"));
@@ -619,8 +801,10 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
             for (e, ce) in comps.iter().enumerate() {
                 store.push_str(&format!("o[d{j} + {e}u] = T(y{j}.{ce});\n"));
             }
+            partial.push_str(&format!("partial[pr + x + {j}u * KQ] = o{r}_{j};\n"));
         }
         store.push_str("}\n");
+        partial.push_str("}\n");
     }
     [
         ("DECLARE", declare),
@@ -629,6 +813,7 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 6] {
         ("STORE", store),
         ("KV_LOAD", load),
         ("KV_STAGE", stage),
+        ("PARTIAL", partial),
     ]
 }
 
@@ -639,6 +824,7 @@ fn kernel_defines(
     kernel: &AttentionKernel,
     causal: bool,
     sparse: bool,
+    items: bool,
     row_sync: RowSync,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
     let d = d.block("IO", shaders::ATTENTION_IO.to_string());
@@ -656,6 +842,7 @@ fn kernel_defines(
                 .u32("BKV", c.bkv)
                 .bool("CAUSAL", causal)
                 .bool("SPARSE", sparse)
+                .bool("ITEMS", items)
                 .block("ROW_MAX", row_max(row_sync.shuffles))
                 .block(
                     "ROW_SYNC",
@@ -722,11 +909,12 @@ fn attention_defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for (head_dim, causal, sparse, bq, bkv, subgroups) in [
-        (32, false, false, 64, 32, false),
-        (64, true, false, 64, 32, true),
-        (64, false, true, 32, 32, true),
-        (64, true, true, 32, 32, false),
+    // (head_dim, causal, sparse, items, bq, bkv, subgroups)
+    for (head_dim, causal, sparse, items, bq, bkv, subgroups) in [
+        (32, false, false, false, 64, 32, false),
+        (64, true, false, true, 64, 32, true),
+        (64, false, true, true, 32, 32, true),
+        (64, true, true, true, 32, 32, false),
     ] {
         let kernel = AttentionKernel::Tiled(TiledConfig { bq, bkv });
         let (shader, d) = kernel_defines(
@@ -735,11 +923,15 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &kernel,
             causal,
             sparse,
+            items,
             RowSync {
                 shuffles: subgroups,
                 barrier: subgroups,
             },
         );
+        if items {
+            v.push((shader, "merge", d.clone()));
+        }
         v.push((shader, "attention", d));
     }
     for (head_dim, causal, sparse) in [(32, false, false), (64, true, false), (128, false, true)] {
@@ -754,6 +946,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             &AttentionKernel::Rows(c),
             causal,
             sparse,
+            false,
             RowSync {
                 shuffles: false,
                 barrier: false,
@@ -762,4 +955,70 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
         v.push((shader, "attention", d));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ridge_model::sparsity::BigBird;
+
+    /// Every block-CSR entry in exactly one item of its own row; merges cover the cut rows'
+    /// slots, each slot once.
+    fn covers(layout: &BlockLayout, plan: &SplitPlan, max_tiles: usize) {
+        let mut seen = vec![0u32; layout.nnz()];
+        let mut slot_uses = vec![0u32; plan.slots as usize];
+        for &[qb, from, to, slot] in &plan.items {
+            let qb = qb as usize;
+            assert!(layout.row_ptr[qb] <= from && to <= layout.row_ptr[qb + 1]);
+            assert!((to - from) as usize <= max_tiles.max(1));
+            (from..to).for_each(|e| seen[e as usize] += 1);
+            if slot != u32::MAX {
+                slot_uses[slot as usize] += 1;
+                let m = plan.merges.iter().find(|m| m[0] as usize == qb).unwrap();
+                assert!(m[1] <= slot && slot < m[1] + m[2]);
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+        assert!(slot_uses.iter().all(|&n| n == 1));
+        let lengths: Vec<u32> = plan.items.iter().map(|it| it[2] - it[1]).collect();
+        assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "longest first");
+    }
+
+    #[test]
+    fn split_plan_cuts_only_the_long_rows() {
+        let p = BigBird {
+            block: 32,
+            global: 2,
+            window: 1,
+            random: 3,
+            seed: 1,
+        };
+        let layout = BlockLayout::bigbird(4096, p);
+        let max_tiles = SplitPlan::default_max_tiles(&layout);
+        let plan = SplitPlan::new(&layout, max_tiles);
+        covers(&layout, &plan, max_tiles);
+        // The two global rows (128 blocks each) are cut; the others are not.
+        assert_eq!(plan.merges.len(), 2);
+        assert!(
+            plan.items
+                .iter()
+                .all(|it| it[2] - it[1] <= max_tiles as u32)
+        );
+        for max_tiles in [0, 1, 3, 1000] {
+            let plan = SplitPlan::new(&layout, max_tiles);
+            covers(&layout, &plan, max_tiles);
+        }
+        // An empty row (no blocks) is still one item: its rows are written as zeros.
+        let empty = BlockLayout {
+            block: 4,
+            seq: 8,
+            blocks: 2,
+            row_ptr: vec![0, 0, 2],
+            col_idx: vec![0, 1],
+        };
+        let plan = SplitPlan::new(&empty, 1);
+        assert_eq!(plan.items.len(), 3);
+        assert!(plan.items.contains(&[0, 0, 0, u32::MAX]));
+        assert_eq!(plan.merges, vec![[1, 0, 2, 0]]);
+    }
 }

@@ -25,7 +25,7 @@ pub fn dtype_defines(ctx: &Context, op: &str, dtype: DType) -> Result<Defines> {
 }
 
 /// A kernel's uniform parameters as 32-bit words, padded to 16 bytes.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Params(Vec<u32>);
 
 impl Params {
