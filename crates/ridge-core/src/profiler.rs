@@ -118,17 +118,20 @@ impl Profile {
         out
     }
 
-    /// Median time of the spans named `name`, over those measured; `None` if none was.
-    pub fn median_ms(&self, name: &str) -> Option<f64> {
-        let mut t: Vec<f64> = self
-            .spans
-            .iter()
-            .filter(|s| s.name == name)
-            .filter_map(|s| s.ms)
-            .collect();
-        if t.is_empty() {
+    /// Median time of one launch, when the spans are `launches` equal runs of an op's
+    /// dispatches (an op may dispatch more than once: split-KV attention's merge pass):
+    /// each run's times summed. `None` when the spans do not split evenly or a run has an
+    /// untimed dispatch.
+    pub fn median_launch_ms(&self, launches: usize) -> Option<f64> {
+        let n = self.spans.len();
+        if launches == 0 || n == 0 || !n.is_multiple_of(launches) {
             return None;
         }
+        let mut t: Vec<f64> = self
+            .spans
+            .chunks(n / launches)
+            .map(|run| run.iter().map(|s| s.ms).sum::<Option<f64>>())
+            .collect::<Option<_>>()?;
         t.sort_by(f64::total_cmp);
         Some(t[t.len() / 2])
     }
@@ -242,5 +245,35 @@ impl ProfileState {
             method: self.method,
             spans,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(ms: &[Option<f64>]) -> Profile {
+        Profile {
+            method: TimingMethod::GpuTimestamps,
+            spans: ms
+                .iter()
+                .map(|&ms| Span {
+                    name: "op".into(),
+                    scope: String::new(),
+                    ms,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_launch_of_two_dispatches_is_timed_as_their_sum() {
+        // Three launches of (main pass, merge pass): sums 3, 5, 4 → median 4.
+        let p = profile(&[2.0, 1.0, 4.0, 1.0, 3.0, 1.0].map(Some));
+        assert_eq!(p.median_launch_ms(3), Some(4.0));
+        assert_eq!(p.median_launch_ms(6), Some(2.0));
+        assert_eq!(p.median_launch_ms(4), None, "uneven runs");
+        assert_eq!(p.median_launch_ms(0), None);
+        assert_eq!(profile(&[Some(1.0), None]).median_launch_ms(1), None);
     }
 }

@@ -64,14 +64,10 @@ async fn timed_median_ms(
         launch(ctx)?;
     }
     let profile = ctx.finish_profiling().await?;
-    let name = profile
-        .spans
-        .first()
-        .map(|s| s.name.clone())
-        .unwrap_or_default();
-    profile
-        .median_ms(&name)
-        .ok_or_else(|| Error::Gpu(format!("{name}: this adapter could not time the launches")))
+    let name = profile.spans.first().map_or("", |s| s.name.as_str());
+    profile.median_launch_ms(repeats.max(1)).ok_or_else(|| {
+        Error::Gpu(format!("{name}: this adapter could not time the launches"))
+    })
 }
 
 fn copy_launch<'a>(ctx: &Context, src: &'a Tensor, dst: &'a Tensor, n: u32) -> Result<Launch<'a>> {

@@ -332,10 +332,7 @@ pub async fn run(ctx: &Context, repeats: usize) -> Result<Vec<CaseResult>> {
                 (case.launch)(ctx)?;
             }
             let profile = ctx.finish_profiling().await?;
-            let ms = profile
-                .spans
-                .first()
-                .and_then(|s| profile.median_ms(&s.name));
+            let ms = profile.median_launch_ms(repeats);
             results.push(CaseResult {
                 op: case.op.to_string(),
                 shape: case.shape,

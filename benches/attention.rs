@@ -1,0 +1,143 @@
+//! Attention work splitting side by side (split-KV, `ridge::kernels::attention::SplitPlan`):
+//! dense f32 attention, 12 heads of 64, batch 1, with each query block's key tiles cut 1–8
+//! ways; BigBird (`sweep::bigbird`: blocks of 32, 2 global, window 1, 3 random) with rows cut
+//! into items of at most 4–16 blocks, the default cut (the mean row) and no cut; and MiniLM's
+//! shape (batch 32 × 128 tokens) dense cut 1 and 2 ways. Every setting is first checked
+//! against the f64 reference at 256 tokens (1e-5 max abs), then timed (median of GPU
+//! timestamps after warming the GPU, `ceilings::warm_median_ms`). Prints ms, TFLOP/s
+//! (4·pairs·head_dim FLOPs) and BigBird's time as a fraction of dense next to its density.
+//! Not a test: `cargo bench --bench attention` (`-- --sizes 1024,4096` to choose).
+
+use ridge::core::{Context, DType, Tensor};
+use ridge::kernels::attention::{Attention, SparseLayout, SplitPlan};
+use ridge::kernels::ceilings::warm_median_ms;
+use ridge::kernels::check::compare;
+use ridge::kernels::sweep::bigbird;
+use ridge::model::sparsity::BlockLayout;
+
+const HEADS: usize = 12;
+const HEAD_DIM: usize = 64;
+const REPEATS: usize = 20;
+
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.5) - 1.0)
+        .collect()
+}
+
+/// Q, K, V and O for `att` (contiguous [B, H, S, D]) and the host copies of Q, K, V.
+fn tensors(ctx: &Context, att: &Attention) -> ([Tensor; 4], [Vec<f32>; 3]) {
+    let n = att.batch * att.heads * att.seq * att.head_dim;
+    let host = [values(n, 1), values(n, 2), values(n, 3)];
+    let t = |v: &[f32]| Tensor::from_slice(ctx, v, &[n]).unwrap();
+    let o = Tensor::empty(ctx, &[n], DType::F32).unwrap();
+    ([t(&host[0]), t(&host[1]), t(&host[2]), o], host)
+}
+
+/// Dense attention cut `kv_splits` ways, or BigBird cut at `cut` blocks, at 256 tokens
+/// against the f64 reference.
+fn correct(ctx: &Context, kv_splits: Option<usize>, cut: Option<usize>) -> Result<(), String> {
+    let att = Attention {
+        kv_splits,
+        ..Attention::new(1, HEADS, 256, HEAD_DIM)
+    };
+    let layout = cut.map(|_| bigbird(256));
+    let sparse = layout
+        .clone()
+        .zip(cut)
+        .map(|(l, c)| SparseLayout::upload_split(ctx, l, c).unwrap());
+    let ([q, k, v, o], [qv, kv, vv]) = tensors(ctx, &att);
+    o.poison(ctx);
+    att.run(ctx, &q, &k, &v, None, sparse.as_ref(), &o)
+        .map_err(|e| e.to_string())?;
+    let got = pollster::block_on(o.to_f32(ctx)).map_err(|e| e.to_string())?;
+    let want = att.reference(&qv, &kv, &vv, None, layout.as_ref());
+    let cmp = compare(&got, &want, |_| 1e-5);
+    cmp.passed().then_some(()).ok_or(cmp.to_string())
+}
+
+/// Median ms of `att` (dense, or sparse over `layout` cut at `cut` blocks).
+fn time(ctx: &Context, att: Attention, layout: Option<(&BlockLayout, usize)>) -> f64 {
+    let sparse = layout.map(|(l, c)| SparseLayout::upload_split(ctx, l.clone(), c).unwrap());
+    let ([q, k, v, o], _) = tensors(ctx, &att);
+    let launch = |ctx: &Context| att.run(ctx, &q, &k, &v, None, sparse.as_ref(), &o);
+    pollster::block_on(warm_median_ms(ctx, REPEATS, &launch)).expect("timing")
+}
+
+fn tflops(att: &Attention, layout: Option<&BlockLayout>, ms: f64) -> f64 {
+    4.0 * (att.batch * att.heads) as f64 * att.pairs(layout) * att.head_dim as f64 / ms / 1e9
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let sizes: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--sizes")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').map(|v| v.parse().expect("size")).collect())
+        .unwrap_or(vec![1024, 4096]);
+    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    println!("Attention work splitting on {}", ctx.describe());
+    let splits = [1, 2, 3, 4, 8];
+    let cuts = [4, 8, 16, usize::MAX];
+    for &s in &splits {
+        if let Err(e) = correct(&ctx, Some(s), None) {
+            println!("dense cut {s} ways: WRONG: {e}");
+            return;
+        }
+    }
+    for &c in &cuts {
+        if let Err(e) = correct(&ctx, None, Some(c)) {
+            println!("BigBird cut at {c} blocks: WRONG: {e}");
+            return;
+        }
+    }
+    for &n in &sizes {
+        let base = Attention::new(1, HEADS, n, HEAD_DIM);
+        let mut best_dense = f64::INFINITY;
+        for &s in &splits {
+            let att = Attention {
+                kv_splits: Some(s),
+                ..base
+            };
+            let ms = time(&ctx, att, None);
+            best_dense = best_dense.min(ms);
+            println!(
+                "dense   n {n:>5} cut {s} ways          {ms:>8.4} ms {:>6.2} TFLOP/s",
+                tflops(&att, None, ms)
+            );
+        }
+        let layout = bigbird(n);
+        let default = SplitPlan::default_max_tiles(&layout);
+        let dense_uncut = time(&ctx, base, None);
+        for c in cuts.iter().copied().chain([default]) {
+            let ms = time(&ctx, base, Some((&layout, c)));
+            let what = match c {
+                usize::MAX => "no cut".to_string(),
+                c if c == default => format!("default ({c})"),
+                c => format!("at {c} blocks"),
+            };
+            println!(
+                "bigbird n {n:>5} {what:<16} {ms:>8.4} ms {:>6.2} TFLOP/s  {:.3} of dense \
+                 (uncut {:.3}; density {:.3}, goal 1.3 × density = {:.3})",
+                tflops(&base, Some(&layout), ms),
+                ms / best_dense,
+                ms / dense_uncut,
+                layout.density(),
+                1.3 * layout.density()
+            );
+        }
+    }
+    // MiniLM's attention (batch 32 × 128 tokens): plenty of workgroups already.
+    for s in [1, 2] {
+        let att = Attention {
+            kv_splits: Some(s),
+            ..Attention::new(32, HEADS, 128, HEAD_DIM)
+        };
+        let ms = time(&ctx, att, None);
+        println!(
+            "dense   batch 32 × 128 cut {s} ways  {ms:>8.4} ms {:>6.2} TFLOP/s",
+            tflops(&att, None, ms)
+        );
+    }
+}
