@@ -4,10 +4,15 @@
 //            out[i] = in[sum_d coord_d(i) * in_stride[perm[d]]], coordinates of the output.
 // transpose: batched 2-D transpose [batch, rows, cols] -> [batch, cols, rows] through a
 //            TILE x (TILE + 1) workgroup tile (the +1 column avoids bank conflicts), so both
-//            the read and the write are coalesced. NCHW <-> NHWC reduce to this.
+//            the read and the write are coalesced. NCHW <-> NHWC reduce to this. Each
+//            invocation moves PER = TILE / ROWS_PER_PASS elements; its PER loads are
+//            generated unrolled (the //@LOAD block: vals0, vals1, ...) and all issued before
+//            the first store to workgroup memory (//@STAGE), so PER loads are in flight at
+//            once: a loop starting at the invocation's row is not unrolled by every
+//            compiler, and then waits for each load in turn.
 //
 // Defines: T (storage type), WG (permute invocations per workgroup), TILE, ROWS_PER_PASS
-// (the transpose workgroup is TILE x ROWS_PER_PASS).
+// (the transpose workgroup is TILE x ROWS_PER_PASS); blocks LOAD and STAGE.
 
 struct Params {
     // permute
@@ -52,13 +57,10 @@ fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     let c0 = (t % p.tiles_c) * TILE;
     let base = b * p.rows * p.cols;
 
-    for (var r = lid.y; r < TILE; r += ROWS_PER_PASS) {
-        let row = r0 + r;
-        let col = c0 + lid.x;
-        if row < p.rows && col < p.cols {
-            tile[r * (TILE + 1u) + lid.x] = f32(src[base + row * p.cols + col]);
-        }
-    }
+    let col = c0 + lid.x;
+    let in_cols = col < p.cols;
+    //@LOAD
+    //@STAGE
     workgroupBarrier();
     // Output is [cols, rows]: walk it row by row so that writes are coalesced too.
     for (var c = lid.y; c < TILE; c += ROWS_PER_PASS) {

@@ -16,7 +16,9 @@ gpu_test=$(grep -o 'target/release/deps/gpu-[0-9a-f]*' /tmp/ridge-gpu-test-build
 cp target/release/ridge .devbin/ridge
 cp "$(ls -t target/release/deps/minilm-* | grep -v '\.d$' | head -1)" .devbin/minilm
 cp "$(ls -t target/release/deps/gemm-* | grep -v '\.d$' | head -1)" .devbin/gemm
+cp "$(ls -t target/release/deps/attention-* | grep -v '\.d$' | head -1)" .devbin/attention
+cp "$(ls -t target/release/deps/transpose-* | grep -v '\.d$' | head -1)" .devbin/transpose
 cp "$gpu_test" .devbin/gpu-tests
-strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/gpu-tests
+strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/gpu-tests
 cp benches/device/sweep.sh benches/device/minilm_torch.py benches/device/ratios.py .devbin/
 du -sh .devbin .gl

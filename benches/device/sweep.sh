@@ -2,7 +2,8 @@
 # Env: SKIP_TESTS=1 skips the GPU tests; SKIP_TUNING=1 skips GEMM candidates and the autotuner; TUNE_OPS=a,b tunes only those
 # ops (GEMM candidates run when gemm is among them); TORCH_OPS limits the PyTorch reference.
 # Runs on the GPU machine in one `run` call: correctness on the GPU (GPU tests, kernel
-# suite), Ridge's sweeps (bench, GEMM candidates, autotuner, MiniLM), the PyTorch references,
+# suite), Ridge's sweeps (bench, attention splits, transpose tilings, GEMM candidates,
+# autotuner, MiniLM), the PyTorch references,
 # then the ratio table. Files come back in $OUT.
 set -uo pipefail
 source .devbin/gpu-env.sh
@@ -38,6 +39,10 @@ if sm:
     print(f"clocks during the bench: {len(sm)} samples, SM {min(sm)}-{max(sm)} MHz, "
           f"below 1000 MHz in {sum(c < 1000 for c in sm)}; event reasons {reasons}")
 PY
+echo "== attention work splitting"
+timeout 200 $B/attention --sizes 1024,2048,4096,8192 2>&1
+echo "== transpose tilings"
+timeout 120 $B/transpose 2>&1
 if [ -z "${SKIP_TUNING:-}" ]; then
 case ",${TUNE_OPS:-gemm}," in *,gemm,*)
 echo "== GEMM candidates"

@@ -65,9 +65,9 @@ async fn timed_median_ms(
     }
     let profile = ctx.finish_profiling().await?;
     let name = profile.spans.first().map_or("", |s| s.name.as_str());
-    profile.median_launch_ms(repeats.max(1)).ok_or_else(|| {
-        Error::Gpu(format!("{name}: this adapter could not time the launches"))
-    })
+    profile
+        .median_launch_ms(repeats.max(1))
+        .ok_or_else(|| Error::Gpu(format!("{name}: this adapter could not time the launches")))
 }
 
 fn copy_launch<'a>(ctx: &Context, src: &'a Tensor, dst: &'a Tensor, n: u32) -> Result<Launch<'a>> {

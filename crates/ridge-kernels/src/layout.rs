@@ -15,8 +15,39 @@ use crate::shaders::{self, LAYOUT, Variant};
 /// Most dims a permute takes.
 pub const MAX_DIMS: usize = 6;
 const WG_CAP: u32 = 256;
-const TILE: u32 = 32;
-const ROWS_PER_PASS: u32 = 8;
+
+/// Tiling of the batched 2-D transpose (`shaders/layout.wgsl`): `tile` × `tile` elements per
+/// workgroup of `tile` × `rows_per_pass` invocations, each moving `tile / rows_per_pass`
+/// elements with that many loads in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransposeTiling {
+    /// Rows and columns of the workgroup's tile.
+    pub tile: u32,
+    /// Tile rows one pass of the workgroup covers (divides `tile`).
+    pub rows_per_pass: u32,
+}
+
+impl TransposeTiling {
+    /// 32 × 32 tiles, 256 invocations moving 4 elements each.
+    pub const DEFAULT: Self = Self {
+        tile: 32,
+        rows_per_pass: 8,
+    };
+
+    fn check(&self, ctx: &Context) -> Result<()> {
+        if self.tile == 0
+            || self.rows_per_pass == 0
+            || !self.tile.is_multiple_of(self.rows_per_pass)
+        {
+            return Err(Error::invalid(
+                "transpose",
+                format!("{self:?}: rows_per_pass must divide tile, both nonzero"),
+            ));
+        }
+        let t = self.tile;
+        launch::check_workgroup(ctx, "transpose", t * self.rows_per_pass, t * (t + 1) * 4)
+    }
+}
 
 /// NCHW → NHWC.
 pub const NCHW_TO_NHWC: [usize; 4] = [0, 2, 3, 1];
@@ -103,6 +134,20 @@ pub fn reference<T: Copy>(x: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
 /// Errors: [`Error::InvalidArgument`] for a bad `perm`; [`Error::Shape`] when `out` is not the
 /// permuted shape; dtype, alias and limit errors as every op.
 pub fn permute(ctx: &Context, x: &Tensor, perm: &[usize], out: &Tensor) -> Result<()> {
+    permute_with(ctx, x, perm, out, TransposeTiling::DEFAULT)
+}
+
+/// [`permute`], with the transpose kernel's tiling given (for benchmarks and tuning).
+///
+/// Errors: as [`permute`]; [`Error::InvalidArgument`] for a tiling whose `rows_per_pass`
+/// does not divide `tile`; [`Error::LimitExceeded`] when it exceeds the workgroup limits.
+pub fn permute_with(
+    ctx: &Context,
+    x: &Tensor,
+    perm: &[usize],
+    out: &Tensor,
+    tiling: TransposeTiling,
+) -> Result<()> {
     let name = "permute";
     let shape = permuted_shape(x.shape(), perm)?;
     out.expect_shape(name, "out", &shape)?;
@@ -114,8 +159,8 @@ pub fn permute(ctx: &Context, x: &Tensor, perm: &[usize], out: &Tensor) -> Resul
     }
     let (s, p) = simplify(x.shape(), perm);
     match p.as_slice() {
-        [1, 0] => transpose(ctx, x, out, 1, s[0], s[1]),
-        [0, 2, 1] => transpose(ctx, x, out, s[0], s[1], s[2]),
+        [1, 0] => transpose(ctx, x, out, tiling, [1, s[0], s[1]]),
+        [0, 2, 1] => transpose(ctx, x, out, tiling, [s[0], s[1], s[2]]),
         _ => general(ctx, x, out, &s, &p, n),
     }
 }
@@ -151,7 +196,11 @@ fn general(
         label: name,
         shader: &LAYOUT,
         entry: "permute",
-        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg),
+        defines: layout_defines(
+            launch::dtype_defines(ctx, name, x.dtype())?,
+            wg,
+            TransposeTiling::DEFAULT,
+        ),
         params: Params::new()
             .words(&[n, perm.len().max(1) as u32, 0, 0])
             .words(&out_shape)
@@ -163,25 +212,25 @@ fn general(
     .run(ctx)
 }
 
+/// `[batch, rows, cols]` → `[batch, cols, rows]`.
 fn transpose(
     ctx: &Context,
     x: &Tensor,
     out: &Tensor,
-    batch: usize,
-    rows: usize,
-    cols: usize,
+    tiling: TransposeTiling,
+    [batch, rows, cols]: [usize; 3],
 ) -> Result<()> {
     let name = "transpose";
-    launch::check_workgroup(ctx, name, TILE * ROWS_PER_PASS, TILE * (TILE + 1) * 4)?;
-    let tiles_r = rows.div_ceil(TILE as usize) as u32;
-    let tiles_c = cols.div_ceil(TILE as usize) as u32;
+    tiling.check(ctx)?;
+    let tiles_r = rows.div_ceil(tiling.tile as usize) as u32;
+    let tiles_c = cols.div_ceil(tiling.tile as usize) as u32;
     let total = tiles_r as u64 * tiles_c as u64 * batch as u64;
     let wg = launch::workgroup_size_1d(ctx, WG_CAP);
     Launch {
         label: name,
         shader: &LAYOUT,
         entry: "transpose",
-        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg),
+        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg, tiling),
         params: Params::new().words(&[0; 20]).words(&[
             batch as u32,
             rows as u32,
@@ -195,14 +244,29 @@ fn transpose(
     .run(ctx)
 }
 
-fn layout_defines(d: ridge_core::Defines, wg: u32) -> ridge_core::Defines {
+fn layout_defines(d: ridge_core::Defines, wg: u32, t: TransposeTiling) -> ridge_core::Defines {
+    let (mut load, mut stage) = (String::new(), String::new());
+    for i in 0..t.tile / t.rows_per_pass {
+        load.push_str(&format!(
+            "let tr{i} = lid.y + {i}u * ROWS_PER_PASS;\n\
+             var vals{i} = 0.0;\n\
+             if in_cols && r0 + tr{i} < p.rows {{ vals{i} = f32(src[base + (r0 + tr{i}) * p.cols + col]); }}\n"
+        ));
+        stage.push_str(&format!("tile[tr{i} * (TILE + 1u) + lid.x] = vals{i};\n"));
+    }
     d.u32("WG", wg)
-        .u32("TILE", TILE)
-        .u32("ROWS_PER_PASS", ROWS_PER_PASS)
+        .u32("TILE", t.tile)
+        .u32("ROWS_PER_PASS", t.rows_per_pass)
+        .block("LOAD", load)
+        .block("STAGE", stage)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
-    let d = layout_defines(shaders::storage_defines(dtype), WG_CAP);
+    let d = layout_defines(
+        shaders::storage_defines(dtype),
+        WG_CAP,
+        TransposeTiling::DEFAULT,
+    );
     vec![(&LAYOUT, "permute", d.clone()), (&LAYOUT, "transpose", d)]
 }
 

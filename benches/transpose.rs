@@ -1,0 +1,72 @@
+//! Transpose tilings side by side (`ridge::kernels::layout::TransposeTiling`): each checked
+//! for exact equality with the reference on an odd shape, then timed (median of GPU
+//! timestamps after warming the GPU, `ceilings::warm_median_ms`) on a 4096 × 4096 transpose
+//! and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms and GB/s (read + write); compare
+//! with the copy bandwidth `ridge bench` measures. Not a test: `cargo bench --bench transpose`.
+
+use ridge::core::{Context, DType, Tensor};
+use ridge::kernels::ceilings::warm_median_ms;
+use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
+
+const TILINGS: [(u32, u32); 6] = [(32, 8), (32, 4), (32, 2), (64, 4), (64, 8), (16, 4)];
+
+fn values(n: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919) % 2003) as f32).collect()
+}
+
+fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
+    for (shape, perm) in [
+        (vec![3, 37, 5, 11], &NCHW_TO_NHWC[..]),
+        (vec![67, 45], &[1, 0][..]),
+    ] {
+        let n: usize = shape.iter().product();
+        let xv = values(n);
+        let x = Tensor::from_slice(ctx, &xv, &shape).map_err(|e| e.to_string())?;
+        let out_shape = layout::permuted_shape(&shape, perm).map_err(|e| e.to_string())?;
+        let out = Tensor::empty(ctx, &out_shape, DType::F32).map_err(|e| e.to_string())?;
+        out.poison(ctx);
+        layout::permute_with(ctx, &x, perm, &out, tiling).map_err(|e| e.to_string())?;
+        let got = pollster::block_on(out.to_f32(ctx)).map_err(|e| e.to_string())?;
+        if got != layout::reference(&xv, &shape, perm) {
+            return Err(format!("{shape:?} by {perm:?} differs from the reference"));
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    println!("Transpose tilings on {}", ctx.describe());
+    let cases: [(&str, Vec<usize>, &[usize]); 3] = [
+        ("transpose 4096²", vec![4096, 4096], &[1, 0]),
+        ("NCHW→NHWC", vec![32, 64, 112, 112], &NCHW_TO_NHWC),
+        ("NHWC→NCHW", vec![32, 112, 112, 64], &NHWC_TO_NCHW),
+    ];
+    for (tile, rows_per_pass) in TILINGS {
+        let tiling = TransposeTiling {
+            tile,
+            rows_per_pass,
+        };
+        if let Err(e) = exact(&ctx, tiling) {
+            println!("{tile} × {rows_per_pass}: skipped ({e})");
+            continue;
+        }
+        for (what, shape, perm) in &cases {
+            let n: usize = shape.iter().product();
+            let x = Tensor::from_slice(&ctx, &values(n), shape).unwrap();
+            let out = Tensor::empty(
+                &ctx,
+                &layout::permuted_shape(shape, perm).unwrap(),
+                DType::F32,
+            )
+            .unwrap();
+            let launch = |ctx: &Context| layout::permute_with(ctx, &x, perm, &out, tiling);
+            let ms = pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing");
+            println!(
+                "tile {tile:>2} × {rows_per_pass:>2} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s",
+                tile / rows_per_pass,
+                (8 * n) as f64 / ms / 1e6
+            );
+        }
+    }
+}
