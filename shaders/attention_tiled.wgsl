@@ -112,14 +112,10 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     let rows = vec4<u32>(q0 + 4u * y) + vec4<u32>(0u, 1u, 2u, 3u);
     let len = min(lengths[b], p.seq);
 
-    // Qᵀ, scaled; consecutive invocations take consecutive rows (distinct banks).
-    for (var i = tid; i < BQ * DQ4; i += THREADS) {
-        let row = i % BQ;
-        let dq = i / BQ;
-        var e = vec4<f32>();
-        if q0 + row < p.seq { e = load_q(at(p.q, b, q0 + row, h) + dq * 4u) * (p.scale * LOG2E); }
-        for (var c = 0u; c < 4u; c++) { q_t[(dq * 4u + c) * RQ + row / 4u][row % 4u] = e[c]; }
-    }
+    // Qᵀ, scaled; consecutive invocations take consecutive rows (distinct banks). Every
+    // load first (generated, qv*), then the stores: a short work item cannot hide loads
+    // that wait on each other.
+    //@Q_LOAD
 
     var m = vec4<f32>(LOWEST); // running row maxima
     var l = vec4<f32>();       // this invocation's share of the row sums

@@ -12,7 +12,8 @@
 //            compiler, and then waits for each load in turn.
 //
 // Defines: T (storage type), WG (permute invocations per workgroup), TILE, ROWS_PER_PASS
-// (the transpose workgroup is TILE x ROWS_PER_PASS); blocks LOAD and STAGE.
+// (the transpose workgroup is TILE x ROWS_PER_PASS); blocks LOAD, STAGE and WRITE (the
+// writes, unrolled the same way).
 
 struct Params {
     // permute
@@ -63,11 +64,7 @@ fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     //@STAGE
     workgroupBarrier();
     // Output is [cols, rows]: walk it row by row so that writes are coalesced too.
-    for (var c = lid.y; c < TILE; c += ROWS_PER_PASS) {
-        let out_row = c0 + c;
-        let out_col = r0 + lid.x;
-        if out_row < p.cols && out_col < p.rows {
-            dst[base + out_row * p.rows + out_col] = T(tile[lid.x * (TILE + 1u) + c]);
-        }
-    }
+    let out_col = r0 + lid.x;
+    let in_rows = out_col < p.rows;
+    //@WRITE
 }

@@ -327,6 +327,7 @@ impl TiledConfig {
             && head_dim.is_multiple_of(self.bkv)
             && head_dim / self.bkv <= 2
             && (self.bkv * head_dim / 4).is_multiple_of(x * y)
+            && (self.bq * head_dim / 4).is_multiple_of(x * y)
             && x <= l.max_compute_workgroup_size_x
             && y <= l.max_compute_workgroup_size_y
             && x * y <= l.max_compute_invocations_per_workgroup
@@ -389,9 +390,15 @@ impl Attention {
         }
     }
 
-    /// Dense attention's cut when [`Attention::kv_splits`] is `None`: 1 (no cut).
-    pub fn default_kv_splits(&self, _query_blocks: usize, _key_tiles: usize) -> usize {
-        1
+    /// Dense attention's cut when [`Attention::kv_splits`] is `None`, for `query_blocks`
+    /// workgroups per (batch, head) walking `key_tiles` tiles each: enough items for 256
+    /// workgroups, none shorter than 8 tiles. Measured on the H200 (`benches/attention.rs`,
+    /// benches/NOTES.md run 23), 12 heads of 64: n = 1024 (192 workgroups) cut 2 ways
+    /// 0.282 → 0.231 ms; from n = 2048 (384 workgroups) on, no cut was fastest; MiniLM's
+    /// batch 32 × 128 (768 workgroups of 4 tiles) took 39 % longer cut 2 ways.
+    pub fn default_kv_splits(&self, query_blocks: usize, key_tiles: usize) -> usize {
+        let workgroups = (self.batch * self.heads * query_blocks).max(1);
+        256usize.div_ceil(workgroups).min(key_tiles / 8).max(1)
     }
 
     /// Attention reading Q, K and V in place from one packed projection `[batch, seq, 3 ·
@@ -745,10 +752,30 @@ fn accumulators(head_dim: u32, tpr: u32) -> [(&'static str, String); 4] {
 /// accumulators (declared, rescaled, updated by P·V for one key, stored) and the pipeline
 /// registers of the next key tile (`bkv · head_dim/4` vec4 of K and of V spread over the
 /// invocations: declared, loaded, staged).
-fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 7] {
+fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 8] {
     let quads = head_dim / c.bkv;
     let per = c.bkv * (head_dim / 4) / c.invocations();
     let comps = ["x", "y", "z", "w"];
+    let mut q_load = String::new();
+    let q_per = c.bq * (head_dim / 4) / c.invocations();
+    for e in 0..q_per {
+        q_load.push_str(&format!(
+            "let qi{e} = tid + {e}u * THREADS;\n\
+             var qv{e} = vec4<f32>();\n\
+             if q0 + qi{e} % BQ < p.seq {{ qv{e} = load_q(at(p.q, b, q0 + qi{e} % BQ, h) + (qi{e} / BQ) * 4u); }}\n"
+        ));
+    }
+    for e in 0..q_per {
+        q_load.push_str(&format!(
+            "{{\nlet row = qi{e} % BQ;\nlet dq = qi{e} / BQ;\nlet e = qv{e} * (p.scale * LOG2E);\n"
+        ));
+        for (l, comp) in comps.iter().enumerate() {
+            q_load.push_str(&format!(
+                "q_t[(dq * 4u + {l}u) * RQ + row / 4u][row % 4u] = e.{comp};\n"
+            ));
+        }
+        q_load.push_str("}\n");
+    }
     let (mut declare, mut rescale, mut pv, mut store) =
         (String::new(), String::new(), String::new(), String::new());
     let (mut load, mut stage, mut partial) = (String::new(), String::new(), String::new());
@@ -814,6 +841,7 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 7] {
         ("KV_LOAD", load),
         ("KV_STAGE", stage),
         ("PARTIAL", partial),
+        ("Q_LOAD", q_load),
     ]
 }
 
@@ -982,6 +1010,26 @@ mod tests {
         assert!(slot_uses.iter().all(|&n| n == 1));
         let lengths: Vec<u32> = plan.items.iter().map(|it| it[2] - it[1]).collect();
         assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "longest first");
+    }
+
+    #[test]
+    fn dense_cuts_only_launches_too_small_to_fill_the_gpu() {
+        let att = |batch, seq| Attention::new(batch, 12, seq, 64);
+        // (batch, n) → cut, at 64 query rows and 32 keys per tile.
+        for (batch, n, want) in [
+            (1, 1024, 2),
+            (1, 512, 2),
+            (1, 2048, 1),
+            (1, 128, 1),
+            (32, 128, 1),
+        ] {
+            let a = att(batch, n);
+            assert_eq!(
+                a.default_kv_splits(n.div_ceil(64), n.div_ceil(32)),
+                want,
+                "{batch} × {n}"
+            );
+        }
     }
 
     #[test]

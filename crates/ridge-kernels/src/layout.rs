@@ -28,10 +28,12 @@ pub struct TransposeTiling {
 }
 
 impl TransposeTiling {
-    /// 32 × 32 tiles, 256 invocations moving 4 elements each.
+    /// 32 × 32 tiles, 128 invocations moving 8 elements each: the fastest of
+    /// `benches/transpose.rs`'s tilings on the H200 (run 23, benches/NOTES.md) and on
+    /// lavapipe.
     pub const DEFAULT: Self = Self {
         tile: 32,
-        rows_per_pass: 8,
+        rows_per_pass: 4,
     };
 
     fn check(&self, ctx: &Context) -> Result<()> {
@@ -245,7 +247,7 @@ fn transpose(
 }
 
 fn layout_defines(d: ridge_core::Defines, wg: u32, t: TransposeTiling) -> ridge_core::Defines {
-    let (mut load, mut stage) = (String::new(), String::new());
+    let (mut load, mut stage, mut write) = (String::new(), String::new(), String::new());
     for i in 0..t.tile / t.rows_per_pass {
         load.push_str(&format!(
             "let tr{i} = lid.y + {i}u * ROWS_PER_PASS;\n\
@@ -253,12 +255,17 @@ fn layout_defines(d: ridge_core::Defines, wg: u32, t: TransposeTiling) -> ridge_
              if in_cols && r0 + tr{i} < p.rows {{ vals{i} = f32(src[base + (r0 + tr{i}) * p.cols + col]); }}\n"
         ));
         stage.push_str(&format!("tile[tr{i} * (TILE + 1u) + lid.x] = vals{i};\n"));
+        write.push_str(&format!(
+            "if in_rows && c0 + tr{i} < p.cols {{ \
+             dst[base + (c0 + tr{i}) * p.rows + out_col] = T(tile[lid.x * (TILE + 1u) + tr{i}]); }}\n"
+        ));
     }
     d.u32("WG", wg)
         .u32("TILE", t.tile)
         .u32("ROWS_PER_PASS", t.rows_per_pass)
         .block("LOAD", load)
         .block("STAGE", stage)
+        .block("WRITE", write)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
