@@ -2,20 +2,73 @@
 
 use proptest::prelude::*;
 use ridge::core::{Context, DType, Error, Result, Tensor};
-use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW};
+use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
 
 use crate::harness::*;
 
 /// Permutes only move data, so the result must equal the reference bit for bit.
 fn check(ctx: &Context, shape: &[usize], perm: &[usize], dtype: DType, seed: u64) -> Result<()> {
+    check_with(ctx, shape, perm, dtype, TransposeTiling::DEFAULT, seed)
+}
+
+/// [`check`] with the transpose kernel's tiling given.
+fn check_with(
+    ctx: &Context,
+    shape: &[usize],
+    perm: &[usize],
+    dtype: DType,
+    tiling: TransposeTiling,
+    seed: u64,
+) -> Result<()> {
     let n = shape.iter().product();
     let (x, xv) = upload(ctx, &random(seed, n, -100.0, 100.0), shape, dtype)?;
     let out_shape = layout::permuted_shape(shape, perm)?;
     let y = poisoned(ctx, &out_shape, dtype)?;
-    layout::permute(ctx, &x, perm, &y)?;
+    layout::permute_with(ctx, &x, perm, &y, tiling)?;
     let want = layout::reference(&xv, shape, perm);
-    assert_close("permute", &block(y.to_f32(ctx))?, &want, |_| 0.0)
-        .map_err(|e| Error::invalid("permute", format!("{shape:?} by {perm:?} {dtype}: {e}")))
+    assert_close("permute", &block(y.to_f32(ctx))?, &want, |_| 0.0).map_err(|e| {
+        Error::invalid(
+            "permute",
+            format!("{shape:?} by {perm:?} {dtype} {tiling:?}: {e}"),
+        )
+    })
+}
+
+/// Every tiling and tile order the bench compares, on tails in both directions and grids
+/// that are not square (the diagonal order's shift wraps around a row band).
+#[test]
+fn every_transpose_tiling_is_exact() {
+    on_every_adapter("layout_tilings", |ctx| {
+        let mut seed = 100;
+        for (tile, rows_per_pass) in [(32, 8), (32, 4), (32, 2), (16, 4), (64, 4)] {
+            for diagonal in [false, true] {
+                let tiling = TransposeTiling {
+                    tile,
+                    rows_per_pass,
+                    diagonal,
+                };
+                for (shape, perm) in [
+                    (&[67, 131][..], &[1, 0][..]),
+                    (&[200, 33][..], &[1, 0][..]),
+                    (&[2, 37, 5, 11][..], &NCHW_TO_NHWC[..]),
+                ] {
+                    seed += 1;
+                    check_with(ctx, shape, perm, DType::F32, tiling, seed)?;
+                }
+            }
+        }
+        // A tiling that does not divide is refused.
+        let bad = TransposeTiling {
+            tile: 32,
+            rows_per_pass: 5,
+            diagonal: false,
+        };
+        expect_err(
+            "tiling",
+            check_with(ctx, &[4, 4], &[1, 0], DType::F32, bad, 1),
+            |e| matches!(e, Error::InvalidArgument { .. }),
+        )
+    });
 }
 
 #[test]

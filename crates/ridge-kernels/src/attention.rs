@@ -392,13 +392,14 @@ impl Attention {
 
     /// Dense attention's cut when [`Attention::kv_splits`] is `None`, for `query_blocks`
     /// workgroups per (batch, head) walking `key_tiles` tiles each: enough items for 256
-    /// workgroups, none shorter than 8 tiles. Measured on the H200 (`benches/attention.rs`,
-    /// benches/NOTES.md run 23), 12 heads of 64: n = 1024 (192 workgroups) cut 2 ways
-    /// 0.282 → 0.231 ms; from n = 2048 (384 workgroups) on, no cut was fastest; MiniLM's
-    /// batch 32 × 128 (768 workgroups of 4 tiles) took 39 % longer cut 2 ways.
+    /// workgroups, none shorter than 16 tiles. Measured on the H200 (`benches/attention.rs`,
+    /// benches/NOTES.md runs 23–24), 12 heads of 64: n = 1024 (192 workgroups) cut 2 ways
+    /// 0.282 → 0.231 ms; n = 512 (96 workgroups of 16 tiles) cut 2 ways 0.079 → 0.088 ms;
+    /// from n = 2048 (384 workgroups) on, no cut was fastest; MiniLM's batch 32 × 128 (768
+    /// workgroups of 4 tiles) took 30–39 % longer cut 2 ways.
     pub fn default_kv_splits(&self, query_blocks: usize, key_tiles: usize) -> usize {
         let workgroups = (self.batch * self.heads * query_blocks).max(1);
-        256usize.div_ceil(workgroups).min(key_tiles / 8).max(1)
+        256usize.div_ceil(workgroups).min(key_tiles / 16).max(1)
     }
 
     /// Attention reading Q, K and V in place from one packed projection `[batch, seq, 3 ·
@@ -1018,7 +1019,7 @@ mod tests {
         // (batch, n) → cut, at 64 query rows and 32 keys per tile.
         for (batch, n, want) in [
             (1, 1024, 2),
-            (1, 512, 2),
+            (1, 512, 1),
             (1, 2048, 1),
             (1, 128, 1),
             (32, 128, 1),
