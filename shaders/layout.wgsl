@@ -12,8 +12,7 @@
 //            compiler, and then waits for each load in turn.
 //
 // Defines: T (storage type), WG (permute invocations per workgroup), TILE, ROWS_PER_PASS
-// (the transpose workgroup is TILE x ROWS_PER_PASS), DIAGONAL (tile order); blocks LOAD,
-// STAGE and WRITE (the
+// (the transpose workgroup is TILE x ROWS_PER_PASS); blocks LOAD, STAGE and WRITE (the
 // writes, unrolled the same way).
 
 struct Params {
@@ -55,17 +54,8 @@ fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if wg >= per_batch * p.batch { return; }
     let b = wg / per_batch;
     let t = wg % per_batch;
-    // Tile (ty, tx): row-major, or with DIAGONAL neighbouring workgroups on neighbouring
-    // row bands, each shifted by its band (a bijection per band), so that the workgroups in
-    // flight write to different column bands of the output as well (power-of-two strides
-    // otherwise send their accesses to the same memory partitions: Ruetsch & Micikevicius,
-    // "Optimizing Matrix Transpose in CUDA", NVIDIA 2009, §"Partition camping").
-    var ty = t / p.tiles_c;
-    var tx = t % p.tiles_c;
-    if DIAGONAL {
-        ty = t % p.tiles_r;
-        tx = (t / p.tiles_r + ty) % p.tiles_c;
-    }
+    let ty = t / p.tiles_c;
+    let tx = t % p.tiles_c;
     let r0 = ty * TILE;
     let c0 = tx * TILE;
     let base = b * p.rows * p.cols;

@@ -25,9 +25,6 @@ pub struct TransposeTiling {
     pub tile: u32,
     /// Tile rows one pass of the workgroup covers (divides `tile`).
     pub rows_per_pass: u32,
-    /// Neighbouring workgroups on neighbouring row bands, shifted diagonally (see
-    /// `shaders/layout.wgsl`), instead of along a row band.
-    pub diagonal: bool,
 }
 
 impl TransposeTiling {
@@ -37,7 +34,6 @@ impl TransposeTiling {
     pub const DEFAULT: Self = Self {
         tile: 32,
         rows_per_pass: 4,
-        diagonal: false,
     };
 
     fn check(&self, ctx: &Context) -> Result<()> {
@@ -267,7 +263,6 @@ fn layout_defines(d: ridge_core::Defines, wg: u32, t: TransposeTiling) -> ridge_
     d.u32("WG", wg)
         .u32("TILE", t.tile)
         .u32("ROWS_PER_PASS", t.rows_per_pass)
-        .bool("DIAGONAL", t.diagonal)
         .block("LOAD", load)
         .block("STAGE", stage)
         .block("WRITE", write)
