@@ -1,7 +1,7 @@
 // The interface both attention kernels share (attention.wgsl, attention_tiled.wgsl; the
 // launcher in crates/ridge-kernels/src/attention.rs packs Params): strided head layouts
 // (element offset, batch, sequence and head strides; head dims contiguous), the bindings,
-// the workgroup's work, and the loads of four head dims as f32. Inserted at their //@IO line.
+// the workgroup's work. Inserted at their //@IO line, with the loads of four head dims.
 // Binding 5 is each kernel's own: the block-CSR row pointers (attention.wgsl) or the work
 // list (attention_tiled.wgsl); 8 is the tiled kernel's partial outputs.
 
@@ -14,9 +14,13 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<T>;
-@group(0) @binding(2) var<storage, read> k: array<T>;
-@group(0) @binding(3) var<storage, read> v: array<T>;
+// QKV is T, or vec4<T> where every offset and stride of Q, K and V is a multiple of 4
+// elements: one 16-byte (f32) or 8-byte (f16) load per four head dims instead of four loads.
+// The launcher appends load_q, load_k and load_v (four head dims from element i, as f32) for
+// the chosen form.
+@group(0) @binding(1) var<storage, read> q: array<QKV>;
+@group(0) @binding(2) var<storage, read> k: array<QKV>;
+@group(0) @binding(3) var<storage, read> v: array<QKV>;
 @group(0) @binding(4) var<storage, read> lengths: array<u32>;
 @group(0) @binding(6) var<storage, read> col_idx: array<u32>;
 @group(0) @binding(7) var<storage, read_write> o: array<T>;
@@ -32,6 +36,3 @@ fn at(l: Layout, b: u32, s: u32, h: u32) -> u32 {
     return l.offset + b * l.batch + s * l.seq + h * l.head;
 }
 
-fn load_q(i: u32) -> vec4<f32> { return vec4<f32>(f32(q[i]), f32(q[i + 1u]), f32(q[i + 2u]), f32(q[i + 3u])); }
-fn load_k(i: u32) -> vec4<f32> { return vec4<f32>(f32(k[i]), f32(k[i + 1u]), f32(k[i + 2u]), f32(k[i + 3u])); }
-fn load_v(i: u32) -> vec4<f32> { return vec4<f32>(f32(v[i]), f32(v[i + 1u]), f32(v[i + 2u]), f32(v[i + 3u])); }

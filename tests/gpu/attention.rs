@@ -152,7 +152,19 @@ fn strided_layouts_read_a_packed_projection_in_place() {
     on_every_adapter("attention_layouts", |ctx| {
         let (b, h, s, d) = (2, 3, 19, 32);
         let att = Attention::packed_qkv(b, h, s, d);
-        check(ctx, att, DType::F32, Some(&[19, 11]), None, 3)
+        check(ctx, att, DType::F32, Some(&[19, 11]), None, 3)?;
+        // Offsets that are not multiples of 4 elements: the scalar loads, f32 and f16.
+        let l = HeadLayout::bhsd(h, s, d);
+        let att = Attention {
+            q: HeadLayout { offset: 2, ..l },
+            k: HeadLayout { offset: 1, ..l },
+            v: HeadLayout { offset: 3, ..l },
+            ..Attention::new(b, h, s, d)
+        };
+        for dtype in dtypes(ctx) {
+            check(ctx, att, dtype, Some(&[19, 11]), None, 4)?;
+        }
+        Ok(())
     });
 }
 

@@ -415,6 +415,14 @@ impl Attention {
         }
     }
 
+    /// Whether Q, K and V can be read four head dims per load: every offset and stride a
+    /// multiple of 4 elements (the head width already is).
+    fn vec_loads(&self) -> bool {
+        [&self.q, &self.k, &self.v]
+            .iter()
+            .all(|l| l.words().iter().all(|w| w.is_multiple_of(4)))
+    }
+
     /// Query–key pairs computed: n² dense, nnz blocks × block² sparse.
     pub fn pairs(&self, layout: Option<&BlockLayout>) -> f64 {
         match layout {
@@ -649,6 +657,7 @@ impl Attention {
             self.causal,
             sparse.is_some(),
             plan.is_some(),
+            self.vec_loads(),
             row_sync,
         );
         let full_lengths;
@@ -846,6 +855,25 @@ fn tiled_blocks(head_dim: u32, c: &TiledConfig) -> [(&'static str, String); 8] {
     ]
 }
 
+/// The interface both kernels share (`shaders/include/attention_io.wgsl`) and the loads of
+/// four head dims of Q, K and V: one vec4 load each with `vec_loads`, else four scalar ones.
+fn io(vec_loads: bool) -> String {
+    let (elem, load): (&str, fn(&str) -> String) = if vec_loads {
+        ("vec4<T>", |n| {
+            format!("fn load_{n}(i: u32) -> vec4<f32> {{ return vec4<f32>({n}[i / 4u]); }}\n")
+        })
+    } else {
+        ("T", |n| {
+            format!(
+                "fn load_{n}(i: u32) -> vec4<f32> {{ return vec4<f32>(f32({n}[i]), \
+                 f32({n}[i + 1u]), f32({n}[i + 2u]), f32({n}[i + 3u])); }}\n"
+            )
+        })
+    };
+    let loads: String = ["q", "k", "v"].into_iter().map(load).collect();
+    format!("alias QKV = {elem};\n{}{loads}", shaders::ATTENTION_IO)
+}
+
 /// The shader and defines of `kernel` (with the shared interface at its `//@IO` line).
 fn kernel_defines(
     d: ridge_core::Defines,
@@ -854,9 +882,10 @@ fn kernel_defines(
     causal: bool,
     sparse: bool,
     items: bool,
+    vec_loads: bool,
     row_sync: RowSync,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
-    let d = d.block("IO", shaders::ATTENTION_IO.to_string());
+    let d = d.block("IO", io(vec_loads));
     match kernel {
         AttentionKernel::Rows(c) => (
             &ATTENTION,
@@ -953,6 +982,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             causal,
             sparse,
             items,
+            !causal,
             RowSync {
                 shuffles: subgroups,
                 barrier: subgroups,
@@ -976,6 +1006,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             causal,
             sparse,
             false,
+            causal,
             RowSync {
                 shuffles: false,
                 barrier: false,
