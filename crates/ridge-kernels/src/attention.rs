@@ -654,11 +654,13 @@ impl Attention {
             defines,
             d as u32,
             &kernel,
-            self.causal,
-            sparse.is_some(),
-            plan.is_some(),
-            self.vec_loads(),
-            row_sync,
+            Specialisation {
+                causal: self.causal,
+                sparse: sparse.is_some(),
+                items: plan.is_some(),
+                vec_loads: self.vec_loads(),
+                row_sync,
+            },
         );
         let full_lengths;
         let lengths = match lengths {
@@ -879,12 +881,15 @@ fn kernel_defines(
     d: ridge_core::Defines,
     head_dim: u32,
     kernel: &AttentionKernel,
-    causal: bool,
-    sparse: bool,
-    items: bool,
-    vec_loads: bool,
-    row_sync: RowSync,
+    s: Specialisation,
 ) -> (&'static ridge_core::ShaderSource, ridge_core::Defines) {
+    let Specialisation {
+        causal,
+        sparse,
+        items,
+        vec_loads,
+        row_sync,
+    } = s;
     let d = d.block("IO", io(vec_loads));
     match kernel {
         AttentionKernel::Rows(c) => (
@@ -914,6 +919,21 @@ fn kernel_defines(
             (&ATTENTION_TILED, d)
         }
     }
+}
+
+/// What one launch's shader is specialised for.
+#[derive(Clone, Copy, Debug)]
+struct Specialisation {
+    /// Keys after each query masked.
+    causal: bool,
+    /// A block-sparse layout.
+    sparse: bool,
+    /// A work list (the tiled kernel: always when sparse; dense rows cut).
+    items: bool,
+    /// Q, K and V read four head dims per load.
+    vec_loads: bool,
+    /// How a row's invocations exchange values (the tiled kernel).
+    row_sync: RowSync,
 }
 
 /// How the invocations of one query-row quad of `shaders/attention_tiled.wgsl` (neighbouring
@@ -979,13 +999,15 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             shaders::storage_defines(dtype),
             head_dim,
             &kernel,
-            causal,
-            sparse,
-            items,
-            !causal,
-            RowSync {
-                shuffles: subgroups,
-                barrier: subgroups,
+            Specialisation {
+                causal,
+                sparse,
+                items,
+                vec_loads: !causal,
+                row_sync: RowSync {
+                    shuffles: subgroups,
+                    barrier: subgroups,
+                },
             },
         );
         if items {
@@ -1003,13 +1025,15 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             shaders::storage_defines(dtype),
             head_dim,
             &AttentionKernel::Rows(c),
-            causal,
-            sparse,
-            false,
-            causal,
-            RowSync {
-                shuffles: false,
-                barrier: false,
+            Specialisation {
+                causal,
+                sparse,
+                items: false,
+                vec_loads: causal,
+                row_sync: RowSync {
+                    shuffles: false,
+                    barrier: false,
+                },
             },
         );
         v.push((shader, "attention", d));
