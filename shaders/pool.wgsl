@@ -17,9 +17,22 @@ struct Params { batch: u32, seq: u32, hidden: u32, pad: u32 }
 
 var<workgroup> partial: array<f32, WG>;
 
+// Eight tokens per step into independent sums, so eight loads are in flight rather than one
+// (a loop of dependent additions waited on each load: 128 tokens took ≈ 80 µs on an H200).
 fn mean(b: u32, len: u32, h: u32) -> f32 {
-    var s = 0.0;
-    for (var t = 0u; t < len; t++) { s += f32(x[(b * p.seq + t) * p.hidden + h]); }
+    let st = p.hidden;
+    let base = b * p.seq * st + h;
+    var lo = vec4<f32>();
+    var hi = vec4<f32>();
+    var t = 0u;
+    for (; t + 8u <= len; t += 8u) {
+        let i = base + t * st;
+        lo += vec4<f32>(f32(x[i]), f32(x[i + st]), f32(x[i + 2u * st]), f32(x[i + 3u * st]));
+        hi += vec4<f32>(f32(x[i + 4u * st]), f32(x[i + 5u * st]), f32(x[i + 6u * st]),
+                        f32(x[i + 7u * st]));
+    }
+    var s = dot(lo + hi, vec4<f32>(1.0));
+    for (; t < len; t++) { s += f32(x[base + t * st]); }
     return select(0.0, s / f32(len), len > 0u);
 }
 

@@ -45,16 +45,23 @@ fn embedding_gathers_rows_and_zeroes_bad_ids() {
 #[test]
 fn mean_pool_counts_only_valid_tokens() {
     on_every_adapter("nn_mean_pool", |ctx| {
+        // Full, one token, empty, clamped; then whole steps of eight tokens, steps and a
+        // tail of seven, fewer than a step.
+        let cases: [(usize, [u32; 4]); 2] = [(9, [9, 1, 0, 20]), (37, [16, 23, 37, 7])];
         for dtype in dtypes(ctx) {
-            for normalize in [false, true] {
+            for (normalize, (seq, len_v)) in [false, true]
+                .into_iter()
+                .zip(cases)
+                .chain([(true, cases[0]), (false, cases[1])])
+            {
                 let pool = MeanPool {
                     batch: 4,
-                    seq: 9,
+                    seq,
                     hidden: 300,
                     normalize,
                 };
-                let (x, xv) = upload(ctx, &random(3, 4 * 9 * 300, -2.0, 2.0), &[4, 9, 300], dtype)?;
-                let len_v = [9u32, 1, 0, 20]; // full, one token, empty, clamped
+                let shape = [4, seq, 300];
+                let (x, xv) = upload(ctx, &random(3, 4 * seq * 300, -2.0, 2.0), &shape, dtype)?;
                 let lengths = Tensor::from_slice(ctx, &len_v, &[4])?;
                 let out = poisoned(ctx, &[4, 300], dtype)?;
                 pool.run(ctx, &x, &lengths, &out)?;
