@@ -1,7 +1,8 @@
 //! Attention work splitting side by side (split-KV, `ridge::kernels::attention::SplitPlan`):
 //! dense f32 attention, 12 heads of 64, batch 1, with each query block's key tiles cut 1–8
-//! ways; BigBird (`sweep::bigbird`: blocks of 32, 2 global, window 1, 3 random) with rows cut
-//! into items of at most 4–16 blocks, the default cut (the mean row) and no cut; and MiniLM's
+//! ways; BigBird (`sweep::bigbird_with_block`: 2 global, window 1, 3 random) with blocks of 32
+//! and rows cut into items of at most 4–16 blocks, the default cut (the mean row) or no cut,
+//! and with blocks of 64 (BigBird's own default) cut by default or not; and MiniLM's
 //! shape (batch 32 × 128 tokens) dense cut 1 and 2 ways. Every setting is first checked
 //! against the f64 reference at 256 tokens (1e-5 max abs), then timed (median of GPU
 //! timestamps after warming the GPU, `ceilings::warm_median_ms`). Prints ms, TFLOP/s
@@ -12,7 +13,7 @@ use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::attention::{Attention, SparseLayout, SplitPlan};
 use ridge::kernels::ceilings::warm_median_ms;
 use ridge::kernels::check::compare;
-use ridge::kernels::sweep::bigbird;
+use ridge::kernels::sweep::bigbird_with_block;
 use ridge::model::sparsity::BlockLayout;
 
 const HEADS: usize = 12;
@@ -34,18 +35,22 @@ fn tensors(ctx: &Context, att: &Attention) -> ([Tensor; 4], [Vec<f32>; 3]) {
     ([t(&host[0]), t(&host[1]), t(&host[2]), o], host)
 }
 
-/// Dense attention cut `kv_splits` ways, or BigBird cut at `cut` blocks, at 256 tokens
-/// against the f64 reference.
-fn correct(ctx: &Context, kv_splits: Option<usize>, cut: Option<usize>) -> Result<(), String> {
+/// Dense attention cut `kv_splits` ways, or BigBird with blocks of `cut.0` cut at `cut.1`
+/// blocks, at 256 tokens against the f64 reference.
+fn correct(
+    ctx: &Context,
+    kv_splits: Option<usize>,
+    cut: Option<(usize, usize)>,
+) -> Result<(), String> {
     let att = Attention {
         kv_splits,
         ..Attention::new(1, HEADS, 256, HEAD_DIM)
     };
-    let layout = cut.map(|_| bigbird(256));
+    let layout = cut.map(|(block, _)| bigbird_with_block(256, block));
     let sparse = layout
         .clone()
         .zip(cut)
-        .map(|(l, c)| SparseLayout::upload_split(ctx, l, c).unwrap());
+        .map(|(l, (_, c))| SparseLayout::upload_split(ctx, l, c).unwrap());
     let ([q, k, v, o], [qv, kv, vv]) = tensors(ctx, &att);
     o.poison(ctx);
     att.run(ctx, &q, &k, &v, None, sparse.as_ref(), &o)
@@ -86,9 +91,9 @@ fn main() {
             return;
         }
     }
-    for &c in &cuts {
-        if let Err(e) = correct(&ctx, None, Some(c)) {
-            println!("BigBird cut at {c} blocks: WRONG: {e}");
+    for (block, c) in cuts.iter().map(|&c| (32, c)).chain([(64, 1), (64, 4)]) {
+        if let Err(e) = correct(&ctx, None, Some((block, c))) {
+            println!("BigBird (block {block}) cut at {c} blocks: WRONG: {e}");
             return;
         }
     }
@@ -107,10 +112,15 @@ fn main() {
                 tflops(&att, None, ms)
             );
         }
-        let layout = bigbird(n);
-        let default = SplitPlan::default_max_tiles(&layout);
         let dense_uncut = time(&ctx, base, None);
-        for c in cuts.iter().copied().chain([default]) {
+        for (block, c) in cuts.iter().map(|&c| (32, Some(c))).chain([
+            (32, None),
+            (64, None),
+            (64, Some(usize::MAX)),
+        ]) {
+            let layout = bigbird_with_block(n, block);
+            let default = SplitPlan::default_max_tiles(&layout);
+            let c = c.unwrap_or(default);
             let ms = time(&ctx, base, Some((&layout, c)));
             let what = match c {
                 usize::MAX => "no cut".to_string(),
@@ -118,7 +128,7 @@ fn main() {
                 c => format!("at {c} blocks"),
             };
             println!(
-                "bigbird n {n:>5} {what:<16} {ms:>8.4} ms {:>6.2} TFLOP/s  {:.3} of dense \
+                "bigbird {block} n {n:>5} {what:<16} {ms:>8.4} ms {:>6.2} TFLOP/s  {:.3} of dense \
                  (uncut {:.3}; density {:.3}, goal 1.3 × density = {:.3})",
                 tflops(&base, Some(&layout), ms),
                 ms / best_dense,

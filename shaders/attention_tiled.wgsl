@@ -6,7 +6,8 @@
 //
 // A workgroup owns BQ query rows of one (batch, head) and walks key tiles of BKV keys: all of
 // them, or one work item: a run of its query block's tiles, or with SPARSE of its block-CSR
-// row (then BQ = BKV = the block). A row longer than that (BigBird's global rows visit every
+// row (then BQ = the block = SUB·BKV: a block of 64 is walked as two tiles of 32 keys, with
+// the tiling of dense attention). A row longer than that (BigBird's global rows visit every
 // block; dense rows when a launch has too few workgroups to fill the GPU) is cut into several
 // items, each writing its unnormalised output
 // with the row maxima and sums to a partial slot; `merge` then combines a row's slots
@@ -40,7 +41,8 @@
 // decide control flow.
 //
 // Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
-// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE, ITEMS (a work list: always
+// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE, SUB (BQ / BKV with SPARSE),
+// ITEMS (a work list: always
 // with SPARSE, dense when its rows are cut too); the ROW_MAX block folds
 // `mine` (this invocation's maxima of its four rows) into mx.
 
@@ -69,9 +71,10 @@ var<workgroup> shared_u32: u32;
 var<workgroup> item_s: vec4<u32>;
 const NO_SLOT: u32 = 0xffffffffu;
 
-// Key tile number t of a work item starting at `first`: a tile (dense) or a block-CSR entry.
+// Key tile number t (in tiles of BKV keys) of a work item starting at `first`: a tile
+// (dense), or sub-tile t % SUB of block-CSR entry first + t / SUB.
 fn tile_index(first: u32, t: u32) -> u32 {
-    if SPARSE { return col_idx[first + t]; }
+    if SPARSE { return col_idx[first + t / SUB] * SUB + t % SUB; }
     return first + t;
 }
 
@@ -113,15 +116,15 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     let len = min(lengths[b], p.seq);
 
     // Qᵀ, scaled; consecutive invocations take consecutive rows (distinct banks). Every
-    // load first (generated, qv*), then the stores: a short work item cannot hide loads
-    // that wait on each other.
+    // load first (generated, qv*), then the first key tile's, then the stores of Q (Q_STAGE):
+    // a short work item cannot hide loads that wait on each other.
     //@Q_LOAD
 
     var m = vec4<f32>(LOWEST); // running row maxima
     var l = vec4<f32>();       // this invocation's share of the row sums
     //@DECLARE
 
-    var tiles = item.z - item.y;
+    var tiles = (item.z - item.y) * select(1u, SUB, SPARSE);
     // With a causal mask, dense key tiles entirely after this query block contribute nothing.
     if CAUSAL && !SPARSE {
         let last = (q0 + BQ - 1u) / BKV + 1u;
@@ -132,12 +135,13 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
         let kn = tile_index(item.y, 0u);
         //@KV_LOAD
     }
+    //@Q_STAGE
     for (var t = 0u; t < tiles; t++) {
         // kb decides control flow only when causal (a skipped block): only then does it need
         // to be provably uniform.
         var kb_uniform = item.y + t;
         if SPARSE && CAUSAL {
-            if tid == 0u { shared_u32 = col_idx[item.y + t]; }
+            if tid == 0u { shared_u32 = tile_index(item.y, t); }
             kb_uniform = workgroupUniformLoad(&shared_u32);
         }
         let k0 = select(kb_uniform, tile_index(item.y, t), SPARSE && !CAUSAL) * BKV;

@@ -185,6 +185,7 @@ fn block_sparse_matches_dense_with_the_expanded_mask() {
             (96, bb(16, 0, 1, 0)),  // window only
             (128, bb(16, 0, 0, 2)), // random only (plus the diagonal-free rows)
             (200, bb(32, 1, 1, 2)),
+            (300, bb(64, 1, 1, 1)), // blocks of 64 walked as two tiles of 32 keys
         ];
         for (i, (seq, p)) in cases.into_iter().enumerate() {
             let layout = BlockLayout::bigbird(seq, p);
@@ -239,8 +240,8 @@ fn block_sparse_rows_cut_into_items_merge_exactly() {
             seed: 9,
         };
         let mut seed = 80;
-        for (seq, max_tiles) in [(200, 1), (200, 2), (101, 3)] {
-            let layout = BlockLayout::bigbird(seq, p(32));
+        for (seq, block, max_tiles) in [(200, 32, 1), (200, 32, 2), (101, 32, 3), (300, 64, 1)] {
+            let layout = BlockLayout::bigbird(seq, p(block));
             for causal in [false, true] {
                 seed += 1;
                 let att = Attention {

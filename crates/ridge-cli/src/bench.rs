@@ -254,7 +254,10 @@ fn print_sparse_vs_dense(rows: &[Row], say: &dyn Fn(String)) {
         ));
     }
     if !lines.is_empty() {
-        say("\nBigBird (block 32, 2 global, window 1, 3 random) vs dense attention, 12 heads of 64:".into());
+        say(format!(
+            "\nBigBird (block {}, 2 global, window 1, 3 random) vs dense attention, 12 heads of 64:",
+            ridge_kernels::sweep::BIGBIRD_BLOCK
+        ));
         for l in lines {
             say(l);
         }

@@ -107,7 +107,7 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         v.push(spec("nchw_to_nhwc", s, f32));
         v.push(spec("nhwc_to_nchw", &[s[0], s[2], s[3], s[1]], f32));
     }
-    // Dense vs BigBird attention (12 heads of 64, block 32: 2 global, window 1, 3 random).
+    // Dense vs BigBird attention (12 heads of 64; `bigbird`).
     let lengths: &[usize] = if full {
         &[512, 1024, 2048, 4096, 8192]
     } else {
@@ -121,10 +121,19 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     v
 }
 
-/// The BigBird layout the sweep uses for `n` tokens.
+/// Block size of the sweep's BigBird layouts.
+pub const BIGBIRD_BLOCK: usize = 32;
+
+/// The BigBird layout the sweep uses for `n` tokens: blocks of [`BIGBIRD_BLOCK`], 2 global,
+/// window 1, 3 random.
 pub fn bigbird(n: usize) -> ridge_model::sparsity::BlockLayout {
+    bigbird_with_block(n, BIGBIRD_BLOCK)
+}
+
+/// The sweep's BigBird layout with blocks of `block` tokens.
+pub fn bigbird_with_block(n: usize, block: usize) -> ridge_model::sparsity::BlockLayout {
     let p = ridge_model::sparsity::BigBird {
-        block: 32,
+        block,
         global: 2,
         window: 1,
         random: 3,
