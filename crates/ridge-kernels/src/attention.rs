@@ -1,7 +1,9 @@
 //! Fused multi-head attention, dense or BigBird block-sparse: register-blocked tiles
-//! (`shaders/attention_tiled.wgsl`) where they fit the adapter and the head width (≤ 64 for
-//! dense, blocks up to 32 for sparse on most adapters), else one query row per few
-//! invocations (`shaders/attention.wgsl`).
+//! (`shaders/attention_tiled.wgsl`) where they fit the adapter and the head width (≤ 64; for
+//! sparse, blocks that are multiples of 32, or the head width or half of it), else one query
+//! row per few invocations (`shaders/attention.wgsl`). The tiled kernel walks work items ([`SplitPlan`]): rows much
+//! longer than the others (BigBird's global rows) and dense launches too small to fill the
+//! GPU are cut, and a merge pass combines the pieces (split-KV).
 //!
 //! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head), n queries and n keys of width
 //! `head_dim`. Q, K, V and O are strided views ([`HeadLayout`]): `[B, H, S, D]`, `[B, S, H, D]`
