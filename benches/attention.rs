@@ -9,6 +9,8 @@
 //! (4·pairs·head_dim FLOPs) and BigBird's time as a fraction of dense next to its density.
 //! Not a test: `cargo bench --bench attention` (`-- --sizes 1024,4096` to choose).
 
+mod common;
+
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::attention::{Attention, SparseLayout, SplitPlan};
 use ridge::kernels::ceilings::warm_median_ms;
@@ -74,13 +76,7 @@ fn tflops(att: &Attention, layout: Option<&BlockLayout>, ms: f64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let sizes: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--sizes")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').map(|v| v.parse().expect("size")).collect())
-        .unwrap_or(vec![1024, 4096]);
+    let sizes = common::list("--sizes", &[1024, 4096]);
     let ctx = pollster::block_on(Context::new()).expect("adapter");
     println!("Attention work splitting on {}", ctx.describe());
     let splits = [1, 2, 3, 4, 8];

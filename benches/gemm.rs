@@ -9,6 +9,8 @@
 //! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
 //! (`-- --sizes 256,512` to choose). Prints TFLOP/s and ms.
 
+mod common;
+
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::ceilings::{self, warm_median_ms};
 use ridge::kernels::check::compare;
@@ -67,13 +69,7 @@ fn correct(
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let sizes: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--sizes")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.split(',').map(|v| v.parse().expect("size")).collect())
-        .unwrap_or(vec![1024, 2048, 4096]);
+    let sizes = common::list("--sizes", &[1024, 2048, 4096]);
     let ctx = pollster::block_on(Context::new()).expect("adapter");
     println!(
         "GEMM candidates on {} (coop f16: {})",

@@ -7,6 +7,8 @@
 //! forward pass with its pipeline compilation (a second run finds the driver's pipeline
 //! cache that the first saved, where the backend has one).
 
+mod common;
+
 use std::time::Instant;
 
 use ridge::core::{Context, DType, Tensor};
@@ -40,19 +42,9 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Bert {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let batches: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--batches")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| {
-            s.split(',')
-                .map(|b| b.parse().expect("batch size"))
-                .collect()
-        })
-        .unwrap_or(vec![1, 32]);
-    let random = args.iter().any(|a| a == "--random-weights");
-    let dtype = if args.iter().any(|a| a == "--f16") {
+    let batches = common::list("--batches", &[1, 32]);
+    let random = common::flag("--random-weights");
+    let dtype = if common::flag("--f16") {
         DType::F16
     } else {
         DType::F32
