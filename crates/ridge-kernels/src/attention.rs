@@ -11,6 +11,8 @@
 //! per-batch `lengths` (keys at or after it are padding), `causal`, and for block-sparse a
 //! [`BlockLayout`]. A query whose keys are all masked gets zeros.
 
+use std::borrow::Cow;
+
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 use ridge_model::sparsity::BlockLayout;
@@ -634,8 +636,6 @@ impl Attention {
         // balance the workgroups), or dense rows cut `kv_splits` ways; every other launch
         // has a workgroup per query block.
         let tiled = matches!(kernel, AttentionKernel::Tiled(_));
-        let dense_plan;
-        let dense_work;
         // Block-sparse tiles: the block is `query_tiles` tiles of queries and `key_tiles` of
         // keys (1 × 1 but for blocks larger than the tiling).
         let block = sparse.map_or(1, |s| s.layout.block as u32);
@@ -643,32 +643,30 @@ impl Attention {
             Some(_) if tiled => (block / bq, block / bk),
             _ => (1, 1),
         };
-        let sparse_plan;
-        let plan = match sparse {
+        // The work list: the layout's own (borrowed: already uploaded), or one built for this
+        // launch (owned).
+        let work_plan: Option<Cow<'_, SplitPlan>> = match sparse {
             Some(s) if tiled && query_tiles > 1 => {
-                sparse_plan = s.plan.per_query_tile(query_tiles);
-                Some(&sparse_plan)
+                Some(Cow::Owned(s.plan.per_query_tile(query_tiles)))
             }
-            Some(s) => tiled.then_some(&s.plan),
+            Some(s) => tiled.then_some(Cow::Borrowed(&s.plan)),
             None => {
                 let splits = self
                     .kv_splits
                     .unwrap_or_else(|| self.default_kv_splits(q_blocks, k_blocks))
                     .clamp(1, k_blocks);
-                if tiled && splits > 1 {
-                    // With a causal mask, query block qb needs only the key tiles up to its
-                    // last row.
-                    let tiles = |qb: usize| match self.causal {
-                        true => (((qb + 1) * bq as usize).min(self.seq)).div_ceil(bk as usize),
-                        false => k_blocks,
-                    } as u32;
-                    dense_plan = SplitPlan::dense(q_blocks, tiles, k_blocks.div_ceil(splits));
-                    Some(&dense_plan)
-                } else {
-                    None
-                }
+                // With a causal mask, query block qb needs only the key tiles up to its last
+                // row.
+                let tiles = |qb: usize| match self.causal {
+                    true => (((qb + 1) * bq as usize).min(self.seq)).div_ceil(bk as usize),
+                    false => k_blocks,
+                } as u32;
+                (tiled && splits > 1).then(|| {
+                    Cow::Owned(SplitPlan::dense(q_blocks, tiles, k_blocks.div_ceil(splits)))
+                })
             }
         };
+        let plan = work_plan.as_deref();
         let units = plan.map_or(q_blocks, |p| p.items.len());
         let (slots, merges) = plan.map_or((0, 0), |p| (p.slots, p.merges.len()));
         let mut words: Vec<u32> = vec![
@@ -719,23 +717,22 @@ impl Attention {
             }
         };
         let placeholder = ctx.placeholder();
-        let (rows_or_work, col_idx) = match sparse {
-            Some(s) if tiled && query_tiles > 1 => {
-                let words = plan.map(SplitPlan::words).unwrap_or_default();
-                dense_work = Tensor::from_slice(ctx, &words, &[words.len()])?;
-                (&dense_work, &s.col_idx)
+        // Binding 5: the work list (the layout's upload when the plan is its own), or the
+        // row kernel's block-CSR row pointers.
+        let built_work = match &work_plan {
+            Some(Cow::Owned(p)) => {
+                let words = p.words();
+                Some(Tensor::from_slice(ctx, &words, &[words.len()])?)
             }
-            Some(s) if tiled => (&s.work, &s.col_idx),
-            Some(s) => (&s.row_ptr, &s.col_idx),
-            None => match plan {
-                Some(plan) => {
-                    let words = plan.words();
-                    dense_work = Tensor::from_slice(ctx, &words, &[words.len()])?;
-                    (&dense_work, placeholder)
-                }
-                None => (placeholder, placeholder),
-            },
+            _ => None,
         };
+        let rows_or_work = match (sparse, &built_work) {
+            (_, Some(w)) => w,
+            (Some(s), None) if tiled => &s.work,
+            (Some(s), None) => &s.row_ptr,
+            (None, None) => placeholder,
+        };
+        let col_idx = sparse.map_or(placeholder, |s| &s.col_idx);
         let mut buffers = vec![
             (1, q),
             (2, k),
