@@ -9,9 +9,9 @@
 // row (then BQ = the block = SUB·BKV: a block of 64 is walked as two tiles of 32 keys, with
 // the tiling of dense attention). A row longer than that (BigBird's global rows visit every
 // block; dense rows when a launch has too few workgroups to fill the GPU) is cut into several
-// items, each writing its unnormalised output
-// with the row maxima and sums to a partial slot; `merge` then combines a row's slots
-// (split-KV as in Flash-Decoding, Dao et al. 2023; the merge is the online softmax's).
+// items, each writing its unnormalised output with the row maxima and sums to a partial slot;
+// `merge` then combines a row's slots (split-KV as in Flash-Decoding, Dao et al. 2023; the
+// merge is the online softmax's).
 // Without the split one workgroup walking a global row is the critical path of the launch.
 // Invocation (x, y) of the (BKV/4) × (BQ/4) workgroup owns query rows 4y..4y+3 and, per tile:
 //   1. scores for keys 4x..4x+3 as a 4 × 4 register block, from Qᵀ and Kᵀ staged in workgroup
@@ -41,9 +41,9 @@
 // decide control flow.
 //
 // Defines: T, DH (head dim), BQ, BKV (multiples of 4; DH a multiple of BKV: OQ = DH / BKV;
-// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE, SUB (BQ / BKV with SPARSE),
-// ITEMS (a work list: always
-// with SPARSE, dense when its rows are cut too); the ROW_MAX block folds
+// BKV·DH/4 a multiple of the invocation count), CAUSAL, SPARSE, SUB (key tiles per sparse
+// block; 1 when dense), ITEMS (a work list: always with SPARSE, dense when its rows are cut
+// too); the ROW_MAX block folds
 // `mine` (this invocation's maxima of its four rows) into mx.
 
 //@IO
@@ -124,7 +124,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     var l = vec4<f32>();       // this invocation's share of the row sums
     //@DECLARE
 
-    var tiles = (item.z - item.y) * select(1u, SUB, SPARSE);
+    var tiles = (item.z - item.y) * SUB;
     // With a causal mask, dense key tiles entirely after this query block contribute nothing.
     if CAUSAL && !SPARSE {
         let last = (q0 + BQ - 1u) / BKV + 1u;

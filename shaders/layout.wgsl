@@ -54,10 +54,8 @@ fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if wg >= per_batch * p.batch { return; }
     let b = wg / per_batch;
     let t = wg % per_batch;
-    let ty = t / p.tiles_c;
-    let tx = t % p.tiles_c;
-    let r0 = ty * TILE;
-    let c0 = tx * TILE;
+    let r0 = (t / p.tiles_c) * TILE;
+    let c0 = (t % p.tiles_c) * TILE;
     let base = b * p.rows * p.cols;
 
     let col = c0 + lid.x;

@@ -1,9 +1,10 @@
 //! Fused multi-head attention, dense or BigBird block-sparse: register-blocked tiles
 //! (`shaders/attention_tiled.wgsl`) where they fit the adapter and the head width (≤ 64; for
 //! sparse, blocks that are multiples of 32, or the head width or half of it), else one query
-//! row per few invocations (`shaders/attention.wgsl`). The tiled kernel walks work items ([`SplitPlan`]): rows much
-//! longer than the others (BigBird's global rows) and dense launches too small to fill the
-//! GPU are cut, and a merge pass combines the pieces (split-KV).
+//! row per few invocations (`shaders/attention.wgsl`). The tiled kernel walks work items
+//! ([`SplitPlan`]): rows much longer than the others (BigBird's global rows) and dense
+//! launches too small to fill the GPU are cut, and a merge pass combines the pieces
+//! (split-KV).
 //!
 //! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head), n queries and n keys of width
 //! `head_dim`. Q, K, V and O are strided views ([`HeadLayout`]): `[B, H, S, D]`, `[B, S, H, D]`
@@ -104,9 +105,10 @@ pub struct Attention {
     pub kv_splits: Option<usize>,
 }
 
-/// How the register-blocked kernel walks a block-sparse layout: each block row is cut into
-/// work items of at most `max_tiles` key blocks, so that no workgroup walks a row much longer
-/// than the others (BigBird's global rows visit every block: uncut, one workgroup per global
+/// How the register-blocked kernel walks its rows (a block-sparse layout's, or dense
+/// attention's when [`Attention::kv_splits`] cuts them): each row is cut into work items of at
+/// most `max_tiles` key blocks or tiles, so that no workgroup walks a row much longer than the
+/// others (BigBird's global rows visit every block: uncut, one workgroup per global
 /// row is the critical path of the whole launch, and the time grows with n whatever the
 /// density). A row cut into several items writes each item's unnormalised output, row maxima
 /// and row sums to a partial slot, and a second pass merges them (split-KV, as in
@@ -199,14 +201,16 @@ impl SplitPlan {
         }
     }
 
-    /// The work list as the kernel reads it: the items, then the merges.
-    fn words(&self) -> Vec<u32> {
-        self.items
+    /// The work list as the kernel reads it (the items, then the merges), uploaded.
+    fn upload(&self, ctx: &Context) -> Result<Tensor> {
+        let words: Vec<u32> = self
+            .items
             .iter()
             .chain(&self.merges)
             .flatten()
             .copied()
-            .collect()
+            .collect();
+        Tensor::from_slice(ctx, &words, &[words.len()])
     }
 }
 
@@ -232,8 +236,7 @@ impl SparseLayout {
     /// Uploads `layout`, cutting rows into work items of at most `max_tiles` key blocks.
     pub fn upload_split(ctx: &Context, layout: BlockLayout, max_tiles: usize) -> Result<Self> {
         let plan = SplitPlan::new(&layout, max_tiles);
-        let words = plan.words();
-        let work = Tensor::from_slice(ctx, &words, &[words.len()])?;
+        let work = plan.upload(ctx)?;
         let row_ptr = Tensor::from_slice(ctx, &layout.row_ptr, &[layout.row_ptr.len()])?;
         let cols = if layout.col_idx.is_empty() {
             vec![0]
@@ -720,10 +723,7 @@ impl Attention {
         // Binding 5: the work list (the layout's upload when the plan is its own), or the
         // row kernel's block-CSR row pointers.
         let built_work = match &work_plan {
-            Some(Cow::Owned(p)) => {
-                let words = p.words();
-                Some(Tensor::from_slice(ctx, &words, &[words.len()])?)
-            }
+            Some(Cow::Owned(p)) => Some(p.upload(ctx)?),
             _ => None,
         };
         let rows_or_work = match (sparse, &built_work) {
