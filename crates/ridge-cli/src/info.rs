@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use ridge_core::RuntimeChecks;
 use ridge_core::context::{self, AdapterReport};
 
 #[derive(clap::Args)]
@@ -58,6 +59,15 @@ pub fn run(args: Args) -> crate::CliResult {
             println!(
                 "    subgroups    {}..{} invocations",
                 r.subgroup_size[0], r.subgroup_size[1]
+            );
+            println!(
+                "    shader checks {}",
+                match r.shader_checks {
+                    RuntimeChecks::Naga => "naga's (indices clamped, loops bounded)",
+                    RuntimeChecks::Driver => {
+                        "the driver's (robust buffer access; RIDGE_SHADER_CHECKS=1 adds naga's)"
+                    }
+                }
             );
             for (name, value) in &r.limits {
                 println!("    {name:<36} {value}");

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::pipeline::PipelineCache;
+use crate::pipeline::{PipelineCache, RuntimeChecks};
 use crate::recorder::Recorder;
 
 /// Environment variable that picks an adapter: a backend name (`vulkan`, `gl`, `metal`,
@@ -282,6 +282,7 @@ impl Context {
             crate::DType::F32,
         );
         tracing::info!("ridge context on {}", describe(&info));
+        let checks = RuntimeChecks::for_backend(info.backend);
         Self {
             adapter,
             device,
@@ -289,7 +290,7 @@ impl Context {
             info,
             limits,
             features,
-            pipelines: PipelineCache::new(driver_cache),
+            pipelines: PipelineCache::new(driver_cache, checks),
             coop_f16,
             placeholder,
             buffers: Arc::default(),
@@ -546,6 +547,8 @@ pub struct AdapterReport {
     pub subgroup_size: [u32; 2],
     /// `(WebGPU limit name, value)`.
     pub limits: Vec<(&'static str, u64)>,
+    /// Whether naga's run-time checks are compiled into Ridge's shaders on this backend.
+    pub shader_checks: RuntimeChecks,
 }
 
 impl AdapterReport {
@@ -571,6 +574,7 @@ impl AdapterReport {
                 .collect(),
             subgroup_size: [info.subgroup_min_size, info.subgroup_max_size],
             limits: report_limits(limits),
+            shader_checks: RuntimeChecks::for_backend(info.backend),
         }
     }
 }

@@ -16,7 +16,7 @@ pub mod tuning;
 pub use context::{Context, ContextOptions, Fingerprint};
 pub use disk::cache_dir;
 pub use error::{Error, Result};
-pub use pipeline::{Defines, PipelineCache, ShaderSource};
+pub use pipeline::{Defines, PipelineCache, RuntimeChecks, ShaderSource};
 pub use profiler::{Profile, Span, TimingMethod};
 pub use recorder::Dispatch;
 pub use tensor::{DType, Element, Tensor};

@@ -111,18 +111,62 @@ pub struct PipelineCache {
     compiled: AtomicUsize,
     driver: Option<DriverCache>,
     saved: AtomicUsize,
+    checks: RuntimeChecks,
+}
+
+/// Whether naga adds its own run-time checks to Ridge's shaders: array indices clamped
+/// (workgroup and private arrays, and buffers where the driver has no robust access), every
+/// loop given an iteration bound, integer division guarded against zero.
+///
+/// [`RuntimeChecks::Driver`] leaves them out where the driver itself keeps buffer accesses in
+/// bounds: Vulkan, whose `robustBufferAccess` wgpu enables (Vulkan 1.3 spec, §"Robust Buffer
+/// Access"). Ridge's kernels are its own, index workgroup memory within bounds by
+/// construction, bound every loop by a shape, and divide only by non-zero shapes, and the
+/// tests run them this way on lavapipe. A clamp costs an integer instruction and an address
+/// computation on every workgroup-memory read of the inner loops (benches/NOTES.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeChecks {
+    /// naga's checks everywhere (wgpu's default).
+    #[default]
+    Naga,
+    /// No naga checks; buffer robustness left to the driver. Only for Vulkan.
+    Driver,
+}
+
+impl RuntimeChecks {
+    /// Environment variable that forces naga's checks on (`1`), e.g. to rule them out when
+    /// hunting a wrong result.
+    pub const ENV: &'static str = "RIDGE_SHADER_CHECKS";
+
+    /// [`RuntimeChecks::Driver`] on Vulkan unless `RIDGE_SHADER_CHECKS=1`; naga's checks
+    /// elsewhere.
+    pub fn for_backend(backend: wgpu::Backend) -> Self {
+        let forced = std::env::var(Self::ENV).is_ok_and(|v| v == "1");
+        if backend == wgpu::Backend::Vulkan && !forced {
+            Self::Driver
+        } else {
+            Self::Naga
+        }
+    }
 }
 
 impl PipelineCache {
-    /// An empty cache compiling through `driver` when given.
-    pub fn new(driver: Option<DriverCache>) -> Self {
+    /// An empty cache compiling through `driver` when given, with `checks`.
+    pub fn new(driver: Option<DriverCache>, checks: RuntimeChecks) -> Self {
         Self {
             modules: Mutex::default(),
             pipelines: Mutex::default(),
             compiled: AtomicUsize::new(0),
             driver,
             saved: AtomicUsize::new(0),
+            checks,
         }
+    }
+
+    /// The run-time checks compiled into the shaders.
+    pub fn checks(&self) -> RuntimeChecks {
+        self.checks
     }
 
     /// The driver's on-disk pipeline cache, where the backend has one.
@@ -169,10 +213,22 @@ impl PipelineCache {
         let module = modules
             .entry((shader.name, defines.clone()))
             .or_insert_with(|| {
-                device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(shader.name),
                     source: wgpu::ShaderSource::Wgsl(defines.apply(shader).into()),
-                })
+                };
+                match self.checks {
+                    RuntimeChecks::Naga => device.create_shader_module(desc),
+                    // SAFETY: only chosen on Vulkan, where the driver keeps buffer accesses
+                    // in bounds; Ridge's shaders index workgroup and private arrays in
+                    // bounds, end every loop and never divide by zero (RuntimeChecks).
+                    RuntimeChecks::Driver => unsafe {
+                        device.create_shader_module_trusted(
+                            desc,
+                            wgpu::ShaderRuntimeChecks::unchecked(),
+                        )
+                    },
+                }
             });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(entry),
