@@ -7,7 +7,8 @@
 //! MiniLM's up projection: fused into the GEMM against the GEMM followed by the element-wise
 //! GELU, next to the saving the roofline model predicts (the GELU pass's bytes ÷ measured
 //! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
-//! (`-- --sizes 256,512` to choose). Prints TFLOP/s and ms.
+//! (`-- --sizes 256,512` to choose; `-- --coop` or `-- --tiled` for one kernel's candidates).
+//! Prints TFLOP/s and ms.
 
 mod common;
 
@@ -82,8 +83,14 @@ fn main() {
     }
     // MiniLM at batch 32 × 128 tokens: QKV, FFN up and FFN down projections.
     let minilm = [(4096, 1152, 384), (4096, 1536, 384), (4096, 384, 1536)];
+    // `--coop`: only the tensor-core candidates (`--tiled`: only the SIMT ones).
+    let (coop_only, tiled_only) = (common::flag("--coop"), common::flag("--tiled"));
     for dtype in dtypes {
         for kernel in GemmKernel::candidates(&ctx, dtype) {
+            let coop = matches!(kernel, GemmKernel::Coop(_));
+            if (coop_only && !coop) || (tiled_only && coop) {
+                continue;
+            }
             let mut line = format!("{dtype} {kernel:?}");
             if let Err(e) = correct(&ctx, kernel, dtype, 133, 70, 97)
                 .and_then(|()| correct(&ctx, kernel, dtype, 132, 68, 96))

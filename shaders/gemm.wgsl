@@ -9,9 +9,10 @@
 // strided stores of a transposed slice fall in distinct banks.
 //
 // Software pipelining: the next slice is loaded from memory into registers (ar*, br*) while
-// the current one is multiplied, and stored to workgroup memory after the barrier, so
-// memory latency overlaps arithmetic. (Double-buffering the staged slices instead, one
-// barrier per slice, measured slower on the H200: benches/NOTES.md.) With VA = 4 (VB = 4) A (B) is read as vec4 along its
+// the current one is multiplied, and stored to workgroup memory after it, so memory latency
+// overlaps arithmetic. With STAGES = 2 the staged slices are double-buffered (the next slice
+// goes to the other buffer: one barrier per slice instead of two, twice the workgroup
+// memory); the tuning table chooses. With VA = 4 (VB = 4) A (B) is read as vec4 along its
 // contiguous stored dimension, 16 bytes per load for f32 (the launcher sets it when the
 // leading dimension and batch stride are multiples of 4). Out-of-range rows, columns and k
 // load as 0 and are never stored, so any M, N, K works.
@@ -22,7 +23,7 @@
 //
 // Defines (prepended by Ridge): T (storage type), AT and BT (T or vec4<T>), VA and VB (1 or
 // 4, their widths), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
-// invocation count, BN*BK of VB times it), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. With
+// invocation count, BN*BK of VB times it), STAGES (1 or 2), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. With
 // TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored
 // N x K; otherwise K x N.
 // The workgroup grid is linear (x + y*nx + z*nx*ny) so that it can exceed 65,535 in x.
@@ -46,8 +47,12 @@ const THREADS: u32 = WG_X * WG_Y;
 const AS: u32 = BM / 4u + 1u; // vec4s per staged k row of A, padded
 const BS: u32 = BN / 4u + 1u; // vec4s per staged k row of B, padded
 
-var<workgroup> a_tile: array<vec4<f32>, BK * AS>; // a_tile[k * AS + m / 4][m % 4]
-var<workgroup> b_tile: array<vec4<f32>, BK * BS>; // b_tile[k * BS + n / 4][n % 4]
+const A_SLICE: u32 = BK * AS; // vec4s per staged slice of A
+const B_SLICE: u32 = BK * BS;
+
+// a_tile[slot * A_SLICE + k * AS + m / 4][m % 4], b_tile[slot * B_SLICE + k * BS + n / 4][n % 4]
+var<workgroup> a_tile: array<vec4<f32>, STAGES * A_SLICE>;
+var<workgroup> b_tile: array<vec4<f32>, STAGES * B_SLICE>;
 
 // (m, k) of the first element of load i of the A slice and (k, n) of load i of the B
 // slice, numbered so that consecutive invocations read consecutive addresses of the stored
@@ -115,16 +120,25 @@ fn gemm(
     // the next slice into registers, multiply the staged one (the k steps unrolled, each
     // step's reads issued before the previous step's multiply-adds).
     var k1 = 0u;
+    var ro = 0u; // the staged slice being multiplied
+    var so = 0u; // where the next slice is staged
     //@LOAD
+    //@STAGE
+    workgroupBarrier();
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        //@STAGE
-        workgroupBarrier();
         k1 = k0 + BK;
         if k1 < p.k {
             //@LOAD
         }
         //@FMA
+        so = (ro + 1u) % STAGES;
+        // One buffer: wait until every invocation has read it before overwriting it.
+        if STAGES == 1u { workgroupBarrier(); }
+        if k1 < p.k {
+            //@STAGE
+        }
         workgroupBarrier();
+        ro = so;
     }
 
     //@STORE

@@ -17,7 +17,7 @@
 // half each; out-of-range elements load as 0, so any M, N, K works.
 //
 // Software pipelining as in gemm.wgsl: the next slice is loaded into registers while the
-// current one is multiplied. The register loads, stores and the unrolled k steps with their
+// current one is multiplied; STAGES = 2 double-buffers the staged slices. The register loads, stores and the unrolled k steps with their
 // FM x FN named accumulators are generated (the //@ markers).
 //
 // The epilogue goes through a 16 x 16 f32 scratch tile per subgroup to apply alpha, beta, the
@@ -29,7 +29,7 @@
 // matrices at subgroup size 32 (NVIDIA tensor cores through naga's wgpu_cooperative_matrix
 // extension); everywhere else the tiled SIMT kernel in gemm.wgsl runs.
 //
-// Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), AT and BT (f16 or
+// Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), STAGES (1 or 2), AT and BT (f16 or
 // mat2x4<f16>), VA and VB (1 or 8), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. Fragment strides are
 // consts (naga 30.0.2's SPIR-V writer fails on cooperative loads whose stride reads a uniform
 // inside a loop).
@@ -58,8 +58,11 @@ const B_ROWS: u32 = select(BK, BN, TRANS_B);
 const B_COLS: u32 = select(BN, BK, TRANS_B);
 const BS: u32 = B_COLS + 8u;
 
-var<workgroup> a_tile: array<f16, A_ROWS * AS>;
-var<workgroup> b_tile: array<f16, B_ROWS * BS>;
+const A_SLICE: u32 = A_ROWS * AS; // halves per staged slice
+const B_SLICE: u32 = B_ROWS * BS;
+
+var<workgroup> a_tile: array<f16, STAGES * A_SLICE>; // STAGES slices, one after the other
+var<workgroup> b_tile: array<f16, STAGES * B_SLICE>;
 var<workgroup> scratch: array<f32, SG_M * SG_N * 256u>; // one 16 x 16 tile per subgroup
 
 // Load i (of VA halves) of a staged A slice: (row, column) within the slice.
@@ -152,16 +155,25 @@ fn gemm_coop(
     //@DECLARE
 
     var k1 = 0u;
+    var ro = 0u; // the staged slice being multiplied
+    var so = 0u; // where the next slice is staged
     //@LOAD
+    //@STAGE
+    workgroupBarrier();
     for (var k0 = 0u; k0 < p.k; k0 += BK) {
-        //@STAGE
-        workgroupBarrier();
         k1 = k0 + BK;
         if k1 < p.k {
             //@LOAD
         }
         //@MMA
+        so = (ro + 1u) % STAGES;
+        // One buffer: wait until every invocation has read it before overwriting it.
+        if STAGES == 1u { workgroupBarrier(); }
+        if k1 < p.k {
+            //@STAGE
+        }
         workgroupBarrier();
+        ro = so;
     }
 
     let row0 = m0 + sm;

@@ -39,6 +39,7 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
                 bk: 8,
                 tm: 4,
                 tn: 4,
+                stages: 1,
             };
             let set = table_with(
                 "gemm",

@@ -39,6 +39,9 @@ pub struct Span {
     pub scope: String,
     /// Milliseconds; `None` when it could not be measured.
     pub ms: Option<f64>,
+    /// When it began, ms after the profile's first timestamp (GPU timestamps only).
+    #[serde(default)]
+    pub start_ms: Option<f64>,
 }
 
 /// The spans of one profile, in dispatch order.
@@ -64,6 +67,22 @@ impl Profile {
             return None;
         }
         self.spans.iter().map(|s| s.ms).sum()
+    }
+
+    /// GPU time from the first dispatch's start to the last one's end, idle gaps included
+    /// (what CUDA events around a forward measure); `None` without GPU timestamps.
+    pub fn elapsed_ms(&self) -> Option<f64> {
+        let ends = self.spans.iter().map(|s| Some(s.start_ms? + s.ms?));
+        let end = ends
+            .collect::<Option<Vec<f64>>>()?
+            .into_iter()
+            .reduce(f64::max)?;
+        let start = self
+            .spans
+            .iter()
+            .filter_map(|s| s.start_ms)
+            .reduce(f64::min)?;
+        Some(end - start)
     }
 
     /// Spans grouped by op name in first-seen order: (name, count, total ms or `None` if any
@@ -224,21 +243,34 @@ impl ProfileState {
             ticks.push(bytemuck::pod_collect_to_vec(&raw));
         }
         let period_ns = ctx.queue().get_timestamp_period() as f64;
+        let to_ms = |ticks: u64| ticks as f64 * period_ns * 1e-6;
+        let origin = ticks.iter().flatten().copied().filter(|&t| t > 0).min();
         let spans = self
             .spans
             .into_iter()
             .map(|(name, scope, p)| {
-                let ms = match p {
+                let (ms, start_ms) = match p {
                     Pending::Timestamps { set, pair } => {
                         let t = &ticks[set];
                         let (begin, end) = (t[2 * pair as usize], t[2 * pair as usize + 1]);
                         // A zero or negative interval means the timer could not resolve it.
-                        (end > begin).then(|| (end - begin) as f64 * period_ns * 1e-6)
+                        let ms = (end > begin).then(|| to_ms(end - begin));
+                        (
+                            ms,
+                            origin
+                                .filter(|&o| ms.is_some() && begin >= o)
+                                .map(|o| to_ms(begin - o)),
+                        )
                     }
-                    Pending::Measured(ms) => Some(ms),
-                    Pending::Unavailable => None,
+                    Pending::Measured(ms) => (Some(ms), None),
+                    Pending::Unavailable => (None, None),
                 };
-                Span { name, scope, ms }
+                Span {
+                    name,
+                    scope,
+                    ms,
+                    start_ms,
+                }
             })
             .collect();
         Ok(Profile {
@@ -261,6 +293,7 @@ mod tests {
                     name: "op".into(),
                     scope: String::new(),
                     ms,
+                    start_ms: None,
                 })
                 .collect(),
         }
@@ -275,5 +308,21 @@ mod tests {
         assert_eq!(p.median_launch_ms(4), None, "uneven runs");
         assert_eq!(p.median_launch_ms(0), None);
         assert_eq!(profile(&[Some(1.0), None]).median_launch_ms(1), None);
+    }
+
+    #[test]
+    fn elapsed_time_spans_first_start_to_last_end_gaps_included() {
+        let mut p = profile(&[Some(1.0), Some(2.0), Some(0.5)]);
+        assert_eq!(p.elapsed_ms(), None, "no start times");
+        // Dispatches at 0-1, 1.5-3.5 (a gap of 0.5) and 3.0-3.5 (overlapping the second).
+        for (s, start) in p.spans.iter_mut().zip([0.0, 1.5, 3.0]) {
+            s.start_ms = Some(start);
+        }
+        assert_eq!(p.elapsed_ms(), Some(3.5));
+        assert_eq!(p.total_ms(), Some(3.5));
+        p.spans[0].start_ms = Some(0.5);
+        assert_eq!(p.elapsed_ms(), Some(3.0));
+        p.spans[2].ms = None;
+        assert_eq!(p.elapsed_ms(), None, "an untimed dispatch");
     }
 }

@@ -1,9 +1,9 @@
 //! Recording dispatches: batched into few command buffers, optionally timed.
 //!
 //! Ops call [`Context::dispatch`]; dispatches accumulate in one command encoder and are
-//! submitted every 16 dispatches and when the host needs a result ([`Context::flush`],
-//! read-backs), so a whole model forward pass is a handful of submissions, not one per op,
-//! and the GPU works while the host records. Each dispatch's
+//! submitted after 2, 4, 8, then every 16 dispatches, and when the host needs a result
+//! ([`Context::flush`], read-backs), so a whole model forward pass is a handful of
+//! submissions, not one per op, and the GPU works while the host records. Each dispatch's
 //! uniform parameters go into one arena buffer per submission (written just before it is
 //! submitted), not into a buffer of their own.
 
@@ -16,7 +16,10 @@ use crate::profiler::{Profile, ProfileState, TimingMethod};
 /// the H200, MiniLM's 53 dispatches took ≈ 3 ms of wall clock beyond their GPU time when
 /// submitted together; benches/NOTES.md), so a forward pass submitted only at its end
 /// leaves the GPU idle for that long.
+/// The first submission after a flush comes sooner (2 dispatches, then 4, 8, 16): an idle GPU
+/// starts after two dispatches' recording instead of sixteen.
 const FLUSH_EVERY: u32 = 16;
+const FLUSH_FIRST: u32 = 2;
 /// Bytes of uniform parameters per submission.
 const ARENA_BYTES: u64 = 64 << 10;
 
@@ -44,6 +47,8 @@ pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
     arena: Option<Arena>,
     recorded: u32,
+    /// Dispatches that trigger the next submission (0: [`FLUSH_FIRST`]).
+    flush_at: u32,
     scope: String,
     pub(crate) profile: Option<ProfileState>,
 }
@@ -70,8 +75,10 @@ impl Context {
         }
         let mut rec = self.recorder();
         self.record(&mut rec, &d);
-        if rec.recorded >= FLUSH_EVERY {
+        let at = rec.flush_at.max(FLUSH_FIRST);
+        if rec.recorded >= at {
             self.flush_locked(&mut rec);
+            rec.flush_at = (2 * at).min(FLUSH_EVERY);
         }
         Ok(())
     }
@@ -155,6 +162,7 @@ impl Context {
     pub fn flush(&self) {
         let mut rec = self.recorder();
         self.flush_locked(&mut rec);
+        rec.flush_at = FLUSH_FIRST;
     }
 
     /// Writes the uniform arena and submits the pending encoder, under the recorder's lock:

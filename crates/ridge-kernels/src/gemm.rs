@@ -56,6 +56,10 @@ pub struct GemmConfig {
     pub tm: u32,
     /// Columns of C per invocation.
     pub tn: u32,
+    /// Staged slices in workgroup memory: 1 (two barriers per slice: the slice is
+    /// overwritten only after every invocation has read it) or 2 (double buffering: the next
+    /// slice goes to the other buffer, one barrier per slice, twice the memory).
+    pub stages: u32,
 }
 
 impl GemmConfig {
@@ -67,16 +71,17 @@ impl GemmConfig {
         bk: 16,
         tm: 4,
         tn: 4,
+        stages: 1,
     };
 
     /// Invocations per workgroup.
     pub fn invocations(&self) -> u32 {
         (self.bm / self.tm) * (self.bn / self.tn)
     }
-    /// Bytes of workgroup memory: the staged f32 slices of A and B, each k row padded by
-    /// four values.
+    /// Bytes of workgroup memory: the staged f32 slices of A and B (each k row padded by
+    /// four values), times the stages.
     pub fn workgroup_bytes(&self) -> u32 {
-        (self.bm + self.bn + 8) * self.bk * 4
+        (self.bm + self.bn + 8) * self.bk * 4 * self.stages
     }
 }
 
@@ -98,6 +103,8 @@ pub struct CoopConfig {
     pub fn_: u32,
     /// Depth of each staged K slice, a multiple of 16.
     pub bk: u32,
+    /// Staged slices in workgroup memory, 1 or 2 (as [`GemmConfig::stages`]).
+    pub stages: u32,
 }
 
 impl CoopConfig {
@@ -108,6 +115,7 @@ impl CoopConfig {
         fm: 2,
         fn_: 2,
         bk: 32,
+        stages: 1,
     };
 
     /// Rows of C per workgroup.
@@ -123,10 +131,11 @@ impl CoopConfig {
         32 * self.sg_m * self.sg_n
     }
     /// Bytes of workgroup memory: f16 A and B slices, each staged row padded by 8 halves
-    /// (the larger of the two stored layouts), plus a 16×16 f32 scratch per subgroup.
+    /// (the larger of the two stored layouts), times the stages, plus a 16×16 f32 scratch
+    /// per subgroup.
     pub fn workgroup_bytes(&self) -> u32 {
         let slice = |rows: u32| (rows * (self.bk + 8)).max(self.bk * (rows + 8));
-        (slice(self.bm()) + slice(self.bn())) * 2 + self.sg_m * self.sg_n * 256 * 4
+        (slice(self.bm()) + slice(self.bn())) * 2 * self.stages + self.sg_m * self.sg_n * 256 * 4
     }
     /// Whether the tiling is valid (see the type's documentation).
     pub fn is_valid(&self) -> bool {
@@ -137,6 +146,7 @@ impl CoopConfig {
             && self.fn_ > 0
             && self.bk > 0
             && self.bk.is_multiple_of(16)
+            && (self.stages == 1 || self.stages == 2)
             && (self.bm() * self.bk).is_multiple_of(t)
             && (self.bn() * self.bk).is_multiple_of(t)
     }
@@ -166,6 +176,7 @@ impl GemmKernel {
                 bk: 8,
                 tm: 8,
                 tn: 8,
+                stages: 1,
             })
         } else {
             GemmKernel::Tiled(GemmConfig::DEFAULT)
@@ -202,6 +213,7 @@ impl GemmKernel {
                 ("BK", c.bk),
                 ("TM", c.tm),
                 ("TN", c.tn),
+                ("STAGES", c.stages),
             ],
             GemmKernel::Coop(c) => vec![
                 ("COOP", 1),
@@ -210,14 +222,16 @@ impl GemmKernel {
                 ("FM", c.fm),
                 ("FN", c.fn_),
                 ("BK", c.bk),
+                ("STAGES", c.stages),
             ],
         };
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
-    /// From a tuning table's parameters; `None` when some are missing.
+    /// From a tuning table's parameters; `None` when some are missing (`STAGES` may be: 1).
     pub fn from_params(p: &ridge_core::VariantParams) -> Option<Self> {
         let g = |k: &str| p.get(k).copied();
+        let stages = g("STAGES").unwrap_or(1);
         Some(if g("COOP")? == 1 {
             GemmKernel::Coop(CoopConfig {
                 sg_m: g("SG_M")?,
@@ -225,6 +239,7 @@ impl GemmKernel {
                 fm: g("FM")?,
                 fn_: g("FN")?,
                 bk: g("BK")?,
+                stages,
             })
         } else {
             GemmKernel::Tiled(GemmConfig {
@@ -233,37 +248,56 @@ impl GemmKernel {
                 bk: g("BK")?,
                 tm: g("TM")?,
                 tn: g("TN")?,
+                stages,
             })
         })
     }
 
     /// Candidates the autotuner tries on `ctx` for `dtype` (those that fit).
     pub fn candidates(ctx: &Context, dtype: DType) -> Vec<Self> {
-        let tiled = |bm, bn, bk, tm, tn| GemmKernel::Tiled(GemmConfig { bm, bn, bk, tm, tn });
+        // (tiling, stages): double buffering where the H200 measured it competitive
+        // (benches/NOTES.md); each candidate costs the tests a compile on every adapter.
+        let tiled = |bm, bn, bk, tm, tn, stages| {
+            GemmKernel::Tiled(GemmConfig {
+                bm,
+                bn,
+                bk,
+                tm,
+                tn,
+                stages,
+            })
+        };
         let mut v = vec![
-            tiled(64, 64, 16, 4, 4),
-            tiled(64, 64, 8, 4, 4),
-            tiled(32, 32, 16, 4, 4),
-            tiled(128, 64, 8, 8, 4),
-            tiled(64, 128, 8, 4, 8),
-            tiled(128, 128, 8, 8, 8),
-            tiled(128, 128, 16, 8, 8),
-            tiled(64, 64, 32, 4, 4),
-            tiled(128, 64, 16, 8, 4),
-            tiled(256, 128, 8, 8, 8),
-            tiled(128, 128, 8, 16, 8),
+            tiled(64, 64, 16, 4, 4, 1),
+            tiled(64, 64, 16, 4, 4, 2),
+            tiled(64, 64, 8, 4, 4, 1),
+            tiled(64, 64, 8, 4, 4, 2),
+            tiled(32, 32, 16, 4, 4, 1),
+            tiled(128, 64, 8, 8, 4, 1),
+            tiled(64, 128, 8, 4, 8, 1),
+            tiled(128, 128, 8, 8, 8, 1),
+            tiled(128, 128, 8, 8, 8, 2),
+            tiled(128, 128, 16, 8, 8, 1),
+            tiled(64, 64, 32, 4, 4, 1),
+            tiled(128, 64, 16, 8, 4, 1),
+            tiled(256, 128, 8, 8, 8, 1),
+            tiled(128, 128, 8, 16, 8, 1),
         ];
-        for (sg_m, sg_n, fm, fn_, bk) in [
-            (2, 2, 2, 2, 32),
-            (2, 2, 2, 2, 64),
-            (2, 2, 4, 4, 32),
-            (4, 2, 2, 2, 32),
-            (4, 4, 2, 2, 32),
-            (4, 4, 2, 2, 16),
-            (4, 4, 2, 4, 32),
-            (4, 4, 4, 2, 32),
-            (4, 2, 4, 4, 32),
-            (2, 4, 4, 4, 32),
+        for (sg_m, sg_n, fm, fn_, bk, stages) in [
+            (2, 2, 2, 2, 32, 1),
+            (2, 2, 2, 2, 64, 1),
+            (2, 2, 2, 2, 64, 2),
+            (2, 2, 4, 4, 32, 1),
+            (2, 2, 4, 4, 64, 1),
+            (4, 2, 2, 2, 32, 1),
+            (4, 4, 2, 2, 32, 1),
+            (4, 4, 2, 2, 16, 1),
+            (4, 4, 2, 2, 16, 2),
+            (4, 4, 2, 4, 32, 1),
+            (4, 4, 4, 2, 32, 1),
+            (4, 2, 4, 4, 32, 1),
+            (2, 4, 4, 4, 32, 1),
+            (2, 4, 2, 4, 32, 1),
         ] {
             v.push(GemmKernel::Coop(CoopConfig {
                 sg_m,
@@ -271,6 +305,7 @@ impl GemmKernel {
                 fm,
                 fn_,
                 bk,
+                stages,
             }));
         }
         v.retain(|k| k.fits(ctx, dtype));
@@ -601,6 +636,7 @@ fn check_config(c: &GemmConfig) -> Result<()> {
         && c.tm.is_multiple_of(4)
         && c.tn.is_multiple_of(4)
         && c.bk > 0
+        && (c.stages == 1 || c.stages == 2)
         && c.bm.is_multiple_of(c.tm)
         && c.bn.is_multiple_of(c.tn)
         && (c.bm * c.bk).is_multiple_of(c.invocations())
@@ -611,8 +647,8 @@ fn check_config(c: &GemmConfig) -> Result<()> {
     Err(Error::invalid(
         "gemm",
         format!(
-            "tiling {c:?}: TM and TN must be multiples of 4, BM and BN of TM and TN, and \
-             BM·BK and BN·BK of the invocation count"
+            "tiling {c:?}: TM and TN must be multiples of 4, BM and BN of TM and TN, \
+             BM·BK and BN·BK of the invocation count, and stages 1 or 2"
         ),
     ))
 }
@@ -678,18 +714,25 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
     let comps = ["x", "y", "z", "w"];
     // Stores register `reg` to `tile` with its first element at k row `k`, column `c`: one
     // element, a vec4 along the columns, or (`along_k`) a vec4 down four k rows.
-    let stage_one = |tile: &str, stride: &str, reg: &str, k: &str, c: &str, width, along_k| match (
-        width, along_k,
-    ) {
-        (1, _) => format!("{tile}[{k} * {stride} + {c} / 4u][{c} % 4u] = {reg};\n"),
-        (_, false) => format!("{tile}[{k} * {stride} + {c} / 4u] = {reg};\n"),
+    let stage_one = |tile: &str, stride: &str, reg: &str, k: &str, c: &str, width, along_k| {
+        let slice = if tile == "a_tile" {
+            "A_SLICE"
+        } else {
+            "B_SLICE"
+        };
+        match (width, along_k) {
+        (1, _) => format!("{tile}[so * {slice} + {k} * {stride} + {c} / 4u][{c} % 4u] = {reg};\n"),
+        (_, false) => format!("{tile}[so * {slice} + {k} * {stride} + {c} / 4u] = {reg};\n"),
         _ => comps
             .iter()
             .enumerate()
             .map(|(l, comp)| {
-                format!("{tile}[({k} + {l}u) * {stride} + {c} / 4u][{c} % 4u] = {reg}.{comp};\n")
+                format!(
+                    "{tile}[so * {slice} + ({k} + {l}u) * {stride} + {c} / 4u][{c} % 4u] = {reg}.{comp};\n"
+                )
             })
             .collect(),
+        }
     };
     for e in 0..per_a {
         load.push_str(&format!(
@@ -727,12 +770,12 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         let mut r = String::new();
         for i in 0..row_quads {
             r.push_str(&format!(
-                "let a{kk}_{i} = a_tile[{kk}u * AS + lid.y + {i}u * WG_Y];\n"
+                "let a{kk}_{i} = a_tile[ro * A_SLICE + {kk}u * AS + lid.y + {i}u * WG_Y];\n"
             ));
         }
         for j in 0..col_quads {
             r.push_str(&format!(
-                "let b{kk}_{j} = b_tile[{kk}u * BS + lid.x + {j}u * WG_X];\n"
+                "let b{kk}_{j} = b_tile[ro * B_SLICE + {kk}u * BS + lid.x + {j}u * WG_X];\n"
             ));
         }
         r
@@ -821,6 +864,7 @@ fn config_defines(
         .u32("BK", c.bk)
         .u32("TM", c.tm)
         .u32("TN", c.tn)
+        .u32("STAGES", c.stages)
 }
 
 /// The defines both GEMM kernels share: the GELU include, the generated `blocks`, the operand
@@ -901,9 +945,9 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
     } else {
         ("k1", "n0")
     };
-    for (s, per, row, col, ty, stride) in [
-        ("a", per_a, a_row, a_col, "AT", "AS"),
-        ("b", per_b, b_row, b_col, "BT", "BS"),
+    for (s, per, row, col, ty, stride, s_slice) in [
+        ("a", per_a, a_row, a_col, "AT", "AS", "A_SLICE"),
+        ("b", per_b, b_row, b_col, "BT", "BS", "B_SLICE"),
     ] {
         for e in 0..per {
             declare.push_str(&format!(
@@ -913,7 +957,7 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
                 "{s}r{e} = load_{s}({s}_base, {row} + {s}p{e}.x, {col} + {s}p{e}.y, {s}_rows, {s}_cols);\n"
             ));
             stage.push_str(&format!(
-                "stage_{s}({s}p{e}.x * {stride} + {s}p{e}.y, {s}r{e});\n"
+                "stage_{s}(so * {s_slice} + {s}p{e}.x * {stride} + {s}p{e}.y, {s}r{e});\n"
             ));
         }
     }
@@ -923,9 +967,15 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
         let mut r = String::new();
         for i in 0..c.fm {
             let (f, at) = if g.trans_a {
-                ("coopLoad", format!("{kk}u * AS + sm + {}u", 16 * i))
+                (
+                    "coopLoad",
+                    format!("ro * A_SLICE + {kk}u * AS + sm + {}u", 16 * i),
+                )
             } else {
-                ("coopLoadT", format!("(sm + {}u) * AS + {kk}u", 16 * i))
+                (
+                    "coopLoadT",
+                    format!("ro * A_SLICE + (sm + {}u) * AS + {kk}u", 16 * i),
+                )
             };
             r.push_str(&format!(
                 "let fa{kk}_{i} = {f}<coop_mat16x16<f16, A>>(&a_tile[{at}], AS);\n"
@@ -933,9 +983,15 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
         }
         for j in 0..c.fn_ {
             let (f, at) = if g.trans_b {
-                ("coopLoad", format!("(sn + {}u) * BS + {kk}u", 16 * j))
+                (
+                    "coopLoad",
+                    format!("ro * B_SLICE + (sn + {}u) * BS + {kk}u", 16 * j),
+                )
             } else {
-                ("coopLoadT", format!("{kk}u * BS + sn + {}u", 16 * j))
+                (
+                    "coopLoadT",
+                    format!("ro * B_SLICE + {kk}u * BS + sn + {}u", 16 * j),
+                )
             };
             r.push_str(&format!(
                 "let fb{kk}_{j} = {f}<coop_mat16x16<f16, B>>(&b_tile[{at}], BS);\n"
@@ -993,6 +1049,7 @@ fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_co
         .u32("FM", c.fm)
         .u32("FN", c.fn_)
         .u32("BK", c.bk)
+        .u32("STAGES", c.stages)
 }
 
 pub(crate) fn coop_variants() -> Vec<Variant> {
