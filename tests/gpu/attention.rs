@@ -2,7 +2,7 @@
 //! mask: head dims 32/64/128, causal and padding masks, odd lengths, f32 and f16, strided
 //! layouts, and BigBird layouts of every kind.
 
-use ridge::core::{Context, DType, Error, Result, Tensor};
+use ridge::core::{Context, ContextOptions, DType, Error, Result, Tensor};
 use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout};
 use ridge::model::sparsity::{BigBird, BlockLayout};
 
@@ -267,6 +267,45 @@ fn block_sparse_rows_cut_into_items_merge_exactly() {
         }
         Ok(())
     });
+}
+
+/// The tiled kernel, dense with a causal and a padding mask and block-sparse with cut rows,
+/// with naga's run-time checks compiled back in: the same results (see the kernel suite's
+/// test of the same in `core.rs`).
+#[test]
+fn dense_and_cut_sparse_rows_with_naga_checks_compiled_in() {
+    on_every_adapter_with(
+        "attention_shader_checks",
+        |_| ContextOptions {
+            shader_checks: true,
+            ..Default::default()
+        },
+        |ctx| {
+            let dense = Attention {
+                causal: true,
+                ..Attention::new(2, 3, 77, 64)
+            };
+            check(ctx, dense, DType::F32, Some(&[77, 30]), None, 301)?;
+            let bigbird = BigBird {
+                block: 32,
+                global: 1,
+                window: 1,
+                random: 2,
+                seed: 9,
+            };
+            let layout = BlockLayout::bigbird(200, bigbird);
+            let att = Attention::new(2, 3, 200, 64);
+            check_split(
+                ctx,
+                att,
+                DType::F32,
+                Some(&[200, 20]),
+                Some(layout),
+                Some(2),
+                302,
+            )
+        },
+    );
 }
 
 #[test]

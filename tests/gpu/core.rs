@@ -174,8 +174,42 @@ fn profiler_times_every_dispatch_and_says_how() {
                 assert!(s.ms.is_none_or(|ms| ms > 0.0 && ms.is_finite()), "{s:?}");
             }
             assert_eq!(p.by_name()[0].1, 2);
+            // The GPU's elapsed time covers the three dispatches, which run one after the
+            // other (each pass sees the previous one's writes): at least their sum, less
+            // the timer's rounding.
+            if let (Some(elapsed), Some(total)) = (p.elapsed_ms(), p.total_ms()) {
+                assert!(elapsed >= 0.99 * total && elapsed.is_finite(), "{p:?}");
+            } else {
+                assert_ne!(expected, TimingMethod::GpuTimestamps, "{p:?}");
+            }
             // Without a profile nothing is recorded.
             assert!(block(ctx.finish_profiling())?.spans.is_empty());
+            Ok(())
+        },
+    );
+}
+
+/// naga's run-time checks (clamped indices, bounded loops) compiled back in must not change
+/// a result: a kernel that gave different answers with them would be reading or writing
+/// outside its workgroup arrays, which Vulkan runs without the checks (`RuntimeChecks`).
+#[test]
+fn the_kernel_suite_passes_with_naga_checks_compiled_in() {
+    on_every_adapter_with(
+        "core_shader_checks",
+        |_| ContextOptions {
+            shader_checks: true,
+            ..Default::default()
+        },
+        |ctx| {
+            assert_eq!(ctx.pipelines().checks(), ridge::core::RuntimeChecks::Naga);
+            for case in block(ridge::kernels::suite::run(ctx, 1))? {
+                if !case.passed {
+                    return Err(Error::invalid(
+                        "suite with shader checks",
+                        format!("{} {} {}: {}", case.op, case.shape, case.dtype, case.detail),
+                    ));
+                }
+            }
             Ok(())
         },
     );

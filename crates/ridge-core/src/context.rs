@@ -88,6 +88,9 @@ pub struct ContextOptions {
     /// means [`crate::cache_dir`]`/pipelines`. Leaving out `PIPELINE_CACHE` in
     /// `without_features` turns the disk cache off.
     pub pipeline_cache_dir: Option<std::path::PathBuf>,
+    /// Compile naga's run-time checks into the shaders even where the driver bounds buffer
+    /// accesses itself (see [`RuntimeChecks`]; `RIDGE_SHADER_CHECKS=1` does the same).
+    pub shader_checks: bool,
 }
 
 /// One adapter and a device on it, with Ridge's per-device state.
@@ -282,7 +285,7 @@ impl Context {
             crate::DType::F32,
         );
         tracing::info!("ridge context on {}", describe(&info));
-        let checks = RuntimeChecks::for_backend(info.backend);
+        let checks = RuntimeChecks::for_backend(info.backend, options.shader_checks);
         Self {
             adapter,
             device,
@@ -574,7 +577,7 @@ impl AdapterReport {
                 .collect(),
             subgroup_size: [info.subgroup_min_size, info.subgroup_max_size],
             limits: report_limits(limits),
-            shader_checks: RuntimeChecks::for_backend(info.backend),
+            shader_checks: RuntimeChecks::for_backend(info.backend, false),
         }
     }
 }

@@ -139,10 +139,10 @@ impl RuntimeChecks {
     /// hunting a wrong result.
     pub const ENV: &'static str = "RIDGE_SHADER_CHECKS";
 
-    /// [`RuntimeChecks::Driver`] on Vulkan unless `RIDGE_SHADER_CHECKS=1`; naga's checks
-    /// elsewhere.
-    pub fn for_backend(backend: wgpu::Backend) -> Self {
-        let forced = std::env::var(Self::ENV).is_ok_and(|v| v == "1");
+    /// [`RuntimeChecks::Driver`] on Vulkan unless `forced` or `RIDGE_SHADER_CHECKS=1`; naga's
+    /// checks elsewhere.
+    pub fn for_backend(backend: wgpu::Backend, forced: bool) -> Self {
+        let forced = forced || std::env::var(Self::ENV).is_ok_and(|v| v == "1");
         if backend == wgpu::Backend::Vulkan && !forced {
             Self::Driver
         } else {
@@ -258,6 +258,35 @@ impl Drop for PipelineCache {
     fn drop(&mut self) {
         if let Err(e) = self.save() {
             tracing::debug!("pipeline cache not saved: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_left_out_only_on_vulkan_and_only_unless_forced() {
+        // (The environment variable is not set in tests; forcing takes its path.)
+        assert_eq!(
+            RuntimeChecks::for_backend(wgpu::Backend::Vulkan, false),
+            RuntimeChecks::Driver
+        );
+        assert_eq!(
+            RuntimeChecks::for_backend(wgpu::Backend::Vulkan, true),
+            RuntimeChecks::Naga
+        );
+        for backend in [
+            wgpu::Backend::Metal,
+            wgpu::Backend::Dx12,
+            wgpu::Backend::Gl,
+            wgpu::Backend::BrowserWebGpu,
+        ] {
+            assert_eq!(
+                RuntimeChecks::for_backend(backend, false),
+                RuntimeChecks::Naga
+            );
         }
     }
 }
