@@ -16,9 +16,9 @@ use crate::profiler::{Profile, ProfileState, TimingMethod};
 /// the H200, MiniLM's 53 dispatches took ≈ 3 ms of wall clock beyond their GPU time when
 /// submitted together; benches/NOTES.md), so a forward pass submitted only at its end
 /// leaves the GPU idle for that long.
-/// The first submission after a flush comes sooner (2 dispatches, then 4, 8, 16): an idle GPU
-/// starts after two dispatches' recording instead of sixteen.
 const FLUSH_EVERY: u32 = 16;
+/// The first submission after the host waited comes sooner (after 2 dispatches, then 4, 8,
+/// 16): an idle GPU starts after two dispatches' recording instead of sixteen.
 const FLUSH_FIRST: u32 = 2;
 /// Bytes of uniform parameters per submission.
 const ARENA_BYTES: u64 = 64 << 10;

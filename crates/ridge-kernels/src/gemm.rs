@@ -228,7 +228,8 @@ impl GemmKernel {
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
-    /// From a tuning table's parameters; `None` when some are missing (`STAGES` may be: 1).
+    /// From a tuning table's parameters; `None` when some are missing (a missing `STAGES`
+    /// means 1).
     pub fn from_params(p: &ridge_core::VariantParams) -> Option<Self> {
         let g = |k: &str| p.get(k).copied();
         let stages = g("STAGES").unwrap_or(1);
@@ -712,36 +713,34 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         }
     }
     let comps = ["x", "y", "z", "w"];
-    // Stores register `reg` to `tile` with its first element at k row `k`, column `c`: one
-    // element, a vec4 along the columns, or (`along_k`) a vec4 down four k rows.
-    let stage_one = |tile: &str, stride: &str, reg: &str, k: &str, c: &str, width, along_k| {
-        let slice = if tile == "a_tile" {
-            "A_SLICE"
-        } else {
-            "B_SLICE"
+    // Stores register `reg` to `tile` (k rows of `stride` vec4s, slices of `slice` vec4s) at
+    // the staging slot `so`, with its first element at k row `k`, column `c`: one element, a
+    // vec4 along the columns, or (`along_k`) a vec4 down four k rows.
+    let stage_one =
+        |(tile, stride, slice): (&str, &str, &str), reg: &str, k: &str, c: &str, width, along_k| {
+            let at = |k: &str| format!("{tile}[so * {slice} + {k} * {stride} + {c} / 4u]");
+            match (width, along_k) {
+                (1, _) => format!("{}[{c} % 4u] = {reg};\n", at(k)),
+                (_, false) => format!("{} = {reg};\n", at(k)),
+                _ => comps
+                    .iter()
+                    .enumerate()
+                    .map(|(l, comp)| {
+                        format!(
+                            "{}[{c} % 4u] = {reg}.{comp};\n",
+                            at(&format!("({k} + {l}u)"))
+                        )
+                    })
+                    .collect(),
+            }
         };
-        match (width, along_k) {
-        (1, _) => format!("{tile}[so * {slice} + {k} * {stride} + {c} / 4u][{c} % 4u] = {reg};\n"),
-        (_, false) => format!("{tile}[so * {slice} + {k} * {stride} + {c} / 4u] = {reg};\n"),
-        _ => comps
-            .iter()
-            .enumerate()
-            .map(|(l, comp)| {
-                format!(
-                    "{tile}[so * {slice} + ({k} + {l}u) * {stride} + {c} / 4u][{c} % 4u] = {reg}.{comp};\n"
-                )
-            })
-            .collect(),
-        }
-    };
     for e in 0..per_a {
         load.push_str(&format!(
             "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
         ));
         let (k, c) = (format!("ap{e}.y"), format!("ap{e}.x"));
         stage.push_str(&stage_one(
-            "a_tile",
-            "AS",
+            ("a_tile", "AS", "A_SLICE"),
             &format!("ar{e}"),
             &k,
             &c,
@@ -755,8 +754,7 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         ));
         let (k, c) = (format!("bp{e}.x"), format!("bp{e}.y"));
         stage.push_str(&stage_one(
-            "b_tile",
-            "BS",
+            ("b_tile", "BS", "B_SLICE"),
             &format!("br{e}"),
             &k,
             &c,
