@@ -154,3 +154,54 @@ fn the_autotuner_measures_checked_candidates_within_its_budget() {
         },
     );
 }
+
+/// A budget spent before the end starves no problem: each problem gets a share of what is
+/// left and always its first candidate, so even a zero budget gives every problem an entry
+/// (the last problems used to get none).
+#[test]
+fn every_problem_gets_an_entry_however_short_the_budget() {
+    on_every_adapter_with(
+        "tuning_budget_shared",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let problems = vec![
+                Problem {
+                    op: "gemm".into(),
+                    shape: vec![64, 64, 64],
+                    dtype: DType::F32,
+                },
+                Problem {
+                    op: "softmax".into(),
+                    shape: vec![64, 384],
+                    dtype: DType::F32,
+                },
+            ];
+            let opts = TuneOptions {
+                ops: vec![],
+                budget: Duration::ZERO,
+                repeats: 1,
+                good_enough: 2.0,
+            };
+            let (table, trials) = block(autotune::autotune(
+                ctx,
+                &problems,
+                &opts,
+                None,
+                "test",
+                &|_| {},
+            ))?;
+            assert_eq!(table.entries.len(), 2, "{table:?}");
+            for pr in &problems {
+                let mine: Vec<_> = trials.iter().filter(|t| t.problem.op == pr.op).collect();
+                assert!(mine[0].result.is_ok(), "{:?}", mine[0]);
+                assert!(
+                    mine[1..]
+                        .iter()
+                        .all(|t| t.result.as_ref().is_err_and(|e| e == "budget spent")),
+                    "{mine:?}"
+                );
+            }
+            Ok(())
+        },
+    );
+}

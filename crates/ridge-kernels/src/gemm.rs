@@ -310,6 +310,8 @@ impl GemmKernel {
             }));
         }
         v.retain(|k| k.fits(ctx, dtype));
+        // Tensor cores first: where they run they win, and a short tuning budget reaches them.
+        v.sort_by_key(|k| !matches!(k, GemmKernel::Coop(_)));
         v
     }
 }
