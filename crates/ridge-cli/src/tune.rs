@@ -12,7 +12,8 @@ pub struct Args {
     /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax. Default: all.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
-    /// Time budget, e.g. 60s, 5m (a plain number is seconds).
+    /// Time budget, e.g. 60s, 5m (a plain number is seconds), shared out over the problems as
+    /// it goes: each gets what is left over the problems left, and always its first candidate.
     #[arg(long, default_value = "120s")]
     budget: String,
     /// Timed launches per candidate (median).
