@@ -91,30 +91,36 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
     );
 }
 
+/// A 64³ f32 GEMM and the row op `row_op` on 64 × 384, tuned within `budget`, one launch
+/// per candidate, with no early stop.
+fn small_tuning(row_op: &str, budget: Duration) -> (Vec<Problem>, TuneOptions) {
+    let problem = |op: &str, shape: Vec<usize>| Problem {
+        op: op.into(),
+        shape,
+        dtype: DType::F32,
+    };
+    let opts = TuneOptions {
+        ops: vec![],
+        budget,
+        repeats: 1,
+        good_enough: 2.0,
+    };
+    (
+        vec![
+            problem("gemm", vec![64, 64, 64]),
+            problem(row_op, vec![64, 384]),
+        ],
+        opts,
+    )
+}
+
 #[test]
 fn the_autotuner_measures_checked_candidates_within_its_budget() {
     on_every_adapter_with(
         "tuning_autotune",
         |_| ContextOptions::default(),
         |ctx| {
-            let problems = vec![
-                Problem {
-                    op: "gemm".into(),
-                    shape: vec![64, 64, 64],
-                    dtype: DType::F32,
-                },
-                Problem {
-                    op: "layer_norm".into(),
-                    shape: vec![64, 384],
-                    dtype: DType::F32,
-                },
-            ];
-            let opts = TuneOptions {
-                ops: vec![],
-                budget: Duration::from_secs(60),
-                repeats: 1,
-                good_enough: 2.0,
-            };
+            let (problems, opts) = small_tuning("layer_norm", Duration::from_secs(60));
             let reports = std::cell::RefCell::new(Vec::new());
             let (table, trials) = block(autotune::autotune(
                 ctx,
@@ -164,24 +170,7 @@ fn every_problem_gets_an_entry_however_short_the_budget() {
         "tuning_budget_shared",
         |_| ContextOptions::default(),
         |ctx| {
-            let problems = vec![
-                Problem {
-                    op: "gemm".into(),
-                    shape: vec![64, 64, 64],
-                    dtype: DType::F32,
-                },
-                Problem {
-                    op: "softmax".into(),
-                    shape: vec![64, 384],
-                    dtype: DType::F32,
-                },
-            ];
-            let opts = TuneOptions {
-                ops: vec![],
-                budget: Duration::ZERO,
-                repeats: 1,
-                good_enough: 2.0,
-            };
+            let (problems, opts) = small_tuning("softmax", Duration::ZERO);
             let (table, trials) = block(autotune::autotune(
                 ctx,
                 &problems,
