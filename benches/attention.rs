@@ -77,7 +77,7 @@ fn tflops(att: &Attention, layout: Option<&BlockLayout>, ms: f64) -> f64 {
 
 fn main() {
     let sizes = common::list("--sizes", &[1024, 4096]);
-    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    let ctx = common::context();
     println!("Attention work splitting on {}", ctx.describe());
     let splits = [1, 2, 3, 4, 8];
     let cuts = [4, 8, 16, usize::MAX];

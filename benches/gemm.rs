@@ -2,8 +2,9 @@
 //! reference on an odd shape and on one whose dims are multiples of 4 and 8 (the vector
 //! loads), then timed (median of GPU timestamps after
 //! warming the GPU, `ceilings::warm_median_ms`) at 1024³, 2048³ and 4096³ with B stored K × N
-//! ("NN") and N × K ("NT", a Linear layer's weight), and at MiniLM's batch-32 projections
-//! (NT), f32 and f16 (tensor cores where the adapter has them). Then the GELU epilogue at
+//! ("NN") and N × K ("NT", a Linear layer's weight), and at MiniLM's projections at batch 32
+//! and 1 (NT; `ratios.py` sets them against cuBLAS), f32 and f16 (tensor cores where the
+//! adapter has them). Then the GELU epilogue at
 //! MiniLM's up projection: fused into the GEMM against the GEMM followed by the element-wise
 //! GELU, next to the saving the roofline model predicts (the GELU pass's bytes ÷ measured
 //! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
@@ -71,7 +72,7 @@ fn correct(
 
 fn main() {
     let sizes = common::list("--sizes", &[1024, 2048, 4096]);
-    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    let ctx = common::context();
     println!(
         "GEMM candidates on {} (coop f16: {})",
         ctx.describe(),
@@ -81,8 +82,19 @@ fn main() {
     if ctx.has_f16() {
         dtypes.push(DType::F16);
     }
-    // MiniLM at batch 32 × 128 tokens: QKV, FFN up and FFN down projections.
-    let minilm = [(4096, 1152, 384), (4096, 1536, 384), (4096, 384, 1536)];
+    // MiniLM's projections (QKV, attention output, FFN up, FFN down) at batch 32 and 1 × 128
+    // tokens.
+    let minilm: Vec<(usize, usize, usize)> = [4096, 128]
+        .into_iter()
+        .flat_map(|m| {
+            [
+                (m, 1152, 384),
+                (m, 384, 384),
+                (m, 1536, 384),
+                (m, 384, 1536),
+            ]
+        })
+        .collect();
     // `--coop`: only the tensor-core candidates (`--tiled`: only the SIMT ones).
     let (coop_only, tiled_only) = (common::flag("--coop"), common::flag("--tiled"));
     for dtype in dtypes {
@@ -116,11 +128,10 @@ fn main() {
                 let (nn, nt) = (time(n, n, n, false), time(n, n, n, true));
                 line.push_str(&format!("  {n}³ NN {nn} NT {nt}"));
             }
-            let mini: Vec<String> = minilm
-                .iter()
-                .map(|&(m, n, k)| time(m, n, k, true))
-                .collect();
-            line.push_str(&format!("  MiniLM NT {} TFLOP/s", mini.join(" / ")));
+            for &(m, n, k) in &minilm {
+                line.push_str(&format!("  {m}×{n}×{k} NT {}", time(m, n, k, true)));
+            }
+            line.push_str("  TFLOP/s");
             println!("{line}");
         }
     }

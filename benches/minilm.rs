@@ -51,7 +51,7 @@ fn main() {
     };
     let seq = 128;
     let start = Instant::now();
-    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    let ctx = common::context();
     let context_ms = start.elapsed().as_secs_f64() * 1e3;
     let bert = load(&ctx, random, dtype);
     let loaded_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -67,7 +67,10 @@ fn main() {
     for (i, batch) in batches.into_iter().enumerate() {
         let first = i == 0;
         let input = Batch::new(&vec![ids(seq); batch], 0).expect("batch");
+        // One forward, pooled and read back; returns the host's recording time (the
+        // forward and the pooling recorded and submitted, before the read-back waits).
         let run = || {
+            let recording = Instant::now();
             let encoded = bert.forward(&ctx, &input, false).expect("forward");
             let pool = MeanPool {
                 batch,
@@ -78,7 +81,9 @@ fn main() {
             let pooled = Tensor::empty(&ctx, &[batch, 384], dtype).expect("alloc");
             pool.run(&ctx, &encoded.last, &encoded.lengths, &pooled)
                 .expect("pool");
+            let recorded = recording.elapsed().as_secs_f64();
             pollster::block_on(pooled.to_f32(&ctx)).expect("read back");
+            recorded
         };
         let before = Instant::now();
         run(); // compiles pipelines
@@ -101,15 +106,17 @@ fn main() {
         } else {
             20
         };
-        let mut times: Vec<f64> = (0..repeats)
+        let (mut times, mut recording): (Vec<f64>, Vec<f64>) = (0..repeats)
             .map(|_| {
                 let start = Instant::now();
-                run();
-                start.elapsed().as_secs_f64()
+                let recorded = run();
+                (start.elapsed().as_secs_f64(), recorded)
             })
-            .collect();
+            .unzip();
         times.sort_by(f64::total_cmp);
+        recording.sort_by(f64::total_cmp);
         let seconds = times[times.len() / 2];
+        let recorded = recording[recording.len() / 2];
         // The GPU's own elapsed time per batch, idle gaps included: what PyTorch's CUDA
         // events around a forward measure (its inputs already on the GPU, no read-back).
         let profiles: Vec<_> = (0..repeats.min(5))
@@ -133,6 +140,12 @@ fn main() {
                 batch as f64 * 1e3 / ms
             );
         }
+        let dispatches = profiles[profiles.len() - 1].spans.len();
+        println!(
+            "batch {batch}: {:.3} ms host recording (median of {repeats}), {dispatches} dispatches, {:.1} µs per dispatch",
+            recorded * 1e3,
+            recorded * 1e6 / dispatches.max(1) as f64
+        );
         print!("{}", profiles[profiles.len() - 1].table());
     }
 }

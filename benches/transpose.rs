@@ -4,6 +4,8 @@
 //! and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms and GB/s (read + write); compare
 //! with the copy bandwidth `ridge bench` measures. Not a test: `cargo bench --bench transpose`.
 
+mod common;
+
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::ceilings::warm_median_ms;
 use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
@@ -35,7 +37,7 @@ fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
 }
 
 fn main() {
-    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    let ctx = common::context();
     println!("Transpose tilings on {}", ctx.describe());
     let cases: [(&str, Vec<usize>, &[usize]); 3] = [
         ("transpose 4096²", vec![4096, 4096], &[1, 0]),

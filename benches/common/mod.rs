@@ -1,8 +1,25 @@
-//! Command-line arguments shared by the benches (`-- --sizes 1024,4096`, `-- --f16`).
+//! What the benches share: the context, as applications get it, and command-line arguments
+//! (`-- --sizes 1024,4096`, `-- --f16`).
+
+use ridge::core::Context;
+
+/// The default adapter's context with Ridge's tuning tables installed (the user's, then the
+/// shipped one for the adapter's family), as `ridge` and applications get it: without them
+/// every op would run its vendor-heuristic default. Table warnings go to stderr.
+///
+/// Panics when there is no adapter (a bench, not a CLI).
+pub fn context() -> Context {
+    let ctx = pollster::block_on(Context::new()).expect("adapter");
+    for w in ridge::tune::install(&ctx).1 {
+        eprintln!("warning: {w}");
+    }
+    ctx
+}
 
 /// The comma-separated numbers after `--name`, or `default` when it is absent.
 ///
 /// Panics with the argument's name on a value that is not a number (a bench, not a CLI).
+#[allow(dead_code)] // not every bench has lists
 pub fn list(name: &str, default: &[usize]) -> Vec<usize> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()

@@ -2,6 +2,8 @@
 BertModel with all-MiniLM-L6-v2's configuration and random weights (the real 90 MB weights
 cannot travel; timing does not depend on their values), mean pooling and L2 normalisation as
 sentence-transformers does, batch 1 and 32 of 128 tokens. TF32 off. One JSON line per batch.
+Then its projections alone (`F.linear`, weight N x K, bias) at both batches: cuBLAS at the
+shapes Ridge's GEMM bench times.
 """
 import json, torch
 from transformers import BertConfig, BertModel
@@ -33,3 +35,19 @@ for impl in ("eager", "sdpa"):
         ms = times[len(times) // 2]
         print(json.dumps({"op": f"minilm_{impl}_f32", "shape": [batch, 128], "ms": round(ms, 4),
                           "sentences_per_s": round(batch / ms * 1e3, 1)}), flush=True)
+
+for m in (4096, 128):
+    for n, k in ((1152, 384), (384, 384), (1536, 384), (384, 1536)):
+        x = torch.randn(m, k, device="cuda")
+        w, b = torch.randn(n, k, device="cuda"), torch.randn(n, device="cuda")
+        for _ in range(5): torch.nn.functional.linear(x, w, b)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(50):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(); torch.nn.functional.linear(x, w, b); e.record(); torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+        times.sort()
+        ms = times[len(times) // 2]
+        print(json.dumps({"op": "linear_f32", "shape": [m, n, k], "ms": round(ms, 5),
+                          "tflops": round(2 * m * n * k / ms / 1e9, 2)}), flush=True)

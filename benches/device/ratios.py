@@ -23,14 +23,27 @@ for n in (1024, 2048, 4096):
 best = {}
 for line in (out / "gemm.txt").read_text().splitlines() if (out / "gemm.txt").exists() else []:
     dt = line.split()[0]
-    for n, tf in re.findall(r"(\d+)³ ([\d.]+) TFLOP/s", line):
-        key = (dt, int(n))
-        if float(tf) > best.get(key, (0, ""))[0]:
+    for n, nn, nt in re.findall(r"(\d+)³ NN ([\d.]+) NT ([\d.]+)", line):
+        key, tf = (dt, int(n)), max(float(nn), float(nt))
+        if tf > best.get(key, (0, ""))[0]:
             best[key] = (float(tf), line.split("  ")[0])
 for (dt, n), (tf, cfg) in sorted(best.items()):
     t = ref.get((f"gemm_{'float32' if dt == 'f32' else 'float16'}", (n, n, n)))
     if t:
         rows.append((f"gemm {dt} {n}³ best candidate", f"{tf:.2f} TFLOP/s", f"{t['tflops']:.2f} TFLOP/s", tf / t["tflops"]))
+        rows.append(("", cfg[:60], "", None))
+# MiniLM's projections: the best f32 candidate per shape against cuBLAS's F.linear.
+best_mini = {}
+for line in (out / "gemm.txt").read_text().splitlines() if (out / "gemm.txt").exists() else []:
+    if line.startswith("f32 "):
+        for m, n, k, tf in re.findall(r"(\d+)×(\d+)×(\d+) NT ([\d.]+)", line):
+            key = (int(m), int(n), int(k))
+            if float(tf) > best_mini.get(key, (0, ""))[0]:
+                best_mini[key] = (float(tf), line.split("  ")[0][4:])
+for key, (tf, cfg) in sorted(best_mini.items(), reverse=True):
+    t = ref.get(("linear_f32", key))
+    if t:
+        rows.append((f"gemm f32 {key[0]}×{key[1]}×{key[2]} NT vs F.linear", f"{tf:.2f} TFLOP/s", f"{t['tflops']:.2f} TFLOP/s", tf / t["tflops"]))
         rows.append(("", cfg[:60], "", None))
 for op, top in (("layer_norm", "layernorm_f32"), ("softmax", "softmax_f32")):
     for t in (x for x in torch if x["op"] == top):

@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 $B/ridge info | head -16
 if [ -z "${SKIP_TESTS:-}" ]; then
 echo "== GPU tests on Vulkan (all but those needing the real MiniLM files)"
-RIDGE_TEST_ADAPTERS=vulkan timeout 240 $B/gpu-tests --skip minilm --test-threads 2 > "$W/gpu-tests.txt" 2>&1
+RIDGE_TEST_ADAPTERS=vulkan timeout 300 $B/gpu-tests --skip minilm --test-threads 2 > "$W/gpu-tests.txt" 2>&1
 echo "exit $?"; grep -E "^test |test result|running for over" "$W/gpu-tests.txt" | grep -v " ok$" | tail -30
 grep -A12 "^---- " "$W/gpu-tests.txt" | head -60
 fi

@@ -113,34 +113,94 @@ fn odd_shapes_every_transpose_and_dtype() {
 
 /// Every tiling the autotuner may pick, on shapes whose leading dimensions are multiples of
 /// 8 or 4 (so the 16-byte loads of f32 and f16 run) but not of any tile, every transpose,
-/// batched with a shared operand, some with the GELU epilogue: the pipelined staging must be
-/// right for each of them.
+/// batched with a shared operand (unbatched for split-K tilings, which split only those),
+/// some with the GELU epilogue: the pipelined staging must be right for each of them.
 #[test]
 fn every_tuning_candidate_with_vector_loads() {
     on_every_adapter("gemm_candidates", |ctx| {
         let mut seed = 500;
         for dtype in dtypes(ctx) {
             for kernel in GemmKernel::candidates(ctx, dtype) {
+                let batch = match kernel {
+                    GemmKernel::Tiled(c) if c.splits > 1 => 1,
+                    _ => 2,
+                };
                 for (m, n, k) in [(4, 4, 4), (40, 136, 24), (260, 44, 68)] {
                     for (trans_a, trans_b) in
                         [(false, false), (true, false), (false, true), (true, true)]
                     {
                         seed += 10;
                         let g = Gemm {
-                            batch: 2,
+                            batch,
                             trans_a,
                             trans_b,
                             beta: if seed % 30 == 0 { 0.5 } else { 0.0 },
                             gelu: seed % 70 == 0,
                             ..Gemm::new(m, n, k)
                         };
-                        check_kernel(ctx, g, Some(kernel), dtype, seed % 20 == 0, 2, 1, seed)
+                        check_kernel(ctx, g, Some(kernel), dtype, seed % 20 == 0, batch, 1, seed)
                             .map_err(|e| Error::invalid("gemm", format!("{kernel:?}: {e}")))?;
                     }
                 }
             }
         }
         Ok(())
+    });
+}
+
+/// Split-K ([`GemmConfig::splits`]) with every transpose, α, β, the bias and GELU: on K that
+/// the requested count divides (vec4 loads where the slice offsets allow them), on K that
+/// only a smaller count divides, and on prime K (no split). Each workspace comes from the
+/// buffer pool after a poisoned buffer of its size was dropped there, so an element a slice
+/// left unwritten shows as NaN. Batched and f16 GEMMs never split.
+#[test]
+fn split_k_matches_the_reference() {
+    on_every_adapter("gemm_split_k", |ctx| {
+        let tiling = |splits| {
+            GemmKernel::Tiled(GemmConfig {
+                splits,
+                ..GemmConfig::DEFAULT
+            })
+        };
+        let mut seed = 900;
+        // (m, n, k, splits asked, splits run)
+        for (m, n, k, ask, run) in [
+            (37, 45, 96, 4, 4),
+            (128, 384, 384, 8, 8),
+            (5, 7, 30, 4, 3),
+            (1, 1, 2, 8, 2),
+            (70, 3, 61, 8, 1),
+        ] {
+            for t in 0..4 {
+                seed += 10;
+                let g = Gemm {
+                    trans_a: t % 2 == 1,
+                    trans_b: t >= 2,
+                    alpha: 0.75,
+                    beta: if t == 1 || t == 2 { 0.5 } else { 0.0 },
+                    gelu: t >= 2,
+                    ..Gemm::new(m, n, k)
+                };
+                assert_eq!(g.splits(ctx, tiling(ask), DType::F32), run, "{g:?}");
+                let junk = Tensor::empty(ctx, &[run, m, n], DType::F32)?;
+                junk.poison(ctx);
+                drop(junk);
+                check_kernel(ctx, g, Some(tiling(ask)), DType::F32, t != 1, 1, 1, seed)?;
+            }
+        }
+        let g = Gemm::new(64, 64, 64);
+        assert_eq!(g.splits(ctx, tiling(4), DType::F16), 1);
+        assert_eq!(Gemm { batch: 2, ..g }.splits(ctx, tiling(4), DType::F32), 1);
+        check_kernel(
+            ctx,
+            Gemm { batch: 2, ..g },
+            Some(tiling(4)),
+            DType::F32,
+            true,
+            2,
+            1,
+            seed,
+        )
     });
 }
 

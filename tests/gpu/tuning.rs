@@ -40,6 +40,7 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
                 tm: 4,
                 tn: 4,
                 stages: 1,
+                splits: 1,
             };
             let set = table_with(
                 "gemm",

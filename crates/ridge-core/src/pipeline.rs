@@ -19,11 +19,45 @@ pub struct ShaderSource {
 /// `const` declarations prepended to a shader body, and generated blocks put in place of
 /// `//@NAME` marker lines (unrolled register tiles, whose size is a define). One WGSL source
 /// serves every variant.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Defines {
+///
+/// Cheap to clone, hash and compare once built: the text is shared, its hash computed once,
+/// and clones of one value compare by pointer. A GEMM's generated blocks run to tens of
+/// kilobytes, and the pipeline lookup of every launch hashes and compares its defines
+/// (kernels that generate blocks memoize their defines, [`Defines`] clones included).
+#[derive(Clone, Debug, Default)]
+pub struct Defines(Arc<DefinesText>);
+
+#[derive(Clone, Debug, Default)]
+struct DefinesText {
     enables: Vec<&'static str>,
     lines: Vec<String>,
     blocks: Vec<(String, String)>,
+    hash: std::sync::OnceLock<u64>,
+}
+
+impl DefinesText {
+    fn parts(&self) -> (&[&'static str], &[String], &[(String, String)]) {
+        (&self.enables, &self.lines, &self.blocks)
+    }
+}
+
+impl PartialEq for Defines {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.parts() == other.0.parts()
+    }
+}
+
+impl Eq for Defines {}
+
+impl std::hash::Hash for Defines {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let h = self.0.hash.get_or_init(|| {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(self.0.parts())
+        });
+        state.write_u64(*h);
+    }
 }
 
 impl Defines {
@@ -31,40 +65,50 @@ impl Defines {
     pub fn new() -> Self {
         Self::default()
     }
+    /// The text to change, its cached hash dropped.
+    fn text(&mut self) -> &mut DefinesText {
+        let t = Arc::make_mut(&mut self.0);
+        t.hash = std::sync::OnceLock::new();
+        t
+    }
     /// Adds `enable name;` (e.g. `f16`), once.
     pub fn enable(mut self, name: &'static str) -> Self {
-        if !self.enables.contains(&name) {
-            self.enables.push(name);
+        if !self.0.enables.contains(&name) {
+            self.text().enables.push(name);
         }
         self
     }
     /// Adds `alias name = ty;`.
     pub fn alias(mut self, name: &str, ty: &str) -> Self {
-        self.lines.push(format!("alias {name} = {ty};"));
+        self.text().lines.push(format!("alias {name} = {ty};"));
         self
     }
     /// Adds `const name: u32 = value;`.
     pub fn u32(mut self, name: &str, value: u32) -> Self {
-        self.lines.push(format!("const {name}: u32 = {value}u;"));
+        self.text()
+            .lines
+            .push(format!("const {name}: u32 = {value}u;"));
         self
     }
     /// Adds `const name: bool = value;`.
     pub fn bool(mut self, name: &str, value: bool) -> Self {
-        self.lines.push(format!("const {name}: bool = {value};"));
+        self.text()
+            .lines
+            .push(format!("const {name}: bool = {value};"));
         self
     }
     /// Replaces the line `//@name` in the body with `code`.
     pub fn block(mut self, name: &str, code: String) -> Self {
-        self.blocks.push((format!("//@{name}"), code));
+        self.text().blocks.push((format!("//@{name}"), code));
         self
     }
     /// The WGSL text to prepend.
     pub fn header(&self) -> String {
         let mut s = String::new();
-        for e in &self.enables {
+        for e in &self.0.enables {
             s.push_str(&format!("enable {e};\n"));
         }
-        for l in &self.lines {
+        for l in &self.0.lines {
             s.push_str(l);
             s.push('\n');
         }
@@ -75,7 +119,12 @@ impl Defines {
         // Only a line that is exactly the marker is replaced; a comment naming it is kept.
         let mut body = String::with_capacity(shader.body.len());
         for line in shader.body.lines() {
-            match self.blocks.iter().find(|(marker, _)| line.trim() == marker) {
+            match self
+                .0
+                .blocks
+                .iter()
+                .find(|(marker, _)| line.trim() == marker)
+            {
                 Some((_, code)) => body.push_str(code),
                 None => body.push_str(line),
             }
@@ -265,6 +314,32 @@ impl Drop for PipelineCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::{BuildHasher, RandomState};
+
+    /// Defines built twice alike are equal and hash alike (the pipeline cache finds the one
+    /// pipeline); one more define, or a changed block, makes them differ; a clone taken before
+    /// a change is not changed with it.
+    #[test]
+    fn defines_compare_by_content_and_hash_alike() {
+        let build = |code: &str| {
+            Defines::new()
+                .enable("f16")
+                .alias("T", "f16")
+                .u32("BM", 64)
+                .block("FMA", code.to_string())
+        };
+        let h = RandomState::new();
+        let (a, b) = (build("acc += x;"), build("acc += x;"));
+        assert_eq!(a, b);
+        assert_eq!(h.hash_one(&a), h.hash_one(&b));
+        assert_eq!(a.clone(), a);
+        assert_ne!(a, build("acc -= x;"));
+        let before = a.clone();
+        let more = a.bool("GELU", true);
+        assert_ne!(more, before);
+        assert_ne!(h.hash_one(&more), h.hash_one(&before));
+        assert!(!before.header().contains("GELU") && more.header().contains("GELU"));
+    }
 
     #[test]
     fn checks_are_left_out_only_on_vulkan_and_only_unless_forced() {

@@ -687,7 +687,7 @@ impl Attention {
             .u(k_blocks as u32)
             .u(slots)
             .u(merges as u32);
-        let defines = launch::dtype_defines(ctx, name, o.dtype())?;
+        launch::float_dtype(ctx, name, o.dtype())?;
         // Row maxima by subgroup shuffles where a row's bk/4 invocations fit in one subgroup.
         let row_lanes = bk / 4;
         let subgroup_rows = ctx.has_subgroups()
@@ -697,19 +697,19 @@ impl Attention {
             shuffles: subgroup_rows,
             barrier: subgroup_rows && ctx.has_subgroup_barrier(),
         };
-        let (shader, defines) = kernel_defines(
-            defines,
-            d as u32,
-            &kernel,
-            Specialisation {
-                causal: self.causal,
-                sparse: sparse.is_some(),
-                items: plan.is_some(),
-                vec_loads: self.vec_loads(),
-                key_tiles,
-                row_sync,
-            },
-        );
+        let spec = Specialisation {
+            causal: self.causal,
+            sparse: sparse.is_some(),
+            items: plan.is_some(),
+            vec_loads: self.vec_loads(),
+            key_tiles,
+            row_sync,
+        };
+        let (dtype, head_dim) = (o.dtype(), d as u32);
+        let shader = kernel_shader(&kernel);
+        let defines = launch::memoized(name, &(dtype, head_dim, kernel, spec), |k| {
+            kernel_defines(shaders::storage_defines(k.0), k.1, &k.2, k.3).1
+        });
         let full_lengths;
         let lengths = match lengths {
             Some(l) => l,
@@ -926,6 +926,14 @@ fn io(vec_loads: bool) -> String {
     format!("alias QKV = {elem};\n{}{loads}", shaders::ATTENTION_IO)
 }
 
+/// The shader file `kernel` runs.
+fn kernel_shader(kernel: &AttentionKernel) -> &'static ridge_core::ShaderSource {
+    match kernel {
+        AttentionKernel::Rows(_) => &ATTENTION,
+        AttentionKernel::Tiled(_) => &ATTENTION_TILED,
+    }
+}
+
 /// The shader and defines of `kernel` (with the shared interface at its `//@IO` line).
 fn kernel_defines(
     d: ridge_core::Defines,
@@ -942,11 +950,9 @@ fn kernel_defines(
         row_sync,
     } = s;
     let d = d.block("IO", io(vec_loads));
+    let shader = kernel_shader(kernel);
     match kernel {
-        AttentionKernel::Rows(c) => (
-            &ATTENTION,
-            attention_defines(d, head_dim, c, causal, sparse),
-        ),
+        AttentionKernel::Rows(c) => (shader, attention_defines(d, head_dim, c, causal, sparse)),
         AttentionKernel::Tiled(c) => {
             let d = tiled_blocks(head_dim, c)
                 .into_iter()
@@ -968,7 +974,7 @@ fn kernel_defines(
                     }
                     .into(),
                 );
-            (&ATTENTION_TILED, d)
+            (shader, d)
         }
     }
 }

@@ -213,7 +213,13 @@ fn run(
     .run(ctx)
 }
 
-fn vector_defines(d: ridge_core::Defines, dtype: DType, width: usize) -> ridge_core::Defines {
+/// The GELU include and `V` (one or four elements of `dtype`) with `VF` (as f32) for
+/// `width` 1 or 4.
+pub(crate) fn vector_defines(
+    d: ridge_core::Defines,
+    dtype: DType,
+    width: usize,
+) -> ridge_core::Defines {
     let d = d.block("GELU", shaders::GELU.to_string());
     if width == 4 {
         d.alias("V", &format!("vec4<{}>", dtype.wgsl()))

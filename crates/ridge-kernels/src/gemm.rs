@@ -14,7 +14,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
-use crate::shaders::{self, GEMM, GEMM_COOP, Variant};
+use crate::shaders::{self, GEMM, GEMM_COOP, GEMM_REDUCE, Variant};
 
 /// A GEMM problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,6 +60,13 @@ pub struct GemmConfig {
     /// overwritten only after every invocation has read it) or 2 (double buffering: the next
     /// slice goes to the other buffer, one barrier per slice, twice the memory).
     pub stages: u32,
+    /// Split-K: the K range runs as this many slices side by side, each writing its partial
+    /// product to an f32 workspace that a second pass (`shaders/gemm_reduce.wgsl`) sums,
+    /// adding β·C, the bias and the activation. More workgroups where the C tile grid alone
+    /// leaves the GPU idle (MiniLM's 384-column projections; batch 1), for the workspace's
+    /// extra traffic. Applies to unbatched f32 GEMMs, as the largest count ≤ this that
+    /// divides K ([`Gemm::splits`]); 1 everywhere else.
+    pub splits: u32,
 }
 
 impl GemmConfig {
@@ -72,6 +79,7 @@ impl GemmConfig {
         tm: 4,
         tn: 4,
         stages: 1,
+        splits: 1,
     };
 
     /// Invocations per workgroup.
@@ -177,6 +185,7 @@ impl GemmKernel {
                 tm: 8,
                 tn: 8,
                 stages: 1,
+                splits: 1,
             })
         } else {
             GemmKernel::Tiled(GemmConfig::DEFAULT)
@@ -214,6 +223,7 @@ impl GemmKernel {
                 ("TM", c.tm),
                 ("TN", c.tn),
                 ("STAGES", c.stages),
+                ("SPLITS", c.splits),
             ],
             GemmKernel::Coop(c) => vec![
                 ("COOP", 1),
@@ -228,8 +238,8 @@ impl GemmKernel {
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
-    /// From a tuning table's parameters; `None` when some are missing (a missing `STAGES`
-    /// means 1).
+    /// From a tuning table's parameters; `None` when some are missing (a missing `STAGES` or
+    /// `SPLITS` means 1).
     pub fn from_params(p: &ridge_core::VariantParams) -> Option<Self> {
         let g = |k: &str| p.get(k).copied();
         let stages = g("STAGES").unwrap_or(1);
@@ -250,6 +260,7 @@ impl GemmKernel {
                 tm: g("TM")?,
                 tn: g("TN")?,
                 stages,
+                splits: g("SPLITS").unwrap_or(1),
             })
         })
     }
@@ -266,6 +277,21 @@ impl GemmKernel {
                 tm,
                 tn,
                 stages,
+                splits: 1,
+            })
+        };
+        // Split-K (f32 only) for grids of few tiles: small tiles split far for batch 1's
+        // 128-row products, large ones split less for 384-column ones. A split shares its
+        // tiling's shader, so it costs no compile of its own.
+        let split = |bm, bn, bk, tm, tn, splits| {
+            GemmKernel::Tiled(GemmConfig {
+                bm,
+                bn,
+                bk,
+                tm,
+                tn,
+                stages: 1,
+                splits,
             })
         };
         let mut v = vec![
@@ -284,6 +310,17 @@ impl GemmKernel {
             tiled(256, 128, 8, 8, 8, 1),
             tiled(128, 128, 8, 16, 8, 1),
         ];
+        if dtype == DType::F32 {
+            v.extend([
+                split(32, 32, 16, 4, 4, 4),
+                split(32, 32, 16, 4, 4, 8),
+                split(64, 64, 16, 4, 4, 2),
+                split(64, 64, 16, 4, 4, 4),
+                split(128, 64, 16, 8, 4, 2),
+                split(128, 128, 8, 8, 8, 2),
+                split(128, 128, 8, 8, 8, 3),
+            ]);
+        }
         for (sg_m, sg_n, fm, fn_, bk, stages) in [
             (2, 2, 2, 2, 32, 1),
             (2, 2, 2, 2, 64, 1),
@@ -537,62 +574,119 @@ impl Gemm {
             launch::fits_u32(name, "elements", t.numel())?;
         }
 
-        let tiles_m = self.m.div_ceil(bm as usize) as u64;
-        let tiles_n = self.n.div_ceil(bn as usize) as u64;
-        let total = tiles_m * tiles_n * self.batch as u64;
-        let u = |v: usize| v as u32; // every value below is ≤ an element count checked above
         let (lda, ldb) = (self.a_dims()[1], self.b_dims()[1]);
         let stride = |batches: usize, dims: [usize; 2]| {
             if batches == 1 { 0 } else { dims[0] * dims[1] }
         };
+        let splits = self.splits(ctx, kernel, c.dtype());
+        if splits == 1 {
+            let layout = Layout {
+                lda,
+                ldb,
+                stride_a: stride(a_batches, self.a_dims()),
+                stride_b: stride(b_batches, self.b_dims()),
+                stride_c: self.m * self.n,
+            };
+            return self.dispatch(ctx, kernel, [bm, bn, invocations], &layout, a, b, bias, c);
+        }
+        // Split-K: slice s is the batch entry whose A and B start s·KC along K and whose C is
+        // the workspace's matrix s; α applies there, β, the bias and GELU in the reduction.
+        let kc = self.k / splits;
+        let part = Gemm {
+            k: kc,
+            batch: splits,
+            beta: 0.0,
+            gelu: false,
+            ..*self
+        };
+        let layout = Layout {
+            lda,
+            ldb,
+            stride_a: if self.trans_a { kc * lda } else { kc },
+            stride_b: if self.trans_b { kc } else { kc * ldb },
+            stride_c: self.m * self.n,
+        };
+        let parts = Tensor::empty(ctx, &[splits, self.m, self.n], DType::F32)?;
+        part.dispatch(
+            ctx,
+            kernel,
+            [bm, bn, invocations],
+            &layout,
+            a,
+            b,
+            None,
+            &parts,
+        )?;
+        self.reduce(ctx, &parts, splits, bias, c)
+    }
+
+    /// The number of K slices `kernel` runs this problem as ([`GemmConfig::splits`]): the
+    /// largest count ≤ the tiling's that divides K, for an unbatched f32 GEMM of K ≥ 2 whose
+    /// workspace (count·M·N f32) fits one binding; 1 otherwise and for the tensor-core kernel.
+    pub fn splits(&self, ctx: &Context, kernel: GemmKernel, dtype: DType) -> usize {
+        let GemmKernel::Tiled(cfg) = kernel else {
+            return 1;
+        };
+        if dtype != DType::F32 || self.batch != 1 || self.k < 2 {
+            return 1;
+        }
+        // M·N < 2³² (C's elements were checked), so this cannot overflow even on wasm32.
+        let fits = |s: usize| {
+            s as u64 * (self.m * self.n) as u64 * 4 <= ctx.limits().max_storage_buffer_binding_size
+        };
+        (1..=(cfg.splits as usize).min(self.k))
+            .rev()
+            .find(|&s| self.k.is_multiple_of(s) && fits(s))
+            .unwrap_or(1)
+    }
+
+    /// Records the GEMM kernel for this problem with operands laid out as `l`; `tile` is the
+    /// kernel's [BM, BN, invocations].
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &self,
+        ctx: &Context,
+        kernel: GemmKernel,
+        [bm, bn, invocations]: [u32; 3],
+        l: &Layout,
+        a: &Tensor,
+        b: &Tensor,
+        bias: Option<&Tensor>,
+        c: &Tensor,
+    ) -> Result<()> {
+        let name = "gemm";
+        let tiles_m = self.m.div_ceil(bm as usize) as u64;
+        let tiles_n = self.n.div_ceil(bn as usize) as u64;
+        let total = tiles_m * tiles_n * self.batch as u64;
+        let u = |v: usize| v as u32; // every value below is ≤ an element count checked above
         let params = Params::new()
             .words(&[u(self.m), u(self.n), u(self.k), u(self.batch)])
-            .words(&[u(lda), u(ldb), u(self.n), tiles_n as u32])
-            .words(&[
-                u(stride(a_batches, self.a_dims())),
-                u(stride(b_batches, self.b_dims())),
-                u(self.m * self.n),
-                tiles_m as u32,
-            ])
+            .words(&[u(l.lda), u(l.ldb), u(self.n), tiles_n as u32])
+            .words(&[u(l.stride_a), u(l.stride_b), u(l.stride_c), tiles_m as u32])
             .f(self.alpha)
             .f(self.beta);
-        let (shader, entry, defines) = match kernel {
+        launch::float_dtype(ctx, name, c.dtype())?;
+        let (shader, entry, vector, bk, kernel) = match kernel {
+            // The split count does not change the shader.
             GemmKernel::Tiled(cfg) => (
                 &GEMM,
                 "gemm",
-                config_defines(
-                    launch::dtype_defines(ctx, name, c.dtype())?,
-                    &cfg,
-                    self,
-                    load_widths(
-                        4,
-                        [cfg.bm, cfg.bn, cfg.bk],
-                        cfg.invocations(),
-                        self,
-                        a_batches == 1,
-                        b_batches == 1,
-                    ),
-                    bias.is_some(),
-                ),
+                4,
+                cfg.bk,
+                GemmKernel::Tiled(GemmConfig { splits: 1, ..cfg }),
             ),
-            GemmKernel::Coop(cfg) => (
-                &GEMM_COOP,
-                "gemm_coop",
-                coop_defines(
-                    &cfg,
-                    self,
-                    load_widths(
-                        8,
-                        [cfg.bm(), cfg.bn(), cfg.bk],
-                        cfg.invocations(),
-                        self,
-                        a_batches == 1,
-                        b_batches == 1,
-                    ),
-                    bias.is_some(),
-                ),
-            ),
+            GemmKernel::Coop(cfg) => (&GEMM_COOP, "gemm_coop", 8, cfg.bk, kernel),
         };
+        let key = VariantKey {
+            kernel,
+            dtype: c.dtype(),
+            trans_a: self.trans_a,
+            trans_b: self.trans_b,
+            gelu: self.gelu,
+            bias: bias.is_some(),
+            widths: load_widths(vector, [bm, bn, bk], invocations, l, a.numel(), b.numel()),
+        };
+        let defines = launch::memoized(name, &key, VariantKey::defines);
         let bias = bias.unwrap_or(ctx.placeholder());
         Launch {
             label: name,
@@ -602,6 +696,49 @@ impl Gemm {
             params,
             buffers: vec![(1, a), (2, b), (3, bias), (4, c)],
             workgroups: ctx.fold_workgroups(name, total)?,
+        }
+        .run(ctx)
+    }
+
+    /// Split-K's second pass: `c = act(Σ parts + β·c + bias)` (`shaders/gemm_reduce.wgsl`),
+    /// four elements per invocation when N is a multiple of 4.
+    fn reduce(
+        &self,
+        ctx: &Context,
+        parts: &Tensor,
+        splits: usize,
+        bias: Option<&Tensor>,
+        c: &Tensor,
+    ) -> Result<()> {
+        let name = "gemm";
+        let aligned = |t: &Tensor| t.offset().is_multiple_of(4 * t.dtype().size() as u64);
+        let width = if self.n.is_multiple_of(4) && aligned(c) && bias.is_none_or(aligned) {
+            4
+        } else {
+            1
+        };
+        let count = launch::fits_u32(name, "elements", self.m * self.n / width)?;
+        let wg = launch::workgroup_size_1d(ctx, 256);
+        let defines = crate::elementwise::vector_defines(
+            launch::dtype_defines(ctx, name, c.dtype())?,
+            c.dtype(),
+            width,
+        )
+        .bool("HAS_BIAS", bias.is_some())
+        .bool("ACT_GELU", self.gelu)
+        .u32("WG", wg);
+        Launch {
+            label: name,
+            shader: &GEMM_REDUCE,
+            entry: "gemm_reduce",
+            defines,
+            params: Params::new()
+                .u(count)
+                .u((self.n / width) as u32)
+                .u(splits as u32)
+                .f(self.beta),
+            buffers: vec![(1, parts), (2, bias.unwrap_or(ctx.placeholder())), (3, c)],
+            workgroups: ctx.fold_workgroups(name, count.div_ceil(wg) as u64)?,
         }
         .run(ctx)
     }
@@ -633,6 +770,9 @@ impl Gemm {
     }
 }
 
+/// The most K slices a split-K GEMM runs ([`GemmConfig::splits`]).
+pub const MAX_SPLITS: u32 = 64;
+
 fn check_config(c: &GemmConfig) -> Result<()> {
     let ok = c.tm > 0
         && c.tn > 0
@@ -640,6 +780,7 @@ fn check_config(c: &GemmConfig) -> Result<()> {
         && c.tn.is_multiple_of(4)
         && c.bk > 0
         && (c.stages == 1 || c.stages == 2)
+        && (1..=MAX_SPLITS).contains(&c.splits)
         && c.bm.is_multiple_of(c.tm)
         && c.bn.is_multiple_of(c.tn)
         && (c.bm * c.bk).is_multiple_of(c.invocations())
@@ -651,7 +792,7 @@ fn check_config(c: &GemmConfig) -> Result<()> {
         "gemm",
         format!(
             "tiling {c:?}: TM and TN must be multiples of 4, BM and BN of TM and TN, \
-             BM·BK and BN·BK of the invocation count, and stages 1 or 2"
+             BM·BK and BN·BK of the invocation count, stages 1 or 2 and splits 1 to {MAX_SPLITS}"
         ),
     ))
 }
@@ -818,35 +959,76 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
     ]
 }
 
-/// The widest loads of `g`'s operands for a kernel that stages `[BM, BN, BK]` slices over
-/// `invocations`: `vector` elements along the stored contiguous dimension (4 for the tiled
-/// kernel's vec4, 8 for the tensor-core kernel's 16-byte f16 loads) when the slices divide
-/// evenly into such loads per invocation and every load starts aligned (the leading
-/// dimension and the batch stride multiples of `vector`; bindings start aligned); else one
-/// element. Empty matrices keep scalar loads: a vector binding must hold one vector.
+/// Everything the defines of a GEMM launch depend on.
+#[derive(Debug)]
+struct VariantKey {
+    kernel: GemmKernel,
+    dtype: DType,
+    trans_a: bool,
+    trans_b: bool,
+    gelu: bool,
+    bias: bool,
+    widths: LoadWidths,
+}
+
+impl VariantKey {
+    fn defines(&self) -> ridge_core::Defines {
+        let g = Gemm {
+            trans_a: self.trans_a,
+            trans_b: self.trans_b,
+            gelu: self.gelu,
+            ..Gemm::new(1, 1, 1)
+        };
+        match self.kernel {
+            GemmKernel::Tiled(cfg) => config_defines(
+                shaders::storage_defines(self.dtype),
+                &cfg,
+                &g,
+                self.widths,
+                self.bias,
+            ),
+            GemmKernel::Coop(cfg) => coop_defines(&cfg, &g, self.widths, self.bias),
+        }
+    }
+}
+
+/// Leading dimensions of the stored A and B and the element offsets between the batch
+/// entries of A, B and C (0 for an operand every entry shares).
+struct Layout {
+    lda: usize,
+    ldb: usize,
+    stride_a: usize,
+    stride_b: usize,
+    stride_c: usize,
+}
+
+/// The widest loads of the operands laid out as `l` (`a_len`, `b_len` elements) for a kernel
+/// that stages `[BM, BN, BK]` slices over `invocations`: `vector` elements along the stored
+/// contiguous dimension (4 for the tiled kernel's vec4, 8 for the tensor-core kernel's
+/// 16-byte f16 loads) when the slices divide evenly into such loads per invocation and every
+/// load starts aligned (the leading dimension and the batch stride multiples of `vector`;
+/// bindings start aligned); else one element. Empty matrices keep scalar loads: a vector
+/// binding must hold one vector.
 fn load_widths(
     vector: u32,
     [bm, bn, bk]: [u32; 3],
     invocations: u32,
-    g: &Gemm,
-    a_shared: bool,
-    b_shared: bool,
+    l: &Layout,
+    a_len: usize,
+    b_len: usize,
 ) -> LoadWidths {
-    let width = |tile: u32, ld: usize, stride: usize, shared: bool| {
+    let width = |tile: u32, ld: usize, stride: usize, len: usize| {
         let even = (tile * bk).is_multiple_of(vector * invocations);
         let v = vector as usize;
-        let aligned = ld.is_multiple_of(v) && (shared || stride.is_multiple_of(v));
-        if even && aligned && stride > 0 {
+        if even && ld.is_multiple_of(v) && stride.is_multiple_of(v) && len > 0 {
             vector
         } else {
             1
         }
     };
-    let [ar, ac] = g.a_dims();
-    let [br, bc] = g.b_dims();
     LoadWidths {
-        a: width(bm, ac, ar * ac, a_shared),
-        b: width(bn, bc, br * bc, b_shared),
+        a: width(bm, l.lda, l.stride_a, a_len),
+        b: width(bn, l.ldb, l.stride_b, b_len),
     }
 }
 
@@ -1101,6 +1283,13 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             bias,
         );
         v.push((&GEMM, "gemm", d));
+    }
+    for (width, bias, gelu) in [(1, false, false), (4, true, true)] {
+        let d = crate::elementwise::vector_defines(shaders::storage_defines(dtype), dtype, width)
+            .bool("HAS_BIAS", bias)
+            .bool("ACT_GELU", gelu)
+            .u32("WG", 256);
+        v.push((&GEMM_REDUCE, "gemm_reduce", d));
     }
     v
 }

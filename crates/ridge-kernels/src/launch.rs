@@ -6,22 +6,46 @@ use ridge_core::{Context, DType, Defines, Dispatch, Error, Result, ShaderSource,
 /// Defines for a kernel whose storage type is `dtype`: `alias T = f32|f16;` and, for f16,
 /// `enable f16;`.
 ///
-/// Errors: [`Error::MissingFeature`] for f16 on an adapter without `shader-f16`.
+/// Errors: as [`float_dtype`].
 pub fn dtype_defines(ctx: &Context, op: &str, dtype: DType) -> Result<Defines> {
-    let defines = Defines::new();
-    Ok(match dtype {
-        DType::F32 => defines.alias("T", "f32"),
-        DType::F16 => {
-            ctx.require(op, wgpu::Features::SHADER_F16)?;
-            defines.enable("f16").alias("T", "f16")
-        }
-        DType::U32 => {
-            return Err(Error::invalid(
-                op,
-                "float kernels take f32 or f16 tensors, not u32",
-            ));
-        }
-    })
+    float_dtype(ctx, op, dtype)?;
+    Ok(crate::shaders::storage_defines(dtype))
+}
+
+/// Errors unless a float kernel can run `dtype` on `ctx`: [`Error::MissingFeature`] for f16 on
+/// an adapter without `shader-f16`, [`Error::InvalidArgument`] for u32.
+pub fn float_dtype(ctx: &Context, op: &str, dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F32 => Ok(()),
+        DType::F16 => ctx.require(op, wgpu::Features::SHADER_F16),
+        DType::U32 => Err(Error::invalid(
+            op,
+            "float kernels take f32 or f16 tensors, not u32",
+        )),
+    }
+}
+
+/// Defines built once per variant and shared after (their clones compare by pointer): for
+/// kernels whose defines hold generated blocks, tens of kilobytes of WGSL that cost tens of
+/// µs per launch to build and hash. `key` must name everything `build` reads; its `Debug`
+/// text, under `op`, is the memo key.
+pub fn memoized<K: std::fmt::Debug>(
+    op: &'static str,
+    key: &K,
+    build: impl FnOnce(&K) -> Defines,
+) -> Defines {
+    type Memo = std::sync::Mutex<std::collections::HashMap<(&'static str, String), Defines>>;
+    static MEMO: std::sync::LazyLock<Memo> = std::sync::LazyLock::new(Default::default);
+    let k = (op, format!("{key:?}"));
+    if let Some(d) = MEMO.lock().unwrap_or_else(|e| e.into_inner()).get(&k) {
+        return d.clone();
+    }
+    let d = build(key);
+    MEMO.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(k)
+        .or_insert(d)
+        .clone()
 }
 
 /// A kernel's uniform parameters as 32-bit words, padded to 16 bytes.

@@ -13,6 +13,11 @@ pub static GEMM_COOP: ShaderSource = ShaderSource {
     name: "gemm_coop",
     body: include_str!("../../../shaders/gemm_coop.wgsl"),
 };
+/// `shaders/gemm_reduce.wgsl`: split-K's second pass.
+pub static GEMM_REDUCE: ShaderSource = ShaderSource {
+    name: "gemm_reduce",
+    body: include_str!("../../../shaders/gemm_reduce.wgsl"),
+};
 /// `shaders/norm.wgsl`.
 pub static NORM: ShaderSource = ShaderSource {
     name: "norm",

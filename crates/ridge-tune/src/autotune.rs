@@ -68,12 +68,15 @@ pub fn problems(ctx: &Context, ops: &[String]) -> Vec<Problem> {
         &[[128, 128, 128], [512, 1536, 384]]
     } else {
         // Square sizes, and MiniLM's projections at batch 32 and 1 (128 tokens each):
-        // QKV and FFN-up (K = 384) and FFN-down (K = 1536).
+        // QKV and FFN-up (K = 384), the attention output (384 × 384) and FFN-down
+        // (K = 1536), each in its own bucket.
         &[
             [256, 256, 256],
             [4096, 1536, 384],
+            [4096, 384, 384],
             [4096, 384, 1536],
             [128, 1536, 384],
+            [128, 384, 384],
             [128, 384, 1536],
             [1024, 1024, 1024],
             [4096, 4096, 4096],

@@ -92,12 +92,16 @@ pub enum TableWarning {
 }
 
 /// SHA-256 (first 16 hex digits) of the WGSL that runs `op` with `params` (for GEMM the
-/// tensor-core shader when `COOP` is 1, else the tiled one), so that editing one kernel
-/// invalidates only its own entries.
+/// tensor-core shader when `COOP` is 1, else the tiled one, and split-K's reduction when
+/// `SPLITS` > 1), so that editing one kernel invalidates only its own entries.
 pub fn shader_hash(op: &str, params: &BTreeMap<String, u32>) -> String {
     use sha2::{Digest, Sha256};
     let sources: Vec<&ridge_core::ShaderSource> = match op {
         "gemm" if params.get("COOP") == Some(&1) => vec![&ridge_kernels::shaders::GEMM_COOP],
+        "gemm" if params.get("SPLITS").is_some_and(|&s| s > 1) => vec![
+            &ridge_kernels::shaders::GEMM,
+            &ridge_kernels::shaders::GEMM_REDUCE,
+        ],
         "gemm" => vec![&ridge_kernels::shaders::GEMM],
         "layer_norm" | "rms_norm" => vec![&ridge_kernels::shaders::NORM],
         "softmax" => vec![&ridge_kernels::shaders::SOFTMAX],
