@@ -3,9 +3,11 @@
 //! Ops call [`Context::dispatch`]; dispatches accumulate in one command encoder and are
 //! submitted after 2, 4, 8, then every 16 dispatches, and when the host needs a result
 //! ([`Context::flush`], read-backs), so a whole model forward pass is a handful of
-//! submissions, not one per op, and the GPU works while the host records. Each dispatch's
-//! uniform parameters go into one arena buffer per submission (written just before it is
-//! submitted), not into a buffer of their own.
+//! submissions, not one per op, and the GPU works while the host records. Consecutive
+//! dispatches share one compute pass (a pass per dispatch cost MiniLM's batch-1 forward
+//! twice the host time: 14–22 µs per dispatch against 9 on the H200's host,
+//! benches/NOTES.md). Each dispatch's uniform parameters go into one arena buffer per
+//! submission (written just before it is submitted), not into a buffer of their own.
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -45,6 +47,10 @@ struct Arena {
 #[derive(Default)]
 pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
+    /// The compute pass open on `encoder`: consecutive dispatches share one (wgpu still
+    /// places a barrier between two dispatches where one writes what the other accesses);
+    /// a pass of its own only for a dispatch timed with timestamps.
+    pass: Option<wgpu::ComputePass<'static>>,
     arena: Option<Arena>,
     recorded: u32,
     /// Dispatches that trigger the next submission (0: [`FLUSH_FIRST`]).
@@ -138,22 +144,35 @@ impl Context {
             None => None,
         };
         let encoder = rec.encoder.get_or_insert_with(|| new_encoder(self));
-        let writes = timestamps
-            .as_ref()
-            .map(|(set, first)| wgpu::ComputePassTimestampWrites {
-                query_set: set,
-                beginning_of_pass_write_index: Some(*first),
-                end_of_pass_write_index: Some(*first + 1),
-            });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(d.label),
-            timestamp_writes: writes,
-        });
-        pass.set_pipeline(d.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        let [x, y, z] = d.workgroups;
-        pass.dispatch_workgroups(x, y, z);
-        drop(pass);
+        let record = |pass: &mut wgpu::ComputePass<'_>| {
+            pass.set_pipeline(d.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            let [x, y, z] = d.workgroups;
+            pass.dispatch_workgroups(x, y, z);
+        };
+        match timestamps {
+            Some((set, first)) => {
+                rec.pass = None; // ends the shared pass: the encoder is locked while it is open
+                record(
+                    &mut encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(d.label),
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: &set,
+                            beginning_of_pass_write_index: Some(first),
+                            end_of_pass_write_index: Some(first + 1),
+                        }),
+                    }),
+                );
+            }
+            None => record(rec.pass.get_or_insert_with(|| {
+                encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("ridge"),
+                        timestamp_writes: None,
+                    })
+                    .forget_lifetime()
+            })),
+        }
         rec.recorded += 1;
     }
 
@@ -170,6 +189,7 @@ impl Context {
     /// dispatches recorded so far are on the queue.
     fn flush_locked(&self, rec: &mut Recorder) {
         rec.recorded = 0;
+        rec.pass = None; // ends the open pass, unlocking the encoder
         if let Some(arena) = rec.arena.take()
             && !arena.data.is_empty()
         {
