@@ -10,7 +10,19 @@ use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::ceilings::warm_median_ms;
 use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
 
-const TILINGS: [(u32, u32); 5] = [(32, 8), (32, 4), (32, 2), (64, 4), (16, 4)];
+/// (tile, rows per pass, width): single elements, then vec4s.
+const TILINGS: [(u32, u32, u32); 10] = [
+    (32, 8, 1),
+    (32, 4, 1),
+    (32, 2, 1),
+    (64, 4, 1),
+    (16, 4, 1),
+    (32, 8, 4),
+    (32, 4, 4),
+    (32, 2, 4),
+    (64, 16, 4),
+    (64, 8, 4),
+];
 
 fn values(n: usize) -> Vec<f32> {
     (0..n).map(|i| ((i * 7919) % 2003) as f32).collect()
@@ -20,6 +32,8 @@ fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
     for (shape, perm) in [
         (vec![3, 37, 5, 11], &NCHW_TO_NHWC[..]),
         (vec![67, 45], &[1, 0][..]),
+        (vec![3, 36, 4, 11], &NCHW_TO_NHWC[..]),
+        (vec![68, 44], &[1, 0][..]),
     ] {
         let n: usize = shape.iter().product();
         let xv = values(n);
@@ -44,13 +58,14 @@ fn main() {
         ("NCHW→NHWC", vec![32, 64, 112, 112], &NCHW_TO_NHWC),
         ("NHWC→NCHW", vec![32, 112, 112, 64], &NHWC_TO_NCHW),
     ];
-    for (tile, rows_per_pass) in TILINGS {
+    for (tile, rows_per_pass, width) in TILINGS {
         let tiling = TransposeTiling {
             tile,
             rows_per_pass,
+            width,
         };
         if let Err(e) = exact(&ctx, tiling) {
-            println!("{tile} × {rows_per_pass}: skipped ({e})");
+            println!("{tile} × {rows_per_pass} × {width}: skipped ({e})");
             continue;
         }
         for (what, shape, perm) in &cases {
@@ -65,8 +80,8 @@ fn main() {
             let launch = |ctx: &Context| layout::permute_with(ctx, &x, perm, &out, tiling);
             let ms = pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing");
             println!(
-                "tile {tile:>2} × {rows_per_pass:>2} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s",
-                tile / rows_per_pass,
+                "tile {tile:>2} × {rows_per_pass:>2}, width {width} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s",
+                tile / rows_per_pass * width,
                 (8 * n) as f64 / ms / 1e6
             );
         }

@@ -35,29 +35,59 @@ fn check_with(
 }
 
 /// Every tiling the bench compares, on tails in both directions and grids that are not
-/// square.
+/// square: shapes whose rows and columns are multiples of 4 (the vec4 tilings move vec4s)
+/// and shapes where they are not (those tilings fall back to single elements), f32 and f16.
 #[test]
 fn every_transpose_tiling_is_exact() {
     on_every_adapter("layout_tilings", |ctx| {
         let mut seed = 100;
-        for (tile, rows_per_pass) in [(32, 8), (32, 4), (32, 2), (16, 4), (64, 4)] {
+        for (tile, rows_per_pass, width) in [
+            (32, 8, 1),
+            (32, 4, 1),
+            (32, 2, 1),
+            (16, 4, 1),
+            (64, 4, 1),
+            (32, 8, 4),
+            (32, 4, 4),
+            (32, 2, 4),
+            (64, 16, 4),
+            (64, 8, 4),
+        ] {
             let tiling = TransposeTiling {
                 tile,
                 rows_per_pass,
+                width,
             };
-            for (shape, perm) in [
-                (&[67, 131][..], &[1, 0][..]),
-                (&[200, 33][..], &[1, 0][..]),
-                (&[2, 37, 5, 11][..], &NCHW_TO_NHWC[..]),
+            // (shape, perm, the transpose's rows and columns, whether they are multiples of 4)
+            for (shape, perm, aligned) in [
+                (&[67, 131][..], &[1, 0][..], false),
+                (&[200, 33][..], &[1, 0][..], false),
+                (&[2, 37, 5, 11][..], &NCHW_TO_NHWC[..], false),
+                (&[68, 132][..], &[1, 0][..], true),
+                (&[36, 200][..], &[1, 0][..], true),
+                (&[2, 36, 4, 5][..], &NCHW_TO_NHWC[..], true),
+                (&[3, 4, 7, 12][..], &NHWC_TO_NCHW[..], true),
             ] {
-                seed += 1;
-                check_with(ctx, shape, perm, DType::F32, tiling, seed)?;
+                let x = Tensor::empty(ctx, shape, DType::F32)?;
+                let (r, c) = if perm.len() == 2 {
+                    (shape[0], shape[1])
+                } else if perm == NCHW_TO_NHWC {
+                    (shape[1], shape[2] * shape[3])
+                } else {
+                    (shape[1] * shape[2], shape[3])
+                };
+                let want = if aligned { width } else { 1 };
+                assert_eq!(tiling.width_for(r, c, &x, &x), want, "{shape:?} {tiling:?}");
+                for dtype in dtypes(ctx) {
+                    seed += 1;
+                    check_with(ctx, shape, perm, dtype, tiling, seed)?;
+                }
             }
         }
         // A tiling that does not divide is refused.
         let bad = TransposeTiling {
-            tile: 32,
             rows_per_pass: 5,
+            ..TransposeTiling::DEFAULT
         };
         expect_err(
             "tiling",

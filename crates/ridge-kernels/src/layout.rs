@@ -17,37 +17,64 @@ pub const MAX_DIMS: usize = 6;
 const WG_CAP: u32 = 256;
 
 /// Tiling of the batched 2-D transpose (`shaders/layout.wgsl`): `tile` × `tile` elements per
-/// workgroup of `tile` × `rows_per_pass` invocations, each moving `tile / rows_per_pass`
-/// elements with that many loads in flight.
+/// workgroup of (`tile` / `width`) × `rows_per_pass` invocations, each making
+/// `tile / rows_per_pass` loads of `width` elements, all in flight at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransposeTiling {
     /// Rows and columns of the workgroup's tile.
     pub tile: u32,
     /// Tile rows one pass of the workgroup covers (divides `tile`).
     pub rows_per_pass: u32,
+    /// Elements per load and per store, 1 or 4: four consecutive elements of a row as one
+    /// vec4 (16 bytes in f32), read along the input's rows and written along the output's.
+    /// A transpose whose rows or columns are not multiples of 4, or whose tensors do not
+    /// start on a vec4, moves single elements whatever this says
+    /// ([`TransposeTiling::width_for`]).
+    pub width: u32,
 }
 
 impl TransposeTiling {
-    /// 32 × 32 tiles, 128 invocations moving 8 elements each: the fastest of
-    /// `benches/transpose.rs`'s tilings on the H200 (run 23, benches/NOTES.md) and on
-    /// lavapipe.
+    /// 32 × 32 tiles, 64 invocations moving four vec4s each (single elements where the
+    /// shape does not allow vec4s: then 32 × 8 invocations, four elements each). The fastest
+    /// of `benches/transpose.rs`'s tilings on the H200 (run 40, benches/NOTES.md: 3–4 %
+    /// over the best single-element tiling).
     pub const DEFAULT: Self = Self {
         tile: 32,
-        rows_per_pass: 4,
+        rows_per_pass: 8,
+        width: 4,
     };
+
+    /// The width a transpose of `[batch, rows, cols]` from `x` to `out` runs with: this
+    /// tiling's, where rows and columns are multiples of it and both tensors start on a
+    /// whole vector; else 1.
+    pub fn width_for(&self, rows: usize, cols: usize, x: &Tensor, out: &Tensor) -> u32 {
+        let w = self.width as usize;
+        let aligned = |t: &Tensor| t.offset().is_multiple_of((w * t.dtype().size()) as u64);
+        if rows.is_multiple_of(w) && cols.is_multiple_of(w) && aligned(x) && aligned(out) {
+            self.width
+        } else {
+            1
+        }
+    }
 
     fn check(&self, ctx: &Context) -> Result<()> {
         if self.tile == 0
             || self.rows_per_pass == 0
             || !self.tile.is_multiple_of(self.rows_per_pass)
+            || !(self.width == 1 || self.width == 4)
+            || !self.tile.is_multiple_of(self.width)
         {
             return Err(Error::invalid(
                 "transpose",
-                format!("{self:?}: rows_per_pass must divide tile, both nonzero"),
+                format!(
+                    "{self:?}: rows_per_pass must divide tile, both nonzero; width 1 or 4, \
+                     dividing tile"
+                ),
             ));
         }
         let t = self.tile;
-        launch::check_workgroup(ctx, "transpose", t * self.rows_per_pass, t * (t + 1) * 4)
+        let invocations = t / self.width * self.rows_per_pass;
+        launch::check_workgroup(ctx, "transpose", invocations, t * (t + 1) * 4)
     }
 }
 
@@ -198,10 +225,14 @@ fn general(
         label: name,
         shader: &LAYOUT,
         entry: "permute",
+        // The permute moves single elements (VW = 1); the tiling only sizes the unused tile.
         defines: layout_defines(
             launch::dtype_defines(ctx, name, x.dtype())?,
             wg,
-            TransposeTiling::DEFAULT,
+            TransposeTiling {
+                width: 1,
+                ..TransposeTiling::DEFAULT
+            },
         ),
         params: Params::new()
             .words(&[n, perm.len().max(1) as u32, 0, 0])
@@ -224,6 +255,7 @@ fn transpose(
 ) -> Result<()> {
     let name = "transpose";
     tiling.check(ctx)?;
+    let width = tiling.width_for(rows, cols, x, out);
     let tiles_r = rows.div_ceil(tiling.tile as usize) as u32;
     let tiles_c = cols.div_ceil(tiling.tile as usize) as u32;
     let total = tiles_r as u64 * tiles_c as u64 * batch as u64;
@@ -232,7 +264,11 @@ fn transpose(
         label: name,
         shader: &LAYOUT,
         entry: "transpose",
-        defines: layout_defines(launch::dtype_defines(ctx, name, x.dtype())?, wg, tiling),
+        defines: layout_defines(
+            launch::dtype_defines(ctx, name, x.dtype())?,
+            wg,
+            TransposeTiling { width, ..tiling },
+        ),
         params: Params::new().words(&[0; 20]).words(&[
             batch as u32,
             rows as u32,
@@ -246,35 +282,79 @@ fn transpose(
     .run(ctx)
 }
 
+/// The defines of `shaders/layout.wgsl`: the permute's workgroup size and the transpose's
+/// tiling, with its loads, stores to the workgroup tile and writes unrolled (`//@` blocks),
+/// one element or one vec4 each.
 fn layout_defines(d: ridge_core::Defines, wg: u32, t: TransposeTiling) -> ridge_core::Defines {
     let (mut load, mut stage, mut write) = (String::new(), String::new(), String::new());
+    let lanes = ["x", "y", "z", "w"];
     for i in 0..t.tile / t.rows_per_pass {
         load.push_str(&format!(
             "let tr{i} = lid.y + {i}u * ROWS_PER_PASS;\n\
-             var vals{i} = 0.0;\n\
-             if in_cols && r0 + tr{i} < p.rows {{ vals{i} = f32(src[base + (r0 + tr{i}) * p.cols + col]); }}\n"
+             var vals{i} = VF();\n\
+             if in_cols && r0 + tr{i} < p.rows {{ vals{i} = VF(src[(base + (r0 + tr{i}) * p.cols + col) / VW]); }}\n"
         ));
-        stage.push_str(&format!("tile[tr{i} * (TILE + 1u) + lid.x] = vals{i};\n"));
+        // Tile element (tile row, tile column) is tile[row * (TILE + 1) + column]; a vec4
+        // covers four tile columns (loaded) or four tile rows (written).
+        let at = |row: String, col: String| format!("tile[({row}) * (TILE + 1u) + {col}]");
+        if t.width == 1 {
+            stage.push_str(&format!(
+                "{} = vals{i};\n",
+                at(format!("tr{i}"), "lid.x".into())
+            ));
+        } else {
+            for (l, lane) in lanes.iter().enumerate() {
+                stage.push_str(&format!(
+                    "{} = vals{i}.{lane};\n",
+                    at(format!("tr{i}"), format!("tx + {l}u"))
+                ));
+            }
+        }
+        let value = if t.width == 1 {
+            at("lid.x".into(), format!("tr{i}"))
+        } else {
+            let parts: Vec<String> = (0..4)
+                .map(|l| at(format!("tx + {l}u"), format!("tr{i}")))
+                .collect();
+            format!("VF({})", parts.join(", "))
+        };
         write.push_str(&format!(
             "if in_rows && c0 + tr{i} < p.cols {{ \
-             dst[base + (c0 + tr{i}) * p.rows + out_col] = T(tile[lid.x * (TILE + 1u) + tr{i}]); }}\n"
+             dst[(base + (c0 + tr{i}) * p.rows + out_col) / VW] = V({value}); }}\n"
         ));
     }
+    let (v, vf) = if t.width == 4 {
+        ("vec4<T>", "vec4<f32>")
+    } else {
+        ("T", "f32")
+    };
     d.u32("WG", wg)
         .u32("TILE", t.tile)
         .u32("ROWS_PER_PASS", t.rows_per_pass)
+        .u32("VW", t.width)
+        .alias("V", v)
+        .alias("VF", vf)
         .block("LOAD", load)
         .block("STAGE", stage)
         .block("WRITE", write)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
-    let d = layout_defines(
-        shaders::storage_defines(dtype),
-        WG_CAP,
-        TransposeTiling::DEFAULT,
-    );
-    vec![(&LAYOUT, "permute", d.clone()), (&LAYOUT, "transpose", d)]
+    let d = |width| {
+        layout_defines(
+            shaders::storage_defines(dtype),
+            WG_CAP,
+            TransposeTiling {
+                width,
+                ..TransposeTiling::DEFAULT
+            },
+        )
+    };
+    vec![
+        (&LAYOUT, "permute", d(1)),
+        (&LAYOUT, "transpose", d(1)),
+        (&LAYOUT, "transpose", d(4)),
+    ]
 }
 
 #[cfg(test)]
