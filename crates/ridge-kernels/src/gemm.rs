@@ -283,16 +283,9 @@ impl GemmKernel {
         // Split-K (f32 only) for grids of few tiles: small tiles split far for batch 1's
         // 128-row products, large ones split less for 384-column ones. A split shares its
         // tiling's shader, so it costs no compile of its own.
-        let split = |bm, bn, bk, tm, tn, splits| {
-            GemmKernel::Tiled(GemmConfig {
-                bm,
-                bn,
-                bk,
-                tm,
-                tn,
-                stages: 1,
-                splits,
-            })
+        let split = |kernel, splits| match kernel {
+            GemmKernel::Tiled(c) => GemmKernel::Tiled(GemmConfig { splits, ..c }),
+            coop => coop,
         };
         let mut v = vec![
             tiled(64, 64, 16, 4, 4, 1),
@@ -312,13 +305,13 @@ impl GemmKernel {
         ];
         if dtype == DType::F32 {
             v.extend([
-                split(32, 32, 16, 4, 4, 4),
-                split(32, 32, 16, 4, 4, 8),
-                split(64, 64, 16, 4, 4, 2),
-                split(64, 64, 16, 4, 4, 4),
-                split(128, 64, 16, 8, 4, 2),
-                split(128, 128, 8, 8, 8, 2),
-                split(128, 128, 8, 8, 8, 3),
+                split(tiled(32, 32, 16, 4, 4, 1), 4),
+                split(tiled(32, 32, 16, 4, 4, 1), 8),
+                split(tiled(64, 64, 16, 4, 4, 1), 2),
+                split(tiled(64, 64, 16, 4, 4, 1), 4),
+                split(tiled(128, 64, 16, 8, 4, 1), 2),
+                split(tiled(128, 128, 8, 8, 8, 1), 2),
+                split(tiled(128, 128, 8, 8, 8, 1), 3),
             ]);
         }
         for (sg_m, sg_n, fm, fn_, bk, stages) in [
