@@ -2,7 +2,7 @@
 
 use half::f16;
 use ridge::core::{Context, ContextOptions, DType, Error, Tensor, TimingMethod, wgpu};
-use ridge::kernels::{Softmax, Unary, unary};
+use ridge::kernels::{Binary, Softmax, Unary, binary, unary};
 
 use crate::harness::*;
 
@@ -86,6 +86,36 @@ fn no_pipeline_is_compiled_twice() {
             block(y.to_vec::<f32>(ctx)).map(|_| ())
         },
     );
+}
+
+/// Consecutive dispatches share one compute pass: each must still see what the one before
+/// wrote. A chain of 96 dependent adds ping-pongs between two buffers of 2²⁰ elements
+/// (long enough for a real GPU to overlap neighbouring dispatches if nothing ordered them),
+/// across the recorder's submissions and around a profiled stretch (a pass per dispatch);
+/// integers keep the sums exact.
+#[test]
+fn dependent_dispatches_in_one_pass_see_each_others_writes() {
+    on_every_adapter("core_shared_pass", |ctx| {
+        let n = 1 << 20;
+        let start: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+        let step: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+        let mut x = Tensor::from_slice(ctx, &start, &[n])?;
+        let mut y = Tensor::empty(ctx, &[n], DType::F32)?;
+        let b = Tensor::from_slice(ctx, &step, &[n])?;
+        let links = 96;
+        for i in 0..links {
+            if i == 40 {
+                ctx.start_profiling();
+            }
+            binary(ctx, Binary::Add, &x, &b, &y)?;
+            if i == 50 {
+                block(ctx.finish_profiling())?;
+            }
+            std::mem::swap(&mut x, &mut y);
+        }
+        let want: Vec<f32> = (0..n).map(|i| start[i] + links as f32 * step[i]).collect();
+        assert_close("chain", &block(x.to_f32(ctx))?, &want, |_| 0.0)
+    });
 }
 
 fn profile_three_ops(ctx: &Context) -> ridge::core::Result<ridge::core::Profile> {
