@@ -177,7 +177,7 @@ fn run(
     let nb = b.map_or(1, |b| b.numel());
     // Four elements per invocation when every array is a whole number of vec4s and every
     // view starts on a vec4 boundary.
-    let aligned = |t: &Tensor| t.offset().is_multiple_of(4 * a.dtype().size() as u64);
+    let aligned = |t: &Tensor| launch::starts_on_vector(t, 4);
     let width = if n.is_multiple_of(4)
         && (b.is_none() || nb.is_multiple_of(4))
         && aligned(a)

@@ -704,7 +704,7 @@ impl Gemm {
         c: &Tensor,
     ) -> Result<()> {
         let name = "gemm";
-        let aligned = |t: &Tensor| t.offset().is_multiple_of(4 * t.dtype().size() as u64);
+        let aligned = |t: &Tensor| launch::starts_on_vector(t, 4);
         let width = if self.n.is_multiple_of(4) && aligned(c) && bias.is_none_or(aligned) {
             4
         } else {

@@ -152,6 +152,12 @@ pub fn no_alias(op: &str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `t`'s view starts on a whole vector of `width` elements (its byte offset a
+/// multiple of `width` × the element size), as loads of `vec4`s from its binding need.
+pub fn starts_on_vector(t: &Tensor, width: usize) -> bool {
+    t.offset().is_multiple_of((width * t.dtype().size()) as u64)
+}
+
 /// Errors unless `n` fits the 32-bit indices kernels use.
 pub fn fits_u32(op: &str, what: &str, n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::LimitExceeded {

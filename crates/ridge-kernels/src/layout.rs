@@ -49,7 +49,7 @@ impl TransposeTiling {
     /// whole vector; else 1.
     pub fn width_for(&self, rows: usize, cols: usize, x: &Tensor, out: &Tensor) -> u32 {
         let w = self.width as usize;
-        let aligned = |t: &Tensor| t.offset().is_multiple_of((w * t.dtype().size()) as u64);
+        let aligned = |t: &Tensor| launch::starts_on_vector(t, w);
         if rows.is_multiple_of(w) && cols.is_multiple_of(w) && aligned(x) && aligned(out) {
             self.width
         } else {
