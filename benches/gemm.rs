@@ -9,7 +9,8 @@
 //! GELU, next to the saving the roofline model predicts (the GELU pass's bytes ÷ measured
 //! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
 //! (`-- --sizes 256,512` to choose; `-- --coop` or `-- --tiled` for one kernel's candidates).
-//! Prints TFLOP/s and ms.
+//! Prints TFLOP/s and ms, and first, where there are tensor cores, their ceilings
+//! (`ceilings::tensor_peak`).
 
 mod common;
 
@@ -78,6 +79,19 @@ fn main() {
         ctx.describe(),
         ctx.has_coop_f16()
     );
+    if ctx.has_coop_f16() {
+        // The tensor cores' ceilings as WGSL reaches them: operands in registers, and fed
+        // from workgroup memory as the tensor-core kernel's inner loop feeds them.
+        let peak = |from_workgroup| {
+            pollster::block_on(ceilings::tensor_peak(&ctx, from_workgroup, 5)).expect("peak")
+        };
+        println!(
+            "tensor cores (16×16×16 f16 → f32 cooperative matrices): {:.1} TFLOP/s from \
+             registers, {:.1} TFLOP/s with 4 × 4 fragments read from workgroup memory per step",
+            peak(false),
+            peak(true)
+        );
+    }
     let mut dtypes = vec![DType::F32];
     if ctx.has_f16() {
         dtypes.push(DType::F16);

@@ -1,13 +1,14 @@
 //! Transpose tilings side by side (`ridge::kernels::layout::TransposeTiling`): each checked
 //! for exact equality with the reference on an odd shape, then timed (median of GPU
-//! timestamps after warming the GPU, `ceilings::warm_median_ms`) on a 4096 × 4096 transpose
-//! and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms and GB/s (read + write); compare
-//! with the copy bandwidth `ridge bench` measures. Not a test: `cargo bench --bench transpose`.
+//! timestamps after warming the GPU, `ceilings::warm_median_ms`) on 4096², 8192² and 4000²
+//! transposes and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms, GB/s (read + write) and
+//! the ratio to a copy of the same bytes timed the same way. Not a test:
+//! `cargo bench --bench transpose`.
 
 mod common;
 
 use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::ceilings::warm_median_ms;
+use ridge::kernels::ceilings::{self, warm_median_ms};
 use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
 
 /// (tile, rows per pass, width): single elements, then vec4s.
@@ -53,11 +54,34 @@ fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
 fn main() {
     let ctx = common::context();
     println!("Transpose tilings on {}", ctx.describe());
-    let cases: [(&str, Vec<usize>, &[usize]); 3] = [
+    // 4000² beside 4096²: the same bytes without a power-of-two row stride (run 41: the
+    // same GB/s, so the 4096² transpose does not suffer from partition camping).
+    let cases: [(&str, Vec<usize>, &[usize]); 5] = [
         ("transpose 4096²", vec![4096, 4096], &[1, 0]),
+        ("transpose 8192²", vec![8192, 8192], &[1, 0]),
+        ("transpose 4000²", vec![4000, 4000], &[1, 0]),
         ("NCHW→NHWC", vec![32, 64, 112, 112], &NCHW_TO_NHWC),
         ("NHWC→NCHW", vec![32, 112, 112, 64], &NHWC_TO_NCHW),
     ];
+    // Each case's reference: a copy of the same bytes (`ceilings::stream_copy`), so that a
+    // launch's fixed costs (ramp-up and tail, a few µs on the H200) weigh on both alike.
+    let copies: Vec<f64> = cases
+        .iter()
+        .map(|(_, shape, _)| {
+            let n: usize = shape.iter().product();
+            let src = Tensor::from_slice(&ctx, &values(n), shape).unwrap();
+            let dst = Tensor::empty(&ctx, shape, DType::F32).unwrap();
+            let launch = |ctx: &Context| ceilings::stream_copy(ctx, &src, &dst);
+            pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing")
+        })
+        .collect();
+    for ((what, shape, _), ms) in cases.iter().zip(&copies) {
+        let n: usize = shape.iter().product();
+        println!(
+            "copy of the same bytes  {what:<16} {ms:>8.4} ms {:>7.0} GB/s",
+            (8 * n) as f64 / ms / 1e6
+        );
+    }
     for (tile, rows_per_pass, width) in TILINGS {
         let tiling = TransposeTiling {
             tile,
@@ -68,7 +92,7 @@ fn main() {
             println!("{tile} × {rows_per_pass} × {width}: skipped ({e})");
             continue;
         }
-        for (what, shape, perm) in &cases {
+        for ((what, shape, perm), copy_ms) in cases.iter().zip(&copies) {
             let n: usize = shape.iter().product();
             let x = Tensor::from_slice(&ctx, &values(n), shape).unwrap();
             let out = Tensor::empty(
@@ -80,9 +104,10 @@ fn main() {
             let launch = |ctx: &Context| layout::permute_with(ctx, &x, perm, &out, tiling);
             let ms = pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing");
             println!(
-                "tile {tile:>2} × {rows_per_pass:>2}, width {width} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s",
+                "tile {tile:>2} × {rows_per_pass:>2}, width {width} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s {:>5.2}× copy",
                 tile / rows_per_pass * width,
-                (8 * n) as f64 / ms / 1e6
+                (8 * n) as f64 / ms / 1e6,
+                copy_ms / ms
             );
         }
     }

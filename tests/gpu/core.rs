@@ -313,3 +313,37 @@ fn contexts_use_the_adapters_own_limits_and_features() {
         Ok(())
     });
 }
+
+/// The copy the transpose bench sets transposes against copies exactly and refuses what it
+/// cannot copy; the tensor-core peak is measured where there are tensor cores and refused
+/// with a typed error elsewhere.
+#[test]
+fn stream_copy_and_the_tensor_core_peak() {
+    use ridge::kernels::ceilings;
+    on_every_adapter("core_ceilings", |ctx| {
+        let data = random(7, 4 * 1031, -3.0, 3.0);
+        let src = Tensor::from_slice(ctx, &data, &[1031, 4])?;
+        let dst = Tensor::empty(ctx, &[4 * 1031], DType::F32)?;
+        dst.poison(ctx);
+        ceilings::stream_copy(ctx, &src, &dst)?;
+        assert_eq!(block(dst.to_vec::<f32>(ctx))?, data);
+        let odd = Tensor::empty(ctx, &[4 * 1031 - 1], DType::F32)?;
+        let invalid = |e: &Error| matches!(e, Error::InvalidArgument { .. });
+        expect_err("copy", ceilings::stream_copy(ctx, &src, &odd), invalid)?;
+        expect_err("copy", ceilings::stream_copy(ctx, &odd, &odd), invalid)?;
+        if ctx.has_f16() {
+            let h = Tensor::empty(ctx, &[4 * 1031], DType::F16)?;
+            expect_err("copy", ceilings::stream_copy(ctx, &h, &dst), invalid)?;
+        }
+        for from_workgroup in [false, true] {
+            let peak = block(ceilings::tensor_peak(ctx, from_workgroup, 1));
+            if ctx.has_coop_f16() {
+                let tflops = peak?;
+                assert!(tflops.is_finite() && tflops > 0.0, "{tflops} TFLOP/s");
+            } else {
+                expect_err("tensor_peak", peak, invalid)?;
+            }
+        }
+        Ok(())
+    });
+}

@@ -65,7 +65,7 @@ impl State {
     }
 }
 
-/// The roofs of this adapter: spec table and measured.
+/// The roofs of this adapter: spec table, measured, and the tensor cores' where measured.
 pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
     let mut roofs = Vec::new();
     if let (Some(c), Some(s)) = (gpu.spec_ceilings(), &gpu.spec) {
@@ -80,6 +80,13 @@ pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
             name: "measured".into(),
             ceilings: c,
             color: PALETTE[1],
+        });
+    }
+    if let Some(c) = gpu.measured.as_ref().and_then(|m| m.tensor_ceilings()) {
+        roofs.push(Roof {
+            name: "measured, tensor cores".into(),
+            ceilings: c,
+            color: PALETTE[2],
         });
     }
     roofs

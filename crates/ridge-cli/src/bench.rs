@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ridge_core::DType;
-use ridge_kernels::{ceilings, sweep};
+use ridge_kernels::{Gemm, GemmKernel, ceilings, sweep};
 use ridge_model::report::{Accuracy, BenchReport, Row};
 use ridge_model::{Precision, hardware};
 
@@ -66,11 +66,14 @@ pub fn run(args: Args) -> crate::CliResult {
     let fp = ctx.fingerprint();
     let spec = hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
     say(format!(
-        "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}, {} µs GPU time per dispatch ({} µs host time in a stream); ridge point {:.2} FLOP/B",
+        "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}{}, {} µs GPU time per dispatch ({} µs host time in a stream); ridge point {:.2} FLOP/B",
         m.bandwidth_gbps,
         m.f32_tflops,
         m.f16_tflops
             .map_or(String::new(), |t| format!(", {t:.3} TFLOP/s f16")),
+        m.tensor_tflops.map_or(String::new(), |t| format!(
+            ", {t:.1} TFLOP/s f16 tensor cores (cooperative matrices)"
+        )),
         m.dispatch_overhead_us
             .map_or("n/a".into(), |v| format!("{v:.1}")),
         m.host_overhead_us
@@ -136,7 +139,16 @@ pub fn run(args: Args) -> crate::CliResult {
     let mut rows = Vec::new();
     for ((case, cost), measured_ms) in cases.into_iter().zip(costs).zip(fastest) {
         let f16 = case.dtype == DType::F16;
-        let ceil = m.ceilings(f16);
+        // A GEMM on the tensor cores is set against their measured peak, not the FMA units'.
+        let tensor = case.op == "gemm"
+            && matches!(
+                Gemm::new(case.shape[0], case.shape[1], case.shape[2]).kernel(&ctx, case.dtype),
+                GemmKernel::Coop(_)
+            );
+        let ceil = m
+            .tensor_ceilings()
+            .filter(|_| tensor)
+            .unwrap_or_else(|| m.ceilings(f16));
         let pred = ceil.predict(&cost);
         let precision = if f16 { Precision::F16 } else { Precision::F32 };
         let spec_ms = spec

@@ -29,6 +29,9 @@ pub fn roofline_svg(report: &BenchReport, path: &Path) -> Result<(), Box<dyn std
     if let Some(spec) = &report.spec {
         ceilings.push((spec.ceilings(ridge_model::Precision::F32), "spec f32", RED));
     }
+    if let Some(c) = report.measured.tensor_ceilings() {
+        ceilings.push((c, "measured tensor-core", RGBColor(0, 140, 140)));
+    }
     let (x0, x1) = (0.01f64, 1000.0f64);
     let y_max = ceilings
         .iter()

@@ -1,12 +1,13 @@
 //! Ceilings Ridge measures on the adapter itself: streaming bandwidth over working-set sizes
-//! (the curve shows the caches), f32 and f16 FMA peak, per-dispatch overhead. The roofline
-//! model uses them beside the datasheet figures.
+//! (the curve shows the caches), f32 and f16 FMA peak, the tensor-core peak where there are
+//! tensor cores, per-dispatch overhead. The roofline model uses them beside the datasheet
+//! figures.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::report::{CurvePoint, Measured};
 
 use crate::launch::{self, Launch, Params};
-use crate::shaders::{CEILINGS, Variant, storage_defines};
+use crate::shaders::{CEILINGS, TENSOR_PEAK, Variant, storage_defines};
 
 const WG: u32 = 256;
 /// FMA iterations per invocation in `fma_peak` (64 FLOPs each).
@@ -84,6 +85,32 @@ fn copy_launch<'a>(ctx: &Context, src: &'a Tensor, dst: &'a Tensor, n: u32) -> R
     })
 }
 
+/// Copies `src` to `dst` with the kernel that measures copy bandwidth (`stream_copy`, one
+/// vec4 per invocation): the reference for a memory-bound kernel that moves the same bytes.
+///
+/// Errors: [`Error::InvalidArgument`] unless both are f32 with the same number of elements, a
+/// multiple of 4, and start on a vec4.
+pub fn stream_copy(ctx: &Context, src: &Tensor, dst: &Tensor) -> Result<()> {
+    let n = src.numel();
+    let fits = |t: &Tensor| t.dtype() == DType::F32 && launch::starts_on_vector(t, 4);
+    if !fits(src) || !fits(dst) || dst.numel() != n || !n.is_multiple_of(4) {
+        return Err(Error::invalid(
+            "stream_copy",
+            format!(
+                "needs f32 tensors of the same length, a multiple of 4, starting on a vec4; \
+                 got {} {:?} and {} {:?}",
+                src.dtype(),
+                src.shape(),
+                dst.dtype(),
+                dst.shape()
+            ),
+        ));
+    }
+    let vectors = u32::try_from(n / 4)
+        .map_err(|_| Error::invalid("stream_copy", format!("{n} elements is too many")))?;
+    copy_launch(ctx, src, dst, vectors)?.run(ctx)
+}
+
 /// The longest single launch `measure` lets itself make, ms. Sizes grow 4× per step and
 /// stop once a launch takes this long, so no dispatch comes near a GPU watchdog (Chrome's
 /// GPU process and Windows' TDR reset a device after about 2 s; a CPU driver such as
@@ -127,6 +154,11 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
     } else {
         None
     };
+    let tensor_tflops = if ctx.has_coop_f16() {
+        Some(tensor_peak(ctx, false, repeats).await?)
+    } else {
+        None
+    };
     let sink = Tensor::empty(ctx, &[4], DType::F32)?;
     let touch = |ctx: &Context| {
         Launch {
@@ -152,6 +184,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         bandwidth_gbps,
         f32_tflops,
         f16_tflops,
+        tensor_tflops,
         dispatch_overhead_us,
         host_overhead_us,
     })
@@ -186,6 +219,105 @@ async fn fma_peak(ctx: &Context, dtype: DType, repeats: usize) -> Result<f64> {
         }
         invocations *= 4;
     }
+}
+
+/// Subgroups per `tensor_peak` workgroup.
+const PEAK_SUBGROUPS: u32 = 4;
+/// Multiply-add iterations per subgroup in `tensor_peak` (8 chains of 2·16³ FLOPs each).
+const PEAK_ITERS: u32 = 1024;
+
+/// Cooperative-matrix multiply-add throughput, f16 × f16 → f32 at 16 × 16 × 16, TFLOP/s
+/// (`shaders/tensor_peak.wgsl`): `tensor_peak` with operands in registers, or
+/// (`from_workgroup`) `tensor_tile`, fed from workgroup memory as a tiled GEMM's inner loop is.
+/// 2⁸ workgroups of [`PEAK_SUBGROUPS`] subgroups, then 4× more per step until a launch takes
+/// ≥ 2 ms or would exceed the budget, up to 2¹⁸. The ceiling a tensor-core GEMM
+/// (`GemmKernel::Coop`) is measured against; cuBLAS on the same GPU may use instructions this
+/// API does not reach (Hopper's warpgroup MMA), so its figure can be higher.
+///
+/// Errors: [`Error::InvalidArgument`] on an adapter without f16 × f16 → f32 16 × 16 × 16
+/// cooperative matrices at subgroup size 32 ([`Context::has_coop_f16`]).
+pub async fn tensor_peak(ctx: &Context, from_workgroup: bool, repeats: usize) -> Result<f64> {
+    if !ctx.has_coop_f16() {
+        return Err(Error::invalid(
+            "tensor_peak",
+            "needs an adapter with f16 x f16 -> f32 16x16x16 cooperative matrices at subgroup \
+             size 32",
+        ));
+    }
+    let (shader, entry, defines) = tensor_peak_variants()[usize::from(from_workgroup)].clone();
+    let chains = if from_workgroup { 16 } else { 8 };
+    // Operands near 0.01: 16-term dot products of 1e-4, so sums stay small over any number
+    // of runs.
+    let operands: Vec<f32> = (0..512).map(|i| 0.01 + (i % 7) as f32 * 1e-3).collect();
+    let src = Tensor::from_f32(ctx, &operands, &[512], DType::F16)?;
+    let slots = 64 * chains * 256;
+    let dst = Tensor::from_slice(ctx, &vec![0.0f32; slots], &[slots])?;
+    let mut workgroups: u32 = 1 << 8;
+    loop {
+        let ms = median_ms(ctx, repeats, &|ctx| {
+            Launch {
+                label: entry,
+                shader,
+                entry,
+                defines: defines.clone(),
+                params: Params::new().u(workgroups),
+                buffers: vec![(1, &src), (2, &dst)],
+                workgroups: ctx.fold_workgroups(entry, workgroups as u64)?,
+            }
+            .run(ctx)
+        })
+        .await?;
+        if ms >= 2.0 || ms * 4.0 > LAUNCH_BUDGET_MS || workgroups >= 1 << 18 {
+            let subgroups = (workgroups * PEAK_SUBGROUPS) as f64;
+            let flops = subgroups * PEAK_ITERS as f64 * chains as f64 * 8192.0;
+            return Ok(flops / (ms * 1e-3) / 1e12);
+        }
+        workgroups *= 4;
+    }
+}
+
+/// `tensor_peak` and `tensor_tile`, the latter's 4 × 4 fragments per subgroup generated
+/// (the `//@` blocks: 16 named accumulators, 8 fragment loads and 16 multiply-adds per step).
+pub(crate) fn tensor_peak_variants() -> [Variant; 2] {
+    let d = ridge_core::Defines::new()
+        .enable("f16")
+        .enable("wgpu_cooperative_matrix")
+        .u32("WG", 32 * PEAK_SUBGROUPS)
+        .u32("ITERS", PEAK_ITERS);
+    let (mut declare, mut step, mut store) = (String::new(), String::new(), String::new());
+    for i in 0..4 {
+        step.push_str(&format!(
+            "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&tile[{}u * TS + at], TS);\n",
+            16 * i
+        ));
+        step.push_str(&format!(
+            "let fb{i} = coopLoadT<coop_mat16x16<f16, B>>(&tile[(64u + at) * TS + {}u], TS);\n",
+            16 * i
+        ));
+    }
+    for i in 0..4 {
+        for j in 0..4 {
+            let c = 4 * i + j;
+            declare.push_str(&format!(
+                "var c{c} = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + {}u], 16u);\n",
+                256 * c
+            ));
+            step.push_str(&format!("c{c} = coopMultiplyAdd(fa{i}, fb{j}, c{c});\n"));
+            store.push_str(&format!(
+                "coopStoreT(c{c}, &dst[slot + {}u], 16u);\n",
+                256 * c
+            ));
+        }
+    }
+    let tile = d
+        .clone()
+        .block("DECLARE", declare)
+        .block("STEP", step)
+        .block("STORE", store);
+    [
+        (&TENSOR_PEAK, "tensor_peak", d),
+        (&TENSOR_PEAK, "tensor_tile", tile),
+    ]
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -72,6 +72,12 @@ pub static CEILINGS: ShaderSource = ShaderSource {
     body: include_str!("../../../shaders/ceilings.wgsl"),
 };
 
+/// `shaders/tensor_peak.wgsl`: the cooperative-matrix ceiling.
+pub static TENSOR_PEAK: ShaderSource = ShaderSource {
+    name: "tensor_peak",
+    body: include_str!("../../../shaders/tensor_peak.wgsl"),
+};
+
 /// One buildable shader variant: source, entry point, defines.
 pub type Variant = (&'static ShaderSource, &'static str, Defines);
 
@@ -92,6 +98,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::gemm::variants(dtype));
         if dtype == DType::F16 {
             v.extend(crate::gemm::coop_variants());
+            v.extend(crate::ceilings::tensor_peak_variants());
         }
         v.extend(crate::norm::variants(dtype));
         v.extend(crate::softmax::variants(dtype));

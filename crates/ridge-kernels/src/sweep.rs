@@ -91,7 +91,7 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         }
     }
     let transposes: &[&[usize]] = if full {
-        &[&[1024, 1024], &[4096, 4096]]
+        &[&[1024, 1024], &[4096, 4096], &[8192, 8192]]
     } else {
         &[&[512, 512]]
     };

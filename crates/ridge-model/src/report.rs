@@ -26,6 +26,10 @@ pub struct Measured {
     pub f32_tflops: f64,
     /// f16 FMA peak, TFLOP/s.
     pub f16_tflops: Option<f64>,
+    /// f16 × f16 → f32 cooperative-matrix (tensor-core) multiply-add peak, TFLOP/s, where
+    /// the adapter offers them (reports from before this field read as `None`).
+    #[serde(default)]
+    pub tensor_tflops: Option<f64>,
     /// GPU time of a trivial dispatch, µs (added to every prediction).
     pub dispatch_overhead_us: Option<f64>,
     /// Host wall-clock time per dispatch in a stream, µs.
@@ -46,6 +50,22 @@ impl Measured {
             self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
             crate::roofline::CeilingSource::Measured("measured by ridge bench".into()),
         )
+    }
+
+    /// Roofline ceilings of a kernel on the tensor cores (f16 inputs, f32 accumulation): the
+    /// measured cooperative-matrix peak and the measured bandwidth; `None` where the adapter
+    /// has none (or the report predates the measurement).
+    pub fn tensor_ceilings(&self) -> Option<Ceilings> {
+        self.tensor_tflops.map(|tflops| {
+            Ceilings::new(
+                tflops,
+                self.bandwidth_gbps,
+                self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
+                crate::roofline::CeilingSource::Measured(
+                    "measured by ridge bench (tensor cores)".into(),
+                ),
+            )
+        })
     }
 }
 
@@ -149,4 +169,33 @@ pub struct BenchReport {
     pub accuracy_measured: Accuracy,
     /// Accuracy of the predictions from the spec table.
     pub accuracy_spec: Accuracy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report written before the tensor-core peak was measured still loads, without a
+    /// tensor roof; with the peak, the roof is the peak at the same bandwidth.
+    #[test]
+    fn tensor_roof_comes_from_the_measured_peak_and_is_optional() {
+        let mut json: serde_json::Value =
+            serde_json::from_str(include_str!("../../../benches/reports/h200.json")).unwrap();
+        json["measured"]
+            .as_object_mut()
+            .unwrap()
+            .remove("tensor_tflops");
+        let old: BenchReport = serde_json::from_value(json).unwrap();
+        assert_eq!(old.measured.tensor_tflops, None);
+        assert!(old.measured.tensor_ceilings().is_none());
+
+        let mut m = old.measured.clone();
+        m.tensor_tflops = Some(640.0);
+        let t = m.tensor_ceilings().unwrap();
+        assert_eq!(t.peak_flops, 640e12);
+        assert_eq!(t.bandwidth, m.ceilings(true).bandwidth);
+        assert!(t.ridge_point() > 5.0 * m.ceilings(true).ridge_point());
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<Measured>(&json).unwrap(), m);
+    }
 }

@@ -1,0 +1,84 @@
+// tensor_peak: the multiply-add throughput of cooperative matrices (tensor cores) as WGSL
+// reaches them, f16 x f16 -> f32 at 16 x 16 x 16 (2 * 16^3 = 8192 FLOPs per multiply-add).
+// Each subgroup of 32 loads one A and one B fragment from `src` once, then runs ITERS
+// iterations of 8 independent multiply-adds, each into its own accumulator, so the tensor
+// cores' latency is hidden and no memory traffic is timed. Each accumulator starts from and
+// ends in its own slot of `dst` (slots repeat every 64 subgroups; the values do not matter,
+// only that no two chains are alike and nothing can be optimised away). Small operands
+// (the launcher uploads values near 0.01) keep every sum finite over any number of runs.
+//
+// The roofline model's tensor-core ceiling: what a GEMM on cooperative matrices could reach
+// on this adapter through this API (NVIDIA's Vulkan driver, for one, maps these to the
+// warp-level MMA instructions, not Hopper's warpgroup ones).
+//
+// tensor_tile: the same, with the operands read from workgroup memory as a tiled GEMM's
+// inner loop reads them: per iteration each subgroup loads 4 A and 4 B fragments (from one of
+// two 16-row slices, padded by 8 halves as gemm_coop.wgsl pads them) for 16 multiply-adds
+// into 16 accumulators, as gemm_coop's 4 x 4 fragments per subgroup do per k step. Against
+// tensor_peak it shows what feeding the tensor cores from workgroup memory costs, apart from
+// global memory and barriers.
+//
+// Defines: WG (a multiple of 32), ITERS. Linear workgroup grid; `p.n` workgroups do work.
+
+struct Params { n: u32, pad0: u32, pad1: u32, pad2: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<f16>;
+@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
+
+@compute @workgroup_size(WG)
+fn tensor_peak(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+    let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    if wg >= p.n { return; }
+    let slot = ((wg * (WG / 32u) + lid / 32u) % 64u) * 8u * 256u;
+    let a = coopLoadT<coop_mat16x16<f16, A>>(&src[0], 16u);
+    let b = coopLoadT<coop_mat16x16<f16, B>>(&src[256], 16u);
+    var c0 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 0u], 16u);
+    var c1 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 256u], 16u);
+    var c2 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 512u], 16u);
+    var c3 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 768u], 16u);
+    var c4 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 1024u], 16u);
+    var c5 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 1280u], 16u);
+    var c6 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 1536u], 16u);
+    var c7 = coopLoadT<coop_mat16x16<f32, C>>(&dst[slot + 1792u], 16u);
+    for (var k = 0u; k < ITERS; k++) {
+        c0 = coopMultiplyAdd(a, b, c0);
+        c1 = coopMultiplyAdd(a, b, c1);
+        c2 = coopMultiplyAdd(a, b, c2);
+        c3 = coopMultiplyAdd(a, b, c3);
+        c4 = coopMultiplyAdd(a, b, c4);
+        c5 = coopMultiplyAdd(a, b, c5);
+        c6 = coopMultiplyAdd(a, b, c6);
+        c7 = coopMultiplyAdd(a, b, c7);
+    }
+    coopStoreT(c0, &dst[slot], 16u);
+    coopStoreT(c1, &dst[slot + 256u], 16u);
+    coopStoreT(c2, &dst[slot + 512u], 16u);
+    coopStoreT(c3, &dst[slot + 768u], 16u);
+    coopStoreT(c4, &dst[slot + 1024u], 16u);
+    coopStoreT(c5, &dst[slot + 1280u], 16u);
+    coopStoreT(c6, &dst[slot + 1536u], 16u);
+    coopStoreT(c7, &dst[slot + 1792u], 16u);
+}
+
+const TS: u32 = 64u + 8u; // halves per staged row: 64 columns, padded
+var<workgroup> tile: array<f16, 2u * 64u * TS>; // two 64 x 64 slices, A's then B's
+
+@compute @workgroup_size(WG)
+fn tensor_tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+    let wg = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    for (var i = lid; i < 2u * 64u * TS; i += WG) {
+        tile[i] = src[i % 512u];
+    }
+    workgroupBarrier();
+    if wg >= p.n { return; }
+    let slot = ((wg * (WG / 32u) + lid / 32u) % 64u) * 16u * 256u;
+    //@DECLARE
+    for (var k = 0u; k < ITERS; k++) {
+        let at = (k % 2u) * 16u; // the A rows / B columns of this step
+        //@STEP
+    }
+    //@STORE
+}
