@@ -195,3 +195,57 @@ fn every_problem_gets_an_entry_however_short_the_budget() {
         },
     );
 }
+
+/// An f16 problem stops early against the f16 roof, not the f32 one: with an f32 roof any
+/// candidate beats, the f32 GEMM stops after its first candidate, while the f16 GEMM,
+/// against a roof none can reach, goes on to the next.
+#[test]
+fn each_storage_type_stops_early_against_its_own_roof() {
+    use ridge::model::roofline::{CeilingSource, Ceilings};
+    on_every_adapter_with(
+        "tuning_roofs",
+        |_| ContextOptions::default(),
+        |ctx| {
+            if !ctx.has_f16() {
+                return Ok(());
+            }
+            let roof =
+                |x: f64| Ceilings::new(x, x * 1e-3, 0.0, CeilingSource::Custom("test".into()));
+            let roofs = autotune::Roofs {
+                f32: roof(1e-12),
+                f16: roof(1e18),
+            };
+            let problems: Vec<Problem> = [DType::F32, DType::F16]
+                .into_iter()
+                .map(|dtype| Problem {
+                    op: "gemm".into(),
+                    shape: vec![64, 64, 64],
+                    dtype,
+                })
+                .collect();
+            let opts = TuneOptions {
+                ops: vec![],
+                budget: Duration::from_secs(20),
+                repeats: 1,
+                good_enough: 0.9,
+            };
+            let (_, trials) = block(autotune::autotune(
+                ctx,
+                &problems,
+                &opts,
+                Some(&roofs),
+                "test",
+                &|_| {},
+            ))?;
+            let timed = |dtype| {
+                trials
+                    .iter()
+                    .filter(|t| t.problem.dtype == dtype && t.result.is_ok())
+                    .count()
+            };
+            assert_eq!(timed(DType::F32), 1, "{trials:?}");
+            assert!(timed(DType::F16) >= 2, "{trials:?}");
+            Ok(())
+        },
+    );
+}

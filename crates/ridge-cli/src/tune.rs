@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ridge_tune::autotune::{self, TuneOptions};
+use ridge_tune::autotune::{self, Roofs, TuneOptions};
 use ridge_tune::{Table, cache};
 
 #[derive(clap::Args)]
@@ -12,6 +12,10 @@ pub struct Args {
     /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax. Default: all.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
+    /// Storage types to tune (comma separated): f32, f16. Default: both (f16 where the adapter
+    /// has `shader-f16`).
+    #[arg(long, value_delimiter = ',', value_parser = ["f32", "f16"])]
+    dtype: Vec<String>,
     /// Time budget, e.g. 60s, 5m (a plain number is seconds), shared out over the problems as
     /// it goes: each gets what is left over the problems left, and always its first candidate.
     #[arg(long, default_value = "120s")]
@@ -37,7 +41,8 @@ pub fn run(args: Args) -> crate::CliResult {
     let ctx = crate::context()?;
     let fp = ctx.fingerprint();
     let (tables, _) = ridge_tune::install(&ctx);
-    let problems = autotune::problems(&ctx, &args.op);
+    let mut problems = autotune::problems(&ctx, &args.op);
+    problems.retain(|p| args.dtype.is_empty() || args.dtype.contains(&p.dtype.to_string()));
     if args.show {
         println!(
             "tuning for {} — user table: {}",
@@ -84,11 +89,20 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 
     let spec = ridge_model::hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
-    let ceilings = match &spec {
-        Some(s) => s.ceilings(ridge_model::Precision::F32),
+    // The rooflines that stop a problem's search early: the spec table's f16 figure is the
+    // tensor cores' where a GPU has them; measured, it is their measured peak.
+    let roofs = match &spec {
+        Some(s) => Roofs {
+            f32: s.ceilings(ridge_model::Precision::F32),
+            f16: s.ceilings(ridge_model::Precision::F16),
+        },
         None => {
             eprintln!("measuring this adapter's ceilings for the roofline…");
-            pollster::block_on(ridge_kernels::ceilings::measure(&ctx, 16 << 20, 3))?.ceilings(false)
+            let m = pollster::block_on(ridge_kernels::ceilings::measure(&ctx, 16 << 20, 3))?;
+            Roofs {
+                f32: m.ceilings(false),
+                f16: m.tensor_ceilings().unwrap_or_else(|| m.ceilings(true)),
+            }
         }
     };
     let opts = TuneOptions {
@@ -109,7 +123,7 @@ pub fn run(args: Args) -> crate::CliResult {
         &ctx,
         &problems,
         &opts,
-        Some(&ceilings),
+        Some(&roofs),
         family,
         &|p| {
             bar.set_length(p.total as u64);
