@@ -94,10 +94,15 @@ pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
                 ui.end_row();
                 ui.label("f16 peak, TFLOP/s");
                 ui.label(spec.map_or("—".into(), |s| format!("{:.1}", s.f16_tflops)));
-                ui.label(
-                    m.and_then(|m| m.f16_tflops)
-                        .map_or("—".into(), |t| format!("{t:.2}")),
-                );
+                // The spec's f16 figure is the tensor cores' where a GPU has them; measured,
+                // the FMA units' and the tensor cores' are told apart.
+                let fma = m.and_then(|m| m.f16_tflops);
+                let tensor = m.and_then(|m| m.tensor_tflops);
+                ui.label(match (fma, tensor) {
+                    (Some(f), Some(t)) => format!("{f:.2} FMA · {t:.1} tensor cores"),
+                    (Some(f), None) => format!("{f:.2}"),
+                    (None, _) => "—".into(),
+                });
                 ui.end_row();
                 ui.label("memory bandwidth, GB/s");
                 ui.label(spec.map_or("—".into(), |s| format!("{:.0}", s.bandwidth_gbps)));

@@ -86,7 +86,7 @@ pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
         roofs.push(Roof {
             name: "measured, tensor cores".into(),
             ceilings: c,
-            color: PALETTE[2],
+            color: PALETTE[3],
         });
     }
     roofs
