@@ -5,14 +5,19 @@
 //! machine, where the 90 MB weights cannot travel); `--f16` runs the opt-in f16 encoder.
 //! First prints the time to the first embedding: context, weight upload, and the first
 //! forward pass with its pipeline compilation (a second run finds the driver's pipeline
-//! cache that the first saved, where the backend has one).
+//! cache that the first saved, where the backend has one). Each op's GPU time stands next to
+//! the roofline model's prediction for the same dispatches
+//! (`ridge::model::transformer::encoder_ops`) from the ceilings measured on this adapter
+//! (`ceilings::measure`; a tensor-core GEMM against the tensor cores' peak).
 
 mod common;
 
 use std::time::Instant;
 
-use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::MeanPool;
+use ridge::core::{Context, DType, Profile, Tensor};
+use ridge::kernels::{MeanPool, ceilings};
+use ridge::model::report::Measured;
+use ridge::model::transformer::{TransformerShape, encoder_ops};
 use ridge::nn::weights::{WeightsFile, random_bert_safetensors};
 use ridge::nn::{Batch, Bert, BertConfig, fetch};
 
@@ -41,6 +46,78 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Bert {
     Bert::load(ctx, config, &mut file.tensors().expect("weights"), dtype).expect("upload")
 }
 
+/// Each op's measured GPU time in `profile` beside the model's prediction for MiniLM's
+/// forward pass of `batch` × `seq` tokens (mean pooling, normalized) in `dtype`.
+fn breakdown(
+    profile: &Profile,
+    m: &Measured,
+    dtype: DType,
+    tensor_cores: bool,
+    batch: usize,
+    seq: usize,
+) -> String {
+    let f16 = dtype == DType::F16;
+    let plan = encoder_ops(
+        &TransformerShape::minilm_l6(),
+        batch,
+        seq,
+        true,
+        dtype.size(),
+    );
+    let ceilings = m.ceilings(f16);
+    let gemm_ceilings = m
+        .tensor_ceilings()
+        .filter(|_| tensor_cores)
+        .unwrap_or_else(|| ceilings.clone());
+    let predicted = |name: &str| -> f64 {
+        let c = if name == "gemm" {
+            &gemm_ceilings
+        } else {
+            &ceilings
+        };
+        plan.iter()
+            .filter(|op| op.name == name)
+            .map(|op| c.predict(&op.cost).seconds * 1e3)
+            .sum()
+    };
+    let mut out = format!(
+        "GPU time per op ({}) and the model's prediction (measured ceilings: {:.0} GB/s, {:.1} TFLOP/s{}):\n",
+        profile.method,
+        m.bandwidth_gbps,
+        ceilings.peak_flops / 1e12,
+        if tensor_cores {
+            format!(
+                ", GEMMs {:.0} TFLOP/s on tensor cores",
+                gemm_ceilings.peak_flops / 1e12
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut ops = profile.by_name();
+    ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+    let (mut measured_total, mut predicted_total) = (0.0, 0.0);
+    for (name, count, ms) in ops {
+        let p = predicted(&name);
+        predicted_total += p;
+        measured_total += ms.unwrap_or(0.0);
+        let (ms, ratio) = match ms {
+            Some(ms) => (format!("{ms:.3}"), format!("{:.2}×", ms / p)),
+            None => ("n/a".into(), String::new()),
+        };
+        out.push_str(&format!(
+            "  {name:<13} {count:>5} dispatches {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}\n"
+        ));
+    }
+    out.push_str(&format!(
+        "  {:<13} {:>5} dispatches {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×\n",
+        "total",
+        profile.spans.len(),
+        measured_total / predicted_total
+    ));
+    out
+}
+
 fn main() {
     let batches = common::list("--batches", &[1, 32]);
     let random = common::flag("--random-weights");
@@ -64,6 +141,8 @@ fn main() {
         "MiniLM on {} ({weights}, {dtype}), {seq} tokens per sentence",
         ctx.describe()
     );
+    // The ceilings the predictions use, measured after the first embedding is timed.
+    let mut measured: Option<Measured> = None;
     for (i, batch) in batches.into_iter().enumerate() {
         let first = i == 0;
         let input = Batch::new(&vec![ids(seq); batch], 0).expect("batch");
@@ -140,12 +219,17 @@ fn main() {
                 batch as f64 * 1e3 / ms
             );
         }
-        let dispatches = profiles[profiles.len() - 1].spans.len();
+        let last = &profiles[profiles.len() - 1];
+        let dispatches = last.spans.len();
         println!(
             "batch {batch}: {:.3} ms host recording (median of {repeats}), {dispatches} dispatches, {:.1} µs per dispatch",
             recorded * 1e3,
             recorded * 1e6 / dispatches.max(1) as f64
         );
-        print!("{}", profiles[profiles.len() - 1].table());
+        let m = measured.get_or_insert_with(|| {
+            pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings")
+        });
+        let tensor_cores = dtype == DType::F16 && ctx.has_coop_f16();
+        print!("{}", breakdown(last, m, dtype, tensor_cores, batch, seq));
     }
 }
