@@ -5,16 +5,17 @@
 // cores' latency is hidden and no memory traffic is timed. Each accumulator starts from and
 // ends in its own slot of `dst` (slots repeat every 64 subgroups; the values do not matter,
 // only that no two chains are alike and nothing can be optimised away). Small operands
-// (the launcher uploads values near 0.01) keep every sum finite over any number of runs.
+// (the launcher uploads values near 0.01) add about 2 per run: every sum stays finite.
 //
 // The roofline model's tensor-core ceiling: what a GEMM on cooperative matrices could reach
 // on this adapter through this API (NVIDIA's Vulkan driver, for one, maps these to the
 // warp-level MMA instructions, not Hopper's warpgroup ones).
 //
 // tensor_tile: the same, with the operands read from workgroup memory as a tiled GEMM's
-// inner loop reads them: per iteration each subgroup loads 4 A and 4 B fragments (from one of
-// two 16-row slices, padded by 8 halves as gemm_coop.wgsl pads them) for 16 multiply-adds
-// into 16 accumulators, as gemm_coop's 4 x 4 fragments per subgroup do per k step. Against
+// inner loop reads them: a 64 x 64 A tile and a 64 x 64 B tile, row-major, each row padded
+// by 8 halves as gemm_coop.wgsl pads them; per iteration each subgroup loads 4 A and 4 B
+// fragments of one of two 16-deep k slices for 16 multiply-adds into 16 accumulators, as
+// gemm_coop's 4 x 4 fragments per subgroup do per k step. Against
 // tensor_peak it shows what feeding the tensor cores from workgroup memory costs, apart from
 // global memory and barriers.
 //
@@ -77,7 +78,7 @@ fn tensor_tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     let slot = ((wg * (WG / 32u) + lid / 32u) % 64u) * 16u * 256u;
     //@DECLARE
     for (var k = 0u; k < ITERS; k++) {
-        let at = (k % 2u) * 16u; // the A rows / B columns of this step
+        let at = (k % 2u) * 16u; // this step's k: A's first column, B's first row
         //@STEP
     }
     //@STORE
