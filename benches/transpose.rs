@@ -1,7 +1,7 @@
 //! Transpose tilings side by side (`ridge::kernels::layout::TransposeTiling`): each checked
 //! for exact equality with the reference on an odd shape, then timed (median of GPU
-//! timestamps after warming the GPU, `ceilings::warm_median_ms`) on 4096², 8192² and 4000²
-//! transposes and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms, GB/s (read + write) and
+//! timestamps after warming the GPU, `ceilings::warm_median_ms`) on square transposes
+//! (`-- --sizes 4096,8192,4000`, the default) and NCHW ↔ NHWC of [32, 64, 112, 112], f32. Prints ms, GB/s (read + write) and
 //! the ratio to a copy of the same bytes timed the same way. Not a test:
 //! `cargo bench --bench transpose`.
 
@@ -54,15 +54,15 @@ fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
 fn main() {
     let ctx = common::context();
     println!("Transpose tilings on {}", ctx.describe());
-    // 4000² beside 4096²: the same bytes without a power-of-two row stride (run 41: the
-    // same GB/s, so the 4096² transpose does not suffer from partition camping).
-    let cases: [(&str, Vec<usize>, &[usize]); 5] = [
-        ("transpose 4096²", vec![4096, 4096], &[1, 0]),
-        ("transpose 8192²", vec![8192, 8192], &[1, 0]),
-        ("transpose 4000²", vec![4000, 4000], &[1, 0]),
-        ("NCHW→NHWC", vec![32, 64, 112, 112], &NCHW_TO_NHWC),
-        ("NHWC→NCHW", vec![32, 112, 112, 64], &NHWC_TO_NCHW),
-    ];
+    // Square transposes (`--sizes`; 4000² beside 4096²: the same bytes without a power-of-two
+    // row stride, which run 41 timed alike: no partition camping), then NCHW ↔ NHWC.
+    let mut cases: Vec<(String, Vec<usize>, &[usize])> =
+        common::list("--sizes", &[4096, 8192, 4000])
+            .into_iter()
+            .map(|n| (format!("transpose {n}²"), vec![n, n], &[1, 0][..]))
+            .collect();
+    cases.push(("NCHW→NHWC".into(), vec![32, 64, 112, 112], &NCHW_TO_NHWC));
+    cases.push(("NHWC→NCHW".into(), vec![32, 112, 112, 64], &NHWC_TO_NCHW));
     // Each case's reference: a copy of the same bytes (`ceilings::stream_copy`), so that a
     // launch's fixed costs (ramp-up and tail, a few µs on the H200) weigh on both alike.
     let copies: Vec<f64> = cases
