@@ -80,17 +80,13 @@ fn main() {
         ctx.has_coop_f16()
     );
     if ctx.has_coop_f16() {
-        // The tensor cores' ceilings as WGSL reaches them: operands in registers, and fed
-        // from workgroup memory as the tensor-core kernel's inner loop feeds them.
-        let peak = |from_workgroup| {
-            pollster::block_on(ceilings::tensor_peak(&ctx, from_workgroup, 5)).expect("peak")
-        };
-        println!(
-            "tensor cores (16×16×16 f16 → f32 cooperative matrices): {:.1} TFLOP/s from \
-             registers, {:.1} TFLOP/s with 4 × 4 fragments read from workgroup memory per step",
-            peak(false),
-            peak(true)
-        );
+        // The tensor cores' ceilings as WGSL reaches them, and a GEMM's main loop rebuilt on
+        // them a piece at a time (`ceilings::TensorFeed`).
+        for feed in ceilings::TensorFeed::ALL {
+            let tflops =
+                pollster::block_on(ceilings::tensor_peak(&ctx, feed, 5)).expect("tensor peak");
+            println!("tensor cores (16×16×16 f16 → f32), {feed:?}: {tflops:.1} TFLOP/s");
+        }
     }
     let mut dtypes = vec![DType::F32];
     if ctx.has_f16() {

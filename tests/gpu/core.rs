@@ -335,8 +335,8 @@ fn stream_copy_and_the_tensor_core_peak() {
             let h = Tensor::empty(ctx, &[4 * 1031], DType::F16)?;
             expect_err("copy", ceilings::stream_copy(ctx, &h, &dst), invalid)?;
         }
-        for from_workgroup in [false, true] {
-            let peak = block(ceilings::tensor_peak(ctx, from_workgroup, 1));
+        for feed in ceilings::TensorFeed::ALL {
+            let peak = block(ceilings::tensor_peak(ctx, feed, 1));
             if ctx.has_coop_f16() {
                 let tflops = peak?;
                 assert!(tflops.is_finite() && tflops > 0.0, "{tflops} TFLOP/s");

@@ -155,7 +155,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         None
     };
     let tensor_tflops = if ctx.has_coop_f16() {
-        Some(tensor_peak(ctx, false, repeats).await?)
+        Some(tensor_peak(ctx, TensorFeed::Registers, repeats).await?)
     } else {
         None
     };
@@ -223,20 +223,60 @@ async fn fma_peak(ctx: &Context, dtype: DType, repeats: usize) -> Result<f64> {
 
 /// Subgroups per `tensor_peak` workgroup.
 const PEAK_SUBGROUPS: u32 = 4;
-/// Multiply-add iterations per subgroup in `tensor_peak` (8 chains of 2·16³ FLOPs each).
+/// Multiply-add steps per subgroup in `tensor_peak` (even: the fed variants go two k steps,
+/// one 32-deep slice, at a time).
 const PEAK_ITERS: u32 = 1024;
 
-/// Cooperative-matrix multiply-add throughput, f16 × f16 → f32 at 16 × 16 × 16, TFLOP/s
-/// (`shaders/tensor_peak.wgsl`): `tensor_peak` with operands in registers, or
-/// (`from_workgroup`) `tensor_tile`, fed from workgroup memory as a tiled GEMM's inner loop is.
-/// 2⁸ workgroups of [`PEAK_SUBGROUPS`] subgroups, then 4× more per step until a launch takes
-/// ≥ 2 ms or would exceed the budget, up to 2¹⁸. The ceiling a tensor-core GEMM
-/// (`GemmKernel::Coop`) is measured against; cuBLAS on the same GPU may use instructions this
-/// API does not reach (Hopper's warpgroup MMA), so its figure can be higher.
+/// How [`tensor_peak`] feeds the tensor cores: from the multiply-add rate itself to a
+/// GEMM's main loop rebuilt a piece at a time (`shaders/tensor_peak.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorFeed {
+    /// Operands in registers, 8 independent accumulators per subgroup: the peak.
+    Registers,
+    /// 4 × 4 fragments per subgroup read from workgroup memory each k step, 16 accumulators,
+    /// as the tensor-core GEMM's inner loop reads them.
+    Workgroup,
+    /// As `Workgroup`, with a GEMM's two workgroup barriers per 32-deep slice.
+    Barriers,
+    /// As `Barriers`, each invocation storing its share of the next slice between them.
+    Staged,
+    /// As `Staged`, the stored values loaded from global memory (an L2-resident 16 MiB
+    /// buffer) at the start of each slice: the GEMM's main loop without its address math.
+    Global,
+    /// As `Global`, each slice's loads staged a slice later (a second set of registers), so
+    /// they have a whole slice to arrive.
+    GlobalAhead,
+    /// As `Staged`, the tile held as `vec4<f16>` so that staging stores 8 bytes at a time.
+    StagedWide,
+    /// As `Global`, with `StagedWide`'s stores.
+    GlobalWide,
+}
+
+impl TensorFeed {
+    /// Every feed, from the peak to the GEMM-like loop.
+    pub const ALL: [TensorFeed; 8] = [
+        TensorFeed::Registers,
+        TensorFeed::Workgroup,
+        TensorFeed::Barriers,
+        TensorFeed::Staged,
+        TensorFeed::Global,
+        TensorFeed::GlobalAhead,
+        TensorFeed::StagedWide,
+        TensorFeed::GlobalWide,
+    ];
+}
+
+/// Cooperative-matrix multiply-add throughput, f16 × f16 → f32 at 16 × 16 × 16, TFLOP/s,
+/// with the operands fed as `feed` says (`shaders/tensor_peak.wgsl`). 2⁸ workgroups of
+/// [`PEAK_SUBGROUPS`] subgroups, then 4× more per step until a launch takes ≥ 2 ms or would
+/// exceed the budget, up to 2¹⁸. `Registers` is the ceiling a tensor-core GEMM
+/// (`GemmKernel::Coop`) is measured against; cuBLAS on the same GPU may use instructions
+/// this API does not reach (Hopper's warpgroup MMA), so its figure can be higher. The other
+/// feeds show what each piece of a GEMM's main loop costs.
 ///
 /// Errors: [`Error::InvalidArgument`] on an adapter without f16 × f16 → f32 16 × 16 × 16
 /// cooperative matrices at subgroup size 32 ([`Context::has_coop_f16`]).
-pub async fn tensor_peak(ctx: &Context, from_workgroup: bool, repeats: usize) -> Result<f64> {
+pub async fn tensor_peak(ctx: &Context, feed: TensorFeed, repeats: usize) -> Result<f64> {
     if !ctx.has_coop_f16() {
         return Err(Error::invalid(
             "tensor_peak",
@@ -244,24 +284,34 @@ pub async fn tensor_peak(ctx: &Context, from_workgroup: bool, repeats: usize) ->
              size 32",
         ));
     }
-    let (shader, entry, defines) = tensor_peak_variants()[usize::from(from_workgroup)].clone();
-    let chains = if from_workgroup { 16 } else { 8 };
+    let (shader, entry, defines) = tensor_peak_variant(feed);
+    let chains = if feed == TensorFeed::Registers { 8 } else { 16 };
     // Operands near 0.01: a multiply-add adds 16 products of about 1e-4, a run of
     // PEAK_ITERS about 2, so the f32 sums stay finite over any number of runs.
     let operands: Vec<f32> = (0..512).map(|i| 0.01 + (i % 7) as f32 * 1e-3).collect();
     let src = Tensor::from_f32(ctx, &operands, &[512], DType::F16)?;
     let slots = 64 * chains * 256;
     let dst = Tensor::from_slice(ctx, &vec![0.0f32; slots], &[slots])?;
+    // The Global feed's source: 16 MiB of halves near 0.01 (the others bind it unread).
+    let global = (feed != TensorFeed::Registers)
+        .then(|| {
+            let n = 8 << 20;
+            let values: Vec<f32> = (0..n).map(|i| 0.01 + (i % 5) as f32 * 1e-3).collect();
+            Tensor::from_f32(ctx, &values, &[n], DType::F16)
+        })
+        .transpose()?;
     let mut workgroups: u32 = 1 << 8;
     loop {
         let ms = median_ms(ctx, repeats, &|ctx| {
+            let mut buffers = vec![(1, &src), (2, &dst)];
+            buffers.extend(global.as_ref().map(|g| (3, g)));
             Launch {
                 label: entry,
                 shader,
                 entry,
                 defines: defines.clone(),
                 params: Params::new().u(workgroups),
-                buffers: vec![(1, &src), (2, &dst)],
+                buffers,
                 workgroups: ctx.fold_workgroups(entry, workgroups as u64)?,
             }
             .run(ctx)
@@ -276,9 +326,10 @@ pub async fn tensor_peak(ctx: &Context, from_workgroup: bool, repeats: usize) ->
     }
 }
 
-/// `tensor_peak` and `tensor_tile`, the latter's 4 × 4 fragments per subgroup generated
-/// (the `//@` blocks: 16 named accumulators, 8 fragment loads and 16 multiply-adds per step).
-pub(crate) fn tensor_peak_variants() -> [Variant; 2] {
+/// The shader variant of `feed`: `tensor_peak`, or `tensor_tile` with its 4 × 4 fragments
+/// per subgroup generated (the `//@` blocks: 16 named accumulators, 8 fragment loads and 16
+/// multiply-adds per step) and the pieces of a GEMM's main loop switched on.
+fn tensor_peak_variant(feed: TensorFeed) -> Variant {
     let d = ridge_core::Defines::new()
         .enable("f16")
         .enable("wgpu_cooperative_matrix")
@@ -287,11 +338,11 @@ pub(crate) fn tensor_peak_variants() -> [Variant; 2] {
     let (mut declare, mut step, mut store) = (String::new(), String::new(), String::new());
     for i in 0..4 {
         step.push_str(&format!(
-            "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&tile[{}u * TS + at], TS);\n",
+            "let fa{i} = coopLoadT<coop_mat16x16<f16, A>>(&tile[({}u * TS + at) / TW], TS / TW);\n",
             16 * i
         ));
         step.push_str(&format!(
-            "let fb{i} = coopLoadT<coop_mat16x16<f16, B>>(&tile[(64u + at) * TS + {}u], TS);\n",
+            "let fb{i} = coopLoadT<coop_mat16x16<f16, B>>(&tile[((64u + at) * TS + {}u) / TW], TS / TW);\n",
             16 * i
         ));
     }
@@ -309,15 +360,41 @@ pub(crate) fn tensor_peak_variants() -> [Variant; 2] {
             ));
         }
     }
-    let tile = d
-        .clone()
+    use TensorFeed::*;
+    let wide = matches!(feed, StagedWide | GlobalWide);
+    let stores = if wide {
+        "tile[o / 4u] = v[0]; tile[o / 4u + 1u] = v[1];".to_string()
+    } else {
+        (0..8)
+            .map(|h| format!("tile[o + {h}u] = v[{}][{}];", h / 4, h % 4))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let d = d
+        .alias("TT", if wide { "vec4<f16>" } else { "f16" })
+        .u32("TW", if wide { 4 } else { 1 })
+        .block("STAGE_STORES", stores)
         .block("DECLARE", declare)
         .block("STEP", step)
-        .block("STORE", store);
-    [
-        (&TENSOR_PEAK, "tensor_peak", d),
-        (&TENSOR_PEAK, "tensor_tile", tile),
-    ]
+        .block("STORE", store)
+        .bool("BARRIERS", !matches!(feed, Registers | Workgroup))
+        .bool("STAGE", !matches!(feed, Registers | Workgroup | Barriers))
+        .bool("GLOAD", matches!(feed, Global | GlobalAhead | GlobalWide))
+        .bool("AHEAD", feed == GlobalAhead);
+    let entry = if feed == Registers {
+        "tensor_peak"
+    } else {
+        "tensor_tile"
+    };
+    (&TENSOR_PEAK, entry, d)
+}
+
+/// Every feed's variant, for the shader tests.
+pub(crate) fn tensor_peak_variants() -> Vec<Variant> {
+    TensorFeed::ALL
+        .into_iter()
+        .map(tensor_peak_variant)
+        .collect()
 }
 
 #[cfg(not(target_arch = "wasm32"))]
