@@ -65,10 +65,7 @@ fn breakdown(
         dtype.size(),
     );
     let ceilings = m.ceilings(f16);
-    let gemm_ceilings = m
-        .tensor_ceilings()
-        .filter(|_| tensor_cores)
-        .unwrap_or_else(|| ceilings.clone());
+    let gemm_ceilings = m.ceilings_for(f16, tensor_cores);
     let predicted = |name: &str| -> f64 {
         let c = if name == "gemm" {
             &gemm_ceilings

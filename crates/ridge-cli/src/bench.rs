@@ -145,10 +145,7 @@ pub fn run(args: Args) -> crate::CliResult {
                 Gemm::new(case.shape[0], case.shape[1], case.shape[2]).kernel(&ctx, case.dtype),
                 GemmKernel::Coop(_)
             );
-        let ceil = m
-            .tensor_ceilings()
-            .filter(|_| tensor)
-            .unwrap_or_else(|| m.ceilings(f16));
+        let ceil = m.ceilings_for(f16, tensor);
         let pred = ceil.predict(&cost);
         let precision = if f16 { Precision::F16 } else { Precision::F32 };
         let spec_ms = spec

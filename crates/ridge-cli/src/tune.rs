@@ -101,7 +101,7 @@ pub fn run(args: Args) -> crate::CliResult {
             let m = pollster::block_on(ridge_kernels::ceilings::measure(&ctx, 16 << 20, 3))?;
             Roofs {
                 f32: m.ceilings(false),
-                f16: m.tensor_ceilings().unwrap_or_else(|| m.ceilings(true)),
+                f16: m.ceilings_for(true, true),
             }
         }
     };

@@ -44,28 +44,33 @@ impl Measured {
         } else {
             self.f32_tflops
         };
-        Ceilings::new(
-            tflops,
-            self.bandwidth_gbps,
-            self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
-            crate::roofline::CeilingSource::Measured("measured by ridge bench".into()),
-        )
+        self.roof(tflops, "measured by ridge bench")
     }
 
     /// Roofline ceilings of a kernel on the tensor cores (f16 inputs, f32 accumulation): the
     /// measured cooperative-matrix peak and the measured bandwidth; `None` where the adapter
     /// has none (or the report predates the measurement).
     pub fn tensor_ceilings(&self) -> Option<Ceilings> {
-        self.tensor_tflops.map(|tflops| {
-            Ceilings::new(
-                tflops,
-                self.bandwidth_gbps,
-                self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
-                crate::roofline::CeilingSource::Measured(
-                    "measured by ridge bench (tensor cores)".into(),
-                ),
-            )
-        })
+        self.tensor_tflops
+            .map(|tflops| self.roof(tflops, "measured by ridge bench (tensor cores)"))
+    }
+
+    /// The roof of a kernel in f16 or f32 storage, on the tensor cores or not: the tensor
+    /// cores' where `tensor_cores` and their peak was measured, else [`Measured::ceilings`].
+    pub fn ceilings_for(&self, f16: bool, tensor_cores: bool) -> Ceilings {
+        self.tensor_ceilings()
+            .filter(|_| tensor_cores)
+            .unwrap_or_else(|| self.ceilings(f16))
+    }
+
+    /// A compute roof of `tflops` over the measured bandwidth and dispatch overhead.
+    fn roof(&self, tflops: f64, source: &str) -> Ceilings {
+        Ceilings::new(
+            tflops,
+            self.bandwidth_gbps,
+            self.dispatch_overhead_us.unwrap_or(0.0) * 1e-6,
+            crate::roofline::CeilingSource::Measured(source.into()),
+        )
     }
 }
 
@@ -188,6 +193,11 @@ mod tests {
         let old: BenchReport = serde_json::from_value(json).unwrap();
         assert_eq!(old.measured.tensor_tflops, None);
         assert!(old.measured.tensor_ceilings().is_none());
+        // Without a measured peak a tensor-core kernel falls back to the f16 FMA roof.
+        assert_eq!(
+            old.measured.ceilings_for(true, true),
+            old.measured.ceilings(true)
+        );
 
         let mut m = old.measured.clone();
         m.tensor_tflops = Some(640.0);
@@ -195,6 +205,9 @@ mod tests {
         assert_eq!(t.peak_flops, 640e12);
         assert_eq!(t.bandwidth, m.ceilings(true).bandwidth);
         assert!(t.ridge_point() > 5.0 * m.ceilings(true).ridge_point());
+        assert_eq!(m.ceilings_for(true, true), t);
+        assert_eq!(m.ceilings_for(true, false), m.ceilings(true));
+        assert_eq!(m.ceilings_for(false, false), m.ceilings(false));
         let json = serde_json::to_string(&m).unwrap();
         assert_eq!(serde_json::from_str::<Measured>(&json).unwrap(), m);
     }
