@@ -3,16 +3,17 @@
 //! ways; BigBird (`sweep::bigbird_with_block`: 2 global, window 1, 3 random) with blocks of 32
 //! and rows cut into items of at most 4–16 blocks, the default cut (the mean row) or no cut,
 //! and with blocks of 64 (BigBird's own default) cut by default or not; and MiniLM's
-//! shape (batch 32 × 128 tokens) dense cut 1 and 2 ways. Every setting is first checked
+//! attention (batch 32 × 128 tokens, 12 heads of 32, packed QKV) at every tiling, f32 and f16. Every setting is first checked
 //! against the f64 reference at 256 tokens (1e-5 max abs), then timed (median of GPU
 //! timestamps after warming the GPU, `ceilings::warm_median_ms`). Prints ms, TFLOP/s
 //! (4·pairs·head_dim FLOPs) and BigBird's time as a fraction of dense next to its density.
-//! Not a test: `cargo bench --bench attention` (`-- --sizes 1024,4096` to choose).
+//! Not a test: `cargo bench --bench attention` (`-- --sizes 1024,4096` to choose, `-- --minilm`
+//! for MiniLM's shape alone).
 
 mod common;
 
 use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::attention::{Attention, SparseLayout, SplitPlan};
+use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout, SplitPlan, TiledConfig};
 use ridge::kernels::ceilings::warm_median_ms;
 use ridge::kernels::check::compare;
 use ridge::kernels::sweep::bigbird_with_block;
@@ -79,6 +80,9 @@ fn main() {
     let sizes = common::list("--sizes", &[1024, 4096]);
     let ctx = common::context();
     println!("Attention work splitting on {}", ctx.describe());
+    if common::flag("--minilm") {
+        return minilm(&ctx);
+    }
     let splits = [1, 2, 3, 4, 8];
     let cuts = [4, 8, 16, usize::MAX];
     for &s in &splits {
@@ -134,16 +138,74 @@ fn main() {
             );
         }
     }
-    // MiniLM's attention (batch 32 × 128 tokens): plenty of workgroups already.
-    for s in [1, 2] {
-        let att = Attention {
-            kv_splits: Some(s),
-            ..Attention::new(32, HEADS, 128, HEAD_DIM)
-        };
-        let ms = time(&ctx, att, None);
-        println!(
-            "dense   batch 32 × 128 cut {s} ways  {ms:>8.4} ms {:>6.2} TFLOP/s",
-            tflops(&att, None, ms)
-        );
+    minilm(&ctx);
+}
+
+/// MiniLM's attention as its forward runs it: batch 32 × 128 tokens, 12 heads of 32, Q, K
+/// and V read in place from the packed QKV projection, every tiling of the register-blocked
+/// kernel that fits, f32 and f16; each first checked at batch 2 against the f64 reference
+/// (f32 1e-5, f16 storage 2e-3 max abs: inputs rounded to f16 are the reference's inputs,
+/// the output's rounding is 2⁻¹¹ relative on values below 1).
+fn minilm(ctx: &Context) {
+    const HEADS: usize = 12;
+    const HEAD_DIM: usize = 32;
+    let tilings = [
+        (64, 32),
+        (32, 32),
+        (16, 32),
+        (128, 32),
+        (64, 16),
+        (32, 16),
+        (128, 16),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        for (bq, bkv) in tilings {
+            let tiling = Some(TiledConfig { bq, bkv });
+            let at = |batch| Attention {
+                tiling,
+                o: HeadLayout::bshd(128, HEADS, HEAD_DIM),
+                ..Attention::packed_qkv(batch, HEADS, 128, HEAD_DIM)
+            };
+            let packed = |batch| values(batch * 128 * 3 * HEADS * HEAD_DIM, 4);
+            let tensors = |att: &Attention| {
+                let qkv = Tensor::from_f32(
+                    ctx,
+                    &packed(att.batch),
+                    &[att.batch * 128 * 3 * HEADS * HEAD_DIM],
+                    dtype,
+                )
+                .unwrap();
+                let o = Tensor::empty(ctx, &[att.batch * 128 * HEADS * HEAD_DIM], dtype).unwrap();
+                (qkv, o)
+            };
+            // Correctness at batch 2, O in [B, H, S, D] as the reference returns it.
+            let check = Attention {
+                o: HeadLayout::bhsd(HEADS, 128, HEAD_DIM),
+                ..at(2)
+            };
+            let (qkv, o) = tensors(&check);
+            o.poison(ctx);
+            if let Err(e) = check.run(ctx, &qkv, &qkv, &qkv, None, None, &o) {
+                println!("minilm  {dtype} tiling {bq} × {bkv}: {e}");
+                continue;
+            }
+            let host = pollster::block_on(qkv.to_f32(ctx)).unwrap();
+            let want = check.reference(&host, &host, &host, None, None);
+            let got = pollster::block_on(o.to_f32(ctx)).unwrap();
+            let tol = if dtype == DType::F32 { 1e-5 } else { 2e-3 };
+            let cmp = compare(&got, &want, |_| tol);
+            if !cmp.passed() {
+                println!("minilm  {dtype} tiling {bq} × {bkv}: WRONG: {cmp}");
+                continue;
+            }
+            let att = at(32);
+            let (qkv, o) = tensors(&att);
+            let launch = |ctx: &Context| att.run(ctx, &qkv, &qkv, &qkv, None, None, &o);
+            let ms = pollster::block_on(warm_median_ms(ctx, REPEATS, &launch)).expect("timing");
+            println!(
+                "minilm  {dtype} batch 32 × 128, 12 heads of 32, tiling {bq:>3} × {bkv:>2}  {ms:>8.4} ms {:>6.2} TFLOP/s",
+                tflops(&att, None, ms)
+            );
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! MiniLM's up projection: fused into the GEMM against the GEMM followed by the element-wise
 //! GELU, next to the saving the roofline model predicts (the GELU pass's bytes ÷ measured
 //! copy bandwidth, plus one dispatch overhead). Not a test: `cargo bench --bench gemm`
-//! (`-- --sizes 256,512` to choose; `-- --coop` or `-- --tiled` for one kernel's candidates).
+//! (`-- --sizes 256,512` to choose; `-- --coop` or `-- --tiled` for one kernel's candidates;
+//! `-- --tilings 128x96x24x8x8` for SIMT tilings outside the candidates).
 //! Prints TFLOP/s and ms, and first, where there are tensor cores, their ceilings
 //! (`ceilings::tensor_peak`).
 
@@ -17,7 +18,7 @@ mod common;
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::ceilings::{self, warm_median_ms};
 use ridge::kernels::check::compare;
-use ridge::kernels::{Gemm, GemmKernel, Unary, unary};
+use ridge::kernels::{Gemm, GemmConfig, GemmKernel, Unary, unary};
 
 fn upload(ctx: &Context, values: &[f32], shape: &[usize], dtype: DType) -> (Tensor, Vec<f32>) {
     match dtype {
@@ -107,8 +108,13 @@ fn main() {
         .collect();
     // `--coop`: only the tensor-core candidates (`--tiled`: only the SIMT ones).
     let (coop_only, tiled_only) = (common::flag("--coop"), common::flag("--tiled"));
+    let tilings = tilings();
     for dtype in dtypes {
-        for kernel in GemmKernel::candidates(&ctx, dtype) {
+        let candidates = match &tilings {
+            Some(t) => t.iter().map(|&c| GemmKernel::Tiled(c)).collect(),
+            None => GemmKernel::candidates(&ctx, dtype),
+        };
+        for kernel in candidates {
             let coop = matches!(kernel, GemmKernel::Coop(_));
             if (coop_only && !coop) || (tiled_only && coop) {
                 continue;
@@ -145,7 +151,35 @@ fn main() {
             println!("{line}");
         }
     }
-    gelu_epilogue(&ctx);
+    if tilings.is_none() {
+        gelu_epilogue(&ctx);
+    }
+}
+
+/// `--tilings 128x96x24x8x8,...`: SIMT tilings (BM × BN × BK × TM × TN, one stage, no split)
+/// timed instead of the autotuner's candidates, for tilings outside its list.
+///
+/// Panics on a malformed tiling (a bench, not a CLI).
+fn tilings() -> Option<Vec<GemmConfig>> {
+    let args: Vec<String> = std::env::args().collect();
+    let list = args.get(args.iter().position(|a| a == "--tilings")? + 1)?;
+    let parse = |t: &str| {
+        let d: Vec<u32> = t
+            .split('x')
+            .map(|v| v.parse().expect("--tilings: a number"))
+            .collect();
+        assert_eq!(d.len(), 5, "--tilings: BMxBNxBKxTMxTN, not {t:?}");
+        GemmConfig {
+            bm: d[0],
+            bn: d[1],
+            bk: d[2],
+            tm: d[3],
+            tn: d[4],
+            stages: 1,
+            splits: 1,
+        }
+    };
+    Some(list.split(',').map(parse).collect())
 }
 
 /// MiniLM's batch-32 up projection (4096 × 1536 × 384, Bᵀ, bias) with GELU fused into the

@@ -3,7 +3,7 @@
 //! layouts, and BigBird layouts of every kind.
 
 use ridge::core::{Context, ContextOptions, DType, Error, Result, Tensor};
-use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout};
+use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout, TiledConfig};
 use ridge::model::sparsity::{BigBird, BlockLayout};
 
 use crate::harness::*;
@@ -133,6 +133,38 @@ fn dense_every_head_dim_mask_and_dtype() {
                 };
                 check(ctx, att, dtype, Some(&[seq as u32, 40]), None, seed)?;
             }
+            // Every tiling of the register-blocked kernel, given explicitly: each that fits
+            // against the reference (odd length, causal, padding), each that does not refused.
+            for (bq, bkv) in [(128, 32), (64, 32), (32, 32), (16, 32), (64, 16), (32, 16)] {
+                seed += 10;
+                let tiling = TiledConfig { bq, bkv };
+                let att = Attention {
+                    causal: true,
+                    tiling: Some(tiling),
+                    ..Attention::new(2, 3, 101, 32)
+                };
+                if tiling.fits(ctx, 32) {
+                    check(ctx, att, dtype, Some(&[101, 60]), None, seed)?;
+                } else {
+                    let t = Tensor::empty(ctx, &[2 * 3 * 101 * 32], dtype)?;
+                    let o = Tensor::empty(ctx, &[2 * 3 * 101 * 32], dtype)?;
+                    expect_err("tiling", att.run(ctx, &t, &t, &t, None, None, &o), |e| {
+                        matches!(e, Error::InvalidArgument { .. })
+                    })?;
+                }
+            }
+            // A short sequence over many heads (MiniLM's batch 32 has 384): one query tile per
+            // head where it fits (TiledConfig::dense), read from a packed projection.
+            seed += 10;
+            let lengths: Vec<u32> = (0..22).map(|b| 101 - 4 * b as u32).collect();
+            check(
+                ctx,
+                Attention::packed_qkv(22, 12, 101, 32),
+                dtype,
+                Some(&lengths),
+                None,
+                seed,
+            )?;
             // Padding: batch 0 keeps 5 of 37 keys, batch 1 none (its rows must be zeros).
             check(
                 ctx,
@@ -331,6 +363,15 @@ fn bad_inputs_give_typed_errors() {
         expect_err("alias", att.run(ctx, &q, &q, &q, None, None, &q), |e| {
             matches!(e, Error::InvalidArgument { .. })
         })?;
+        // Tilings that cannot work: sides not multiples of 4, a head not 1–2 key tiles wide.
+        for (bq, bkv) in [(6, 32), (64, 8), (64, 64)] {
+            let tiling = Some(TiledConfig { bq, bkv });
+            expect_err(
+                "tiling",
+                Attention { tiling, ..att }.run(ctx, &q, &q, &q, None, None, &o),
+                |e| matches!(e, Error::InvalidArgument { .. }),
+            )?;
+        }
         let other = SparseLayout::upload(ctx, BlockLayout::dense(16, 16))?;
         expect_err(
             "layout",

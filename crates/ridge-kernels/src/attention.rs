@@ -103,6 +103,10 @@ pub struct Attention {
     /// block's key tiles are cut ([`SplitPlan`]): more, shorter workgroups where a launch
     /// has too few to fill the GPU. `None`: Ridge's choice ([`Attention::default_kv_splits`]).
     pub kv_splits: Option<usize>,
+    /// The register-blocked kernel's tiling; `None`: Ridge's choice ([`TiledConfig::dense`],
+    /// [`TiledConfig::sparse`]). A tiling that does not fit the adapter, the head width or
+    /// the block is refused with [`Error::InvalidArgument`].
+    pub tiling: Option<TiledConfig>,
 }
 
 /// How the register-blocked kernel walks its rows (a block-sparse layout's, or dense
@@ -333,10 +337,17 @@ impl TiledConfig {
         4 * (head_dim * self.bq + 2 * head_dim * self.bkv + self.bkv * self.bq + 4 * threads) + 4
     }
 
-    /// 64 query rows × 32 keys where it fits (head widths 32 and 64), else 32 × 32.
-    pub fn dense(ctx: &Context, head_dim: u32) -> Option<Self> {
-        [(64, 32), (32, 32)]
+    /// 64 query rows × 32 keys where it fits (head widths 32 and 64), else 32 × 32. Where
+    /// one tile of 128 rows holds a whole sequence (`seq` ≤ 128) and `heads` (batch × heads)
+    /// still make 256 workgroups or more, 128 × 32 first: each head's K and V are then staged
+    /// once instead of once per query tile. Measured on the H200 (`benches/attention.rs
+    /// --minilm`, benches/NOTES.md run 51), MiniLM's batch 32 × 128 tokens, 12 heads of 32:
+    /// 0.0666 → 0.0570 ms f32, 0.0654 → 0.0560 ms f16 (128 × 32 does not fit heads of 64).
+    pub fn dense(ctx: &Context, head_dim: u32, seq: usize, heads: usize) -> Option<Self> {
+        let whole = seq <= 128 && heads >= 256;
+        [(128, 32), (64, 32), (32, 32)]
             .into_iter()
+            .skip(usize::from(!whole))
             .map(|(bq, bkv)| TiledConfig { bq, bkv })
             .find(|c| c.fits(ctx, head_dim))
     }
@@ -353,7 +364,28 @@ impl TiledConfig {
             .find(|c| c.fits(ctx, head_dim))
     }
 
-    fn fits(&self, ctx: &Context, head_dim: u32) -> bool {
+    /// `self` where it fits the adapter, the head width and, for block-sparse attention, the
+    /// `block` (a multiple of both tile sides); else [`Error::InvalidArgument`].
+    fn checked(self, ctx: &Context, head_dim: u32, block: Option<u32>, op: &str) -> Result<Self> {
+        let divides = block.is_none_or(|b| b.is_multiple_of(self.bq) && b.is_multiple_of(self.bkv));
+        if divides && self.fits(ctx, head_dim) {
+            return Ok(self);
+        }
+        Err(Error::invalid(
+            op,
+            format!(
+                "tiling {} × {} does not fit head_dim {head_dim}{} on this adapter",
+                self.bq,
+                self.bkv,
+                block.map_or(String::new(), |b| format!(" and blocks of {b}"))
+            ),
+        ))
+    }
+
+    /// Whether the tiling fits the adapter's limits and `head_dim`: sides multiples of 4,
+    /// `head_dim` one or two key tiles wide, the staged operands spread evenly over the
+    /// invocations, eight storage bindings.
+    pub fn fits(&self, ctx: &Context, head_dim: u32) -> bool {
         let l = ctx.limits();
         let (x, y) = (self.bkv / 4, self.bq / 4);
         // At most two output quads per key quad: 32 accumulators per invocation. Eight
@@ -384,12 +416,19 @@ pub enum AttentionKernel {
 }
 
 impl AttentionKernel {
-    /// The register-blocked kernel where it fits, else the row kernel; `None` when neither
-    /// fits the adapter's workgroup limits.
-    pub fn choose(ctx: &Context, head_dim: u32, block: Option<u32>) -> Option<Self> {
+    /// The register-blocked kernel where it fits, else the row kernel, for `seq` tokens and
+    /// `heads` (batch × heads) of dense attention ([`TiledConfig::dense`]); `None` when
+    /// neither fits the adapter's workgroup limits.
+    pub fn choose(
+        ctx: &Context,
+        head_dim: u32,
+        block: Option<u32>,
+        seq: usize,
+        heads: usize,
+    ) -> Option<Self> {
         let tiled = match block {
             Some(b) => TiledConfig::sparse(ctx, head_dim, b),
-            None => TiledConfig::dense(ctx, head_dim),
+            None => TiledConfig::dense(ctx, head_dim, seq, heads),
         };
         tiled.map(AttentionKernel::Tiled).or_else(|| {
             match block {
@@ -426,6 +465,7 @@ impl Attention {
             v: l,
             o: l,
             kv_splits: None,
+            tiling: None,
         }
     }
 
@@ -620,18 +660,23 @@ impl Attention {
             ));
         }
         let block = sparse.map(|s| s.layout.block as u32);
-        let kernel =
-            AttentionKernel::choose(ctx, d as u32, block).ok_or_else(|| Error::LimitExceeded {
-                what: format!("{name} with head_dim {d}"),
-                limit: "maxComputeWorkgroupStorageSize",
-                requested: AttentionConfig {
-                    bq: 8,
-                    bk: 8,
-                    tpr: 4,
-                }
-                .workgroup_bytes(d as u32) as u64,
-                allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
-            })?;
+        let kernel = match self.tiling {
+            Some(c) => AttentionKernel::Tiled(c.checked(ctx, d as u32, block, name)?),
+            None => {
+                AttentionKernel::choose(ctx, d as u32, block, self.seq, self.batch * self.heads)
+                    .ok_or_else(|| Error::LimitExceeded {
+                        what: format!("{name} with head_dim {d}"),
+                        limit: "maxComputeWorkgroupStorageSize",
+                        requested: AttentionConfig {
+                            bq: 8,
+                            bk: 8,
+                            tpr: 4,
+                        }
+                        .workgroup_bytes(d as u32) as u64,
+                        allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
+                    })?
+            }
+        };
         let (bq, bk) = kernel.tile();
         let q_blocks = self.seq.div_ceil(bq as usize);
         let k_blocks = self.seq.div_ceil(bk as usize);
