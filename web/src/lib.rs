@@ -157,7 +157,7 @@ impl Ridge {
                 repeats: 3,
                 good_enough: 0.9,
             };
-            let problems = autotune::problems(&ctx, &ops);
+            let problems = autotune::problems(&ctx, &ops, &[]);
             let fp = ctx.fingerprint();
             let family = ridge_tune::shipped::family(&fp).unwrap_or("unknown");
             let report = |p: autotune::Progress| {

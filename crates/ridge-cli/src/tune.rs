@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ridge_core::DType;
 use ridge_tune::autotune::{self, Roofs, TuneOptions};
 use ridge_tune::{Table, cache};
 
@@ -41,8 +42,12 @@ pub fn run(args: Args) -> crate::CliResult {
     let ctx = crate::context()?;
     let fp = ctx.fingerprint();
     let (tables, _) = ridge_tune::install(&ctx);
-    let mut problems = autotune::problems(&ctx, &args.op);
-    problems.retain(|p| args.dtype.is_empty() || args.dtype.contains(&p.dtype.to_string()));
+    let dtypes: Vec<DType> = args
+        .dtype
+        .iter()
+        .map(|d| if d == "f16" { DType::F16 } else { DType::F32 })
+        .collect();
+    let problems = autotune::problems(&ctx, &args.op, &dtypes);
     if args.show {
         println!(
             "tuning for {} — user table: {}",

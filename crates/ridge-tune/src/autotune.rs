@@ -78,8 +78,9 @@ pub struct Problem {
 }
 
 /// The representative problems for `ctx`: GEMMs and row ops at MiniLM's sizes and at sizes
-/// that cross the ridge point (smaller on CPU drivers).
-pub fn problems(ctx: &Context, ops: &[String]) -> Vec<Problem> {
+/// that cross the ridge point (smaller on CPU drivers), of the `ops` and storage types
+/// `dtypes` asked for (empty: all; f16 only where the adapter has `shader-f16`).
+pub fn problems(ctx: &Context, ops: &[String], dtypes: &[DType]) -> Vec<Problem> {
     let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
     let mut v = Vec::new();
     let p = |op: &str, shape: &[usize], dtype| Problem {
@@ -126,7 +127,10 @@ pub fn problems(ctx: &Context, ops: &[String]) -> Vec<Problem> {
             }
         }
     }
-    v.retain(|pr| ops.is_empty() || ops.contains(&pr.op));
+    v.retain(|pr| {
+        (ops.is_empty() || ops.contains(&pr.op))
+            && (dtypes.is_empty() || dtypes.contains(&pr.dtype))
+    });
     v
 }
 
