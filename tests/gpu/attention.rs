@@ -11,7 +11,7 @@ use crate::harness::*;
 /// Runs `att` (O in its own layout), gathers O back to [B, H, S, D] and compares with the
 /// reference: within the op's error bound, and within 1e-5 absolute in f32 (the issue's
 /// requirement for block-sparse against dense).
-fn check(
+pub(crate) fn check(
     ctx: &Context,
     att: Attention,
     dtype: DType,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ridge::core::{ContextOptions, DType, Error, Tensor};
+use ridge::kernels::attention::{Attention, AttentionKernel, TiledConfig};
 use ridge::kernels::{Gemm, GemmConfig, GemmKernel};
 use ridge::tune::autotune::{self, Problem, TuneOptions};
 use ridge::tune::{Entry, Origin, Table, TableSet};
@@ -245,6 +246,71 @@ fn each_storage_type_stops_early_against_its_own_roof() {
             };
             assert_eq!(timed(DType::F32), 1, "{trials:?}");
             assert!(timed(DType::F16) >= 2, "{trials:?}");
+            Ok(())
+        },
+    );
+}
+
+/// Dense attention's tiling comes from the tuning table (op `attention`, [batch × heads, seq,
+/// head_dim]) where the entry fits, and the result stays right; an entry that does not fit
+/// the head width falls back to Ridge's choice; a tiling given explicitly wins over both. The
+/// autotuner's attention entry is a tiling that fits.
+#[test]
+fn attention_tilings_come_from_the_table_and_the_autotuner() {
+    on_every_adapter_with(
+        "tuning_attention",
+        |_| ContextOptions::default(),
+        |ctx| {
+            let att = Attention::new(2, 3, 45, 32);
+            let default = att.kernel(ctx, DType::F32, None)?;
+            let small = TiledConfig { bq: 16, bkv: 16 };
+            let entry =
+                |bq, bkv| table_with("attention", &[8, 64, 32], &[("BQ", bq), ("BKV", bkv)]);
+            ctx.set_tuning(Some(Arc::new(entry(small.bq, small.bkv))));
+            assert_eq!(
+                att.kernel(ctx, DType::F32, None)?,
+                AttentionKernel::Tiled(small)
+            );
+            crate::attention::check(ctx, att, DType::F32, Some(&[45, 20]), None, 3)?;
+            let given = TiledConfig { bq: 32, bkv: 32 };
+            let pinned = Attention {
+                tiling: Some(given),
+                ..att
+            };
+            assert_eq!(
+                pinned.kernel(ctx, DType::F32, None)?,
+                AttentionKernel::Tiled(given)
+            );
+            // 32 keys a tile cannot serve heads of 32 when 8 keys are asked for (4 tiles a head).
+            ctx.set_tuning(Some(Arc::new(entry(64, 8))));
+            assert_eq!(att.kernel(ctx, DType::F32, None)?, default);
+            ctx.set_tuning(None);
+
+            let problem = Problem {
+                op: "attention".into(),
+                shape: vec![6, 64, 32],
+                dtype: DType::F32,
+            };
+            let opts = TuneOptions {
+                ops: vec![],
+                budget: Duration::from_secs(60),
+                repeats: 1,
+                good_enough: 2.0,
+            };
+            let (table, trials) = block(autotune::autotune(
+                ctx,
+                &[problem],
+                &opts,
+                None,
+                "test",
+                &|_| {},
+            ))?;
+            assert!(trials.iter().all(|t| t.result.is_ok()), "{trials:?}");
+            assert_eq!(trials.len(), TiledConfig::candidates(ctx, 32).len());
+            let e = &table.entries[0];
+            let tiled = TiledConfig::from_params(&e.params)
+                .ok_or_else(|| Error::invalid("tune", "unparsable attention entry"))?;
+            assert!(tiled.fits(ctx, 32) && e.op == "attention", "{e:?}");
             Ok(())
         },
     );

@@ -10,7 +10,8 @@ use ridge_tune::{Table, cache};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax. Default: all.
+    /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax, attention. Default:
+    /// all.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Storage types to tune (comma separated): f32, f16. Default: both (f16 where the adapter

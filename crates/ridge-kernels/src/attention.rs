@@ -103,8 +103,9 @@ pub struct Attention {
     /// block's key tiles are cut ([`SplitPlan`]): more, shorter workgroups where a launch
     /// has too few to fill the GPU. `None`: Ridge's choice ([`Attention::default_kv_splits`]).
     pub kv_splits: Option<usize>,
-    /// The register-blocked kernel's tiling; `None`: Ridge's choice ([`TiledConfig::dense`],
-    /// [`TiledConfig::sparse`]). A tiling that does not fit the adapter, the head width or
+    /// The register-blocked kernel's tiling; `None`: for dense attention the adapter's tuning
+    /// table's (op `attention`, shape `[batch × heads, seq, head_dim]`) where it has one that
+    /// fits, else Ridge's choice ([`TiledConfig::dense`], [`TiledConfig::sparse`]). A tiling that does not fit the adapter, the head width or
     /// the block is refused with [`Error::InvalidArgument`].
     pub tiling: Option<TiledConfig>,
 }
@@ -352,6 +353,48 @@ impl TiledConfig {
             .find(|c| c.fits(ctx, head_dim))
     }
 
+    /// Every tiling the autotuner tries for dense attention over heads of `head_dim`: 16–128
+    /// query rows, 16 or 32 keys, those that fit the adapter.
+    pub fn candidates(ctx: &Context, head_dim: u32) -> Vec<Self> {
+        [
+            (128, 32),
+            (64, 32),
+            (32, 32),
+            (16, 32),
+            (128, 16),
+            (64, 16),
+            (32, 16),
+        ]
+        .into_iter()
+        .map(|(bq, bkv)| TiledConfig { bq, bkv })
+        .filter(|c| c.fits(ctx, head_dim))
+        .collect()
+    }
+
+    /// The tuning-table form: `BQ`, `BKV`.
+    pub fn to_params(&self) -> ridge_core::VariantParams {
+        [("BQ".to_string(), self.bq), ("BKV".to_string(), self.bkv)]
+            .into_iter()
+            .collect()
+    }
+
+    /// From the tuning-table form; `None` when a key is missing.
+    pub fn from_params(p: &ridge_core::VariantParams) -> Option<Self> {
+        Some(TiledConfig {
+            bq: *p.get("BQ")?,
+            bkv: *p.get("BKV")?,
+        })
+    }
+
+    /// Dense attention's tiling from the adapter's tuning table (op `attention`, shape
+    /// `[batch × heads, seq, head_dim]`), where it has one that fits; else `None`.
+    fn tuned(ctx: &Context, att: &Attention, dtype: DType) -> Option<Self> {
+        let shape = [att.batch * att.heads, att.seq, att.head_dim];
+        ctx.tuned("attention", &shape, dtype)
+            .and_then(|p| Self::from_params(&p))
+            .filter(|c| c.fits(ctx, att.head_dim as u32))
+    }
+
     /// Tiles that divide the block: dense attention's 64 × 32 where the block is a multiple
     /// of 64 and it fits, else 32 × 32 where the block is a multiple of 32, else one tile per
     /// block. A block of 64 is then two key tiles (and, at 32 × 32, two query tiles): on the
@@ -591,6 +634,48 @@ impl Attention {
         4.0 * g * v_max.max(1e-30) + crate::check::storage_rounding(dtype, want as f64)
     }
 
+    /// The kernel a launch of `dtype` runs, for block-sparse blocks of `block` tokens or
+    /// dense (`None`): [`Attention::tiling`] where given, else for dense attention the
+    /// adapter's tuning table's tiling where it has one that fits, else Ridge's choice
+    /// ([`AttentionKernel::choose`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a given tiling that does not fit;
+    /// [`Error::LimitExceeded`] when no kernel fits the adapter's workgroup memory.
+    pub fn kernel(
+        &self,
+        ctx: &Context,
+        dtype: DType,
+        block: Option<u32>,
+    ) -> Result<AttentionKernel> {
+        let name = if block.is_some() {
+            "sparse_attention"
+        } else {
+            "attention"
+        };
+        let d = self.head_dim as u32;
+        if let Some(c) = self.tiling {
+            return Ok(AttentionKernel::Tiled(c.checked(ctx, d, block, name)?));
+        }
+        if block.is_none()
+            && let Some(c) = TiledConfig::tuned(ctx, self, dtype)
+        {
+            return Ok(AttentionKernel::Tiled(c));
+        }
+        AttentionKernel::choose(ctx, d, block, self.seq, self.batch * self.heads).ok_or_else(|| {
+            Error::LimitExceeded {
+                what: format!("{name} with head_dim {d}"),
+                limit: "maxComputeWorkgroupStorageSize",
+                requested: AttentionConfig {
+                    bq: 8,
+                    bk: 8,
+                    tpr: 4,
+                }
+                .workgroup_bytes(d) as u64,
+                allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
+            }
+        })
+    }
+
     /// Runs attention: dense, or block-sparse when `sparse` is given. `lengths` (u32
     /// `[batch]`) masks padded keys; without it every key counts.
     ///
@@ -660,23 +745,7 @@ impl Attention {
             ));
         }
         let block = sparse.map(|s| s.layout.block as u32);
-        let kernel = match self.tiling {
-            Some(c) => AttentionKernel::Tiled(c.checked(ctx, d as u32, block, name)?),
-            None => {
-                AttentionKernel::choose(ctx, d as u32, block, self.seq, self.batch * self.heads)
-                    .ok_or_else(|| Error::LimitExceeded {
-                        what: format!("{name} with head_dim {d}"),
-                        limit: "maxComputeWorkgroupStorageSize",
-                        requested: AttentionConfig {
-                            bq: 8,
-                            bk: 8,
-                            tpr: 4,
-                        }
-                        .workgroup_bytes(d as u32) as u64,
-                        allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
-                    })?
-            }
-        };
+        let kernel = self.kernel(ctx, o.dtype(), block)?;
         let (bq, bk) = kernel.tile();
         let q_blocks = self.seq.div_ceil(bq as usize);
         let k_blocks = self.seq.div_ceil(bk as usize);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use web_time::{Instant, SystemTime};
 
 use ridge_core::{Context, DType, Result, Tensor, Tuning, VariantParams};
+use ridge_kernels::attention::{Attention, TiledConfig};
 use ridge_kernels::check::compare;
 use ridge_kernels::{Gemm, GemmKernel, Norm, NormKind, Softmax, ceilings, rows};
 use ridge_model::roofline::Ceilings;
@@ -20,7 +21,7 @@ use crate::table::{Entry, Origin, Table, shader_hash};
 /// What to tune and how hard.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
-    /// Ops to tune (`gemm`, `layer_norm`, `rms_norm`, `softmax`); empty tunes all.
+    /// Ops to tune (`gemm`, `layer_norm`, `rms_norm`, `softmax`, `attention`); empty tunes all.
     pub ops: Vec<String>,
     /// Wall-clock budget for the whole run, shared out as it goes: each problem may use what
     /// is left divided by the problems left (time a quick problem leaves passes on), and its
@@ -77,7 +78,8 @@ pub struct Problem {
     pub dtype: DType,
 }
 
-/// The representative problems for `ctx`: GEMMs and row ops at MiniLM's sizes and at sizes
+/// The representative problems for `ctx`: GEMMs, row ops and dense attention at MiniLM's sizes
+/// and at sizes
 /// that cross the ridge point (smaller on CPU drivers), of the `ops` and storage types
 /// `dtypes` asked for (empty: all; f16 only where the adapter has `shader-f16`).
 pub fn problems(ctx: &Context, ops: &[String], dtypes: &[DType]) -> Vec<Problem> {
@@ -127,6 +129,19 @@ pub fn problems(ctx: &Context, ops: &[String], dtypes: &[DType]) -> Vec<Problem>
             }
         }
     }
+    // Dense attention, [batch × heads, seq, head_dim]: MiniLM's batch 32 (12 heads of 32 over
+    // 128 tokens), and heads of 64 over 1024 and 4096 tokens.
+    let attention: &[[usize; 3]] = if cpu {
+        &[[24, 64, 32]]
+    } else {
+        &[[384, 128, 32], [12, 1024, 64], [12, 4096, 64]]
+    };
+    for s in attention {
+        v.push(p("attention", s, DType::F32));
+        if ctx.has_f16() {
+            v.push(p("attention", s, DType::F16));
+        }
+    }
     v.retain(|pr| {
         (ops.is_empty() || ops.contains(&pr.op))
             && (dtypes.is_empty() || dtypes.contains(&pr.dtype))
@@ -149,6 +164,10 @@ fn candidates(ctx: &Context, pr: &Problem) -> Vec<VariantParams> {
         "gemm" => GemmKernel::candidates(ctx, pr.dtype)
             .iter()
             .map(GemmKernel::to_params)
+            .collect(),
+        "attention" => TiledConfig::candidates(ctx, pr.shape[2] as u32)
+            .iter()
+            .map(TiledConfig::to_params)
             .collect(),
         _ => rows::candidates(ctx)
             .into_iter()
@@ -222,6 +241,31 @@ fn build(
                 reference,
             )
         }
+        "attention" => {
+            // [batch × heads, seq, head_dim] as that many heads of one batch entry.
+            let att = Attention::new(shape[0], 1, shape[1], shape[2]);
+            let n = shape.iter().product::<usize>();
+            let (q, qv) = upload(ctx, &values(n, 5), &[n], dtype)?;
+            let (k, kv) = upload(ctx, &values(n, 6), &[n], dtype)?;
+            let (v, vv) = upload(ctx, &values(n, 7), &[n], dtype)?;
+            let o = Tensor::empty(ctx, &[n], dtype)?;
+            let reference = with_reference.then(|| {
+                let want = att.reference(&qv, &kv, &vv, None, None);
+                // Values within ±1: |scale · q·k| ≤ head_dim · scale, |v| ≤ 1.
+                let score_max = shape[2] as f64 * att.scale as f64;
+                let bounds = want
+                    .iter()
+                    .map(|&w| att.error_bound(dtype, 1.0, score_max, w))
+                    .collect();
+                (want, bounds)
+            });
+            let out = o.clone();
+            (
+                Box::new(move |ctx| att.run(ctx, &q, &k, &v, None, None, &out)),
+                o,
+                reference,
+            )
+        }
         "softmax" => {
             let sm = Softmax::new(shape[0], shape[1]);
             let (x, xv) = upload(ctx, &values(shape[0] * shape[1], 3), shape, dtype)?;
@@ -267,18 +311,19 @@ fn build(
     })
 }
 
-/// Odd shapes that exercise every tile edge.
-fn proxy(op: &str) -> Vec<usize> {
-    if op == "gemm" {
-        vec![133, 70, 97]
-    } else {
-        vec![7, 1001]
+/// Odd shapes that exercise every tile edge (attention keeps the problem's head width: the
+/// tilings that fit depend on it).
+fn proxy(pr: &Problem) -> Vec<usize> {
+    match pr.op.as_str() {
+        "gemm" => vec![133, 70, 97],
+        "attention" => vec![3, 77, pr.shape[2]],
+        _ => vec![7, 1001],
     }
 }
 
-/// Whether the candidate installed on `ctx` computes `op` within its error bound.
-async fn correct(ctx: &Context, op: &str, dtype: DType) -> Result<bool> {
-    let (launch, out, reference) = build(ctx, op, &proxy(op), dtype, true)?;
+/// Whether the candidate installed on `ctx` computes `pr.op` within its error bound.
+async fn correct(ctx: &Context, pr: &Problem) -> Result<bool> {
+    let (launch, out, reference) = build(ctx, &pr.op, &proxy(pr), pr.dtype, true)?;
     out.poison(ctx);
     launch(ctx)?;
     let got = out.to_f32(ctx).await?;
@@ -340,7 +385,7 @@ pub async fn autotune(
             }
             ctx.set_tuning(Some(Arc::new(Fixed(pr.op.clone(), params.clone()))));
             let result = async {
-                if !correct(ctx, &pr.op, pr.dtype).await? {
+                if !correct(ctx, pr).await? {
                     return Ok(Err(
                         "wrong results on the proxy problem: rejected".to_string()
                     ));
@@ -402,6 +447,7 @@ fn cost_of(pr: &Problem) -> ridge_model::OpCost {
     match pr.op.as_str() {
         "gemm" => ridge_model::ops::gemm(s[0], s[1], s[2], 1, 1, 1, false, false, e),
         "softmax" => ridge_model::ops::softmax(s[0], s[1], 0, e),
+        "attention" => ridge_model::ops::attention(s[0], 1, s[1], s[2], (s[1] * s[1]) as f64, e),
         op => ridge_model::ops::norm(s[0], s[1], op == "rms_norm", false, e),
     }
 }

@@ -105,6 +105,7 @@ pub fn shader_hash(op: &str, params: &BTreeMap<String, u32>) -> String {
         "gemm" => vec![&ridge_kernels::shaders::GEMM],
         "layer_norm" | "rms_norm" => vec![&ridge_kernels::shaders::NORM],
         "softmax" => vec![&ridge_kernels::shaders::SOFTMAX],
+        "attention" => vec![&ridge_kernels::shaders::ATTENTION_TILED],
         _ => vec![],
     };
     let mut h = Sha256::new();
