@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::builder::PossibleValuesParser;
+
 use ridge_core::DType;
 use ridge_kernels::{Gemm, GemmKernel, ceilings, sweep};
 use ridge_model::report::{Accuracy, BenchReport, Row};
@@ -15,10 +17,10 @@ pub struct Args {
     size: Option<String>,
     /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
     /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
-    /// Timed launches per case (median reported).
-    #[arg(long, default_value_t = 10)]
+    /// Timed launches per case (median reported; at least 1).
+    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one)]
     repeats: usize,
     /// Write the JSON report (adapter fingerprint, ceilings, every case, accuracy) here;
     /// `-` prints it instead of the table.
@@ -49,6 +51,14 @@ pub fn run(args: Args) -> crate::CliResult {
         None => sweep::SweepSize::Full,
     };
     let quiet = args.json.as_deref() == Some(std::path::Path::new("-"));
+    // The output files are opened before the sweep: a bad path fails now, not after it.
+    let json_file = match &args.json {
+        Some(path) if !quiet => Some(crate::create(path)?),
+        _ => None,
+    };
+    if let Some(path) = &args.svg {
+        crate::create(path)?;
+    }
     let say = |s: String| {
         if !quiet {
             println!("{s}");
@@ -223,15 +233,18 @@ pub fn run(args: Args) -> crate::CliResult {
     };
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
-        if quiet {
-            println!("{text}");
-        } else {
-            std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-            println!("report written to {}", path.display());
+        match json_file {
+            Some(mut file) => {
+                use std::io::Write;
+                file.write_all(text.as_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                println!("report written to {}", path.display());
+            }
+            None => println!("{text}"),
         }
     }
     if let Some(path) = &args.svg {
-        crate::plot::roofline_svg(&report, path)?;
+        crate::plot::roofline_svg(&report, path).map_err(|e| format!("{}: {e}", path.display()))?;
         say(format!("roofline written to {}", path.display()));
     }
     Ok(ExitCode::SUCCESS)

@@ -6,8 +6,8 @@ use ridge_kernels::suite;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Timed launches per case (the median is reported).
-    #[arg(long, default_value_t = 10)]
+    /// Timed launches per case (the median is reported; at least 1).
+    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one)]
     repeats: usize,
     /// Print JSON (adapter fingerprint, timing method, one object per case) instead of a table.
     #[arg(long)]
@@ -25,7 +25,7 @@ pub fn run(args: Args) -> crate::CliResult {
     } else {
         "wall clock (synchronised)"
     };
-    let results = pollster::block_on(suite::run(&ctx, args.repeats.max(1)))?;
+    let results = pollster::block_on(suite::run(&ctx, args.repeats))?;
     let failed = results.iter().filter(|r| !r.passed).count();
     if args.json {
         let doc = serde_json::json!({
@@ -42,12 +42,12 @@ pub fn run(args: Args) -> crate::CliResult {
             args.repeats
         );
         println!(
-            "{:<13} {:<22} {:<4} {:>10} {:>8} {:>5} {:>10} {:>9} {:>8}",
+            "{:<16} {:<24} {:<4} {:>10} {:>8} {:>5} {:>10} {:>9} {:>8}",
             "op", "shape", "type", "max|err|", "err/tol", "ok", "time ms", "GFLOP/s", "GB/s"
         );
         for r in &results {
             println!(
-                "{:<13} {:<22} {:<4} {:>10.2e} {:>8.3} {:>5} {:>10} {:>9} {:>8}",
+                "{:<16} {:<24} {:<4} {:>10.2e} {:>8.3} {:>5} {:>10} {:>9} {:>8}",
                 r.op,
                 r.shape,
                 r.dtype,

@@ -53,8 +53,35 @@ enum Command {
     FetchModel(embed::FetchArgs),
 }
 
+/// Restores the default action of SIGPIPE, which Rust's runtime ignores: `ridge … | head`
+/// then ends quietly when `head` closes the pipe, as Unix tools do, instead of panicking on
+/// the next `println!`.
+fn die_quietly_on_closed_pipes() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread starts; only resets a signal's
+    // disposition to its default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// What every subcommand returns; an error becomes one line on stderr and exit code 1.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// clap's parser for counts that must be at least 1 (`--repeats`).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Creates (truncates) an output file, its path in the error: called before long work, so
+/// that a bad path fails at once.
+pub fn create(path: &std::path::Path) -> Result<std::fs::File, String> {
+    std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))
+}
 
 /// A context on the chosen adapter with its tuning tables installed (warnings about
 /// corrupt, stale or foreign tables go to stderr).
@@ -69,6 +96,7 @@ pub fn context() -> Result<ridge_core::Context, Box<dyn std::error::Error>> {
 
 fn main() -> ExitCode {
     quiet_mesa_egl();
+    die_quietly_on_closed_pipes();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Info(args) => info::run(args),

@@ -46,6 +46,13 @@ pub fn run(args: Args) -> crate::CliResult {
     if args.seq == 0 || args.batch == 0 {
         return Err("--seq and --batch must be at least 1".into());
     }
+    if args.seq > s.max_positions {
+        return Err(format!(
+            "--seq {} is longer than the model's {} positions (max_position_embeddings)",
+            args.seq, s.max_positions
+        )
+        .into());
+    }
     let spec = hardware::find(&args.adapter).ok_or_else(|| {
         let names: Vec<String> = hardware::table().into_iter().map(|r| r.name).collect();
         format!(

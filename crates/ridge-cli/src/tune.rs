@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::PossibleValuesParser;
 use ridge_core::DType;
 use ridge_tune::autotune::{self, Roofs, TuneOptions};
 use ridge_tune::{Table, cache};
@@ -12,7 +13,7 @@ use ridge_tune::{Table, cache};
 pub struct Args {
     /// Ops to tune (comma separated): gemm, layer_norm, rms_norm, softmax, attention. Default:
     /// all.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(autotune::OPS))]
     op: Vec<String>,
     /// Storage types to tune (comma separated): f32, f16. Default: both (f16 where the adapter
     /// has `shader-f16`).
@@ -22,8 +23,8 @@ pub struct Args {
     /// it goes: each gets what is left over the problems left, and always its first candidate.
     #[arg(long, default_value = "120s")]
     budget: String,
-    /// Timed launches per candidate (median).
-    #[arg(long, default_value_t = 5)]
+    /// Timed launches per candidate (median; at least 1).
+    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one)]
     repeats: usize,
     /// Print the tables in use and where each representative problem's variant comes from;
     /// tune nothing.
@@ -94,6 +95,19 @@ pub fn run(args: Args) -> crate::CliResult {
         return Ok(ExitCode::SUCCESS);
     }
 
+    if problems.is_empty() {
+        let why = if dtypes.contains(&DType::F16) && !ctx.has_f16() {
+            format!(
+                "{} has no `shader-f16`, so there is nothing to tune in f16",
+                ctx.describe()
+            )
+        } else {
+            "no representative problem matches --op and --dtype".to_string()
+        };
+        return Err(format!("nothing to tune: {why}").into());
+    }
+    // Where the table goes, checked before the tuning rather than after it.
+    cache::writable(&fp).map_err(|e| format!("{}: {e}", cache::path(&fp).display()))?;
     let spec = ridge_model::hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
     // The rooflines that stop a problem's search early: the spec table's f16 figure is the
     // tensor cores' where a GPU has them; measured, it is their measured peak.
@@ -114,7 +128,7 @@ pub fn run(args: Args) -> crate::CliResult {
     let opts = TuneOptions {
         ops: args.op.clone(),
         budget,
-        repeats: args.repeats.max(1),
+        repeats: args.repeats,
         good_enough: 0.9,
     };
     let family = ridge_tune::shipped::family(&fp).unwrap_or("unknown");

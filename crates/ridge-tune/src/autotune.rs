@@ -18,6 +18,9 @@ use ridge_model::roofline::Ceilings;
 use crate::key;
 use crate::table::{Entry, Origin, Table, shader_hash};
 
+/// Every op the autotuner tunes, by name.
+pub const OPS: [&str; 5] = ["gemm", "layer_norm", "rms_norm", "softmax", "attention"];
+
 /// What to tune and how hard.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {

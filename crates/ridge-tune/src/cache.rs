@@ -25,6 +25,20 @@ pub fn read(fp: &Fingerprint) -> Option<(String, String)> {
         .map(|json| (p.display().to_string(), json))
 }
 
+/// Checks, before any tuning, that the user's table for `fp` can be written: its folder
+/// exists or is created, and the path is not a folder. Returns the path.
+pub fn writable(fp: &Fingerprint) -> std::io::Result<PathBuf> {
+    let p = path(fp);
+    std::fs::create_dir_all(dir())?;
+    if p.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a folder, not a file",
+        ));
+    }
+    Ok(p)
+}
+
 /// Writes the user's table for `fp`; returns the path.
 pub fn write(fp: &Fingerprint, table: &Table) -> std::io::Result<PathBuf> {
     let p = path(fp);
