@@ -299,7 +299,7 @@ fn attention_tilings_come_from_the_table_and_the_autotuner() {
             };
             let (table, trials) = block(autotune::autotune(
                 ctx,
-                &[problem],
+                std::slice::from_ref(&problem),
                 &opts,
                 None,
                 "test",
@@ -311,6 +311,10 @@ fn attention_tilings_come_from_the_table_and_the_autotuner() {
             let tiled = TiledConfig::from_params(&e.params)
                 .ok_or_else(|| Error::invalid("tune", "unparsable attention entry"))?;
             assert!(tiled.fits(ctx, 32) && e.op == "attention", "{e:?}");
+            // `ridge tune --show` flags entries the launcher would ignore.
+            assert!(autotune::usable(ctx, &problem, &e.params));
+            let unfit = TiledConfig { bq: 64, bkv: 8 }.to_params();
+            assert!(!autotune::usable(ctx, &problem, &unfit));
             Ok(())
         },
     );

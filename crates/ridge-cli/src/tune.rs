@@ -80,11 +80,16 @@ pub fn run(args: Args) -> crate::CliResult {
         }
         println!("\nrepresentative problems:");
         for p in &problems {
-            let from = tables
-                .find(&p.op, &p.shape, p.dtype)
-                .map_or("heuristic".to_string(), |(n, e)| {
-                    format!("{n}: {:?}", e.params)
-                });
+            let from =
+                tables
+                    .find(&p.op, &p.shape, p.dtype)
+                    .map_or("heuristic".to_string(), |(n, e)| {
+                        let unused = match autotune::usable(&ctx, p, &e.params) {
+                            true => "",
+                            false => " (does not fit this adapter: the heuristic runs instead)",
+                        };
+                        format!("{n}: {:?}{unused}", e.params)
+                    });
             println!(
                 "  {:<10} {:<18} {:<4} ← {from}",
                 p.op,

@@ -162,6 +162,21 @@ impl Tuning for Fixed {
     }
 }
 
+/// Whether `params` (a table entry's) would run `pr` on `ctx`: each launcher ignores an
+/// entry whose variant does not fit the adapter (or the head width) and takes its
+/// heuristic instead; `ridge tune --show` says so.
+pub fn usable(ctx: &Context, pr: &Problem, params: &VariantParams) -> bool {
+    match pr.op.as_str() {
+        "gemm" => GemmKernel::from_params(params).is_some_and(|k| k.fits(ctx, pr.dtype)),
+        "attention" => {
+            TiledConfig::from_params(params).is_some_and(|c| c.fits(ctx, pr.shape[2] as u32))
+        }
+        _ => params
+            .get("WG")
+            .is_some_and(|wg| wg.is_power_of_two() && rows::candidates(ctx).contains(wg)),
+    }
+}
+
 fn candidates(ctx: &Context, pr: &Problem) -> Vec<VariantParams> {
     match pr.op.as_str() {
         "gemm" => GemmKernel::candidates(ctx, pr.dtype)
