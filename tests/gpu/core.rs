@@ -24,6 +24,34 @@ fn tensors_round_trip_every_length_and_dtype() {
     });
 }
 
+/// Read-backs in flight while more work is recorded: each sees the tensor as it was when it
+/// started, whichever is waited for first; f32 and f16; a u32 tensor is refused.
+#[test]
+fn read_backs_overlap_later_work_and_keep_their_order() {
+    on_every_adapter("core_read_back_in_flight", |ctx| {
+        for dtype in dtypes(ctx) {
+            let n = 1001;
+            let (a, av) = upload(ctx, &random(1, n, -4.0, 4.0), &[n], dtype)?;
+            let (b, bv) = upload(ctx, &random(2, n, -4.0, 4.0), &[n], dtype)?;
+            let (t, tv) = upload(ctx, &random(3, n, -4.0, 4.0), &[n], dtype)?;
+            let before = t.read_back(ctx)?;
+            binary(ctx, Binary::Add, &a, &b, &t)?;
+            let after = t.read_back(ctx)?;
+            let sum: Vec<f32> = block(t.to_f32(ctx))?;
+            let want = Binary::Add.reference(&av, &bv);
+            assert_close("after", &block(after.to_f32(ctx))?, &sum, |_| 0.0)?;
+            assert_close("sum", &sum, &want, |i| {
+                Binary::Add.error_bound(dtype, 0.0, want[i])
+            })?;
+            assert_close("before", &block(before.to_f32(ctx))?, &tv, |_| 0.0)?;
+        }
+        let ids = Tensor::from_slice(ctx, &[1u32, 2, 3], &[3])?;
+        expect_err("u32", ids.read_back(ctx).map(|_| ()), |e| {
+            matches!(e, Error::DType { .. })
+        })
+    });
+}
+
 #[test]
 fn tensor_misuse_gives_typed_errors() {
     on_every_adapter("core_tensor_errors", |ctx| {

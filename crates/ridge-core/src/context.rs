@@ -458,10 +458,25 @@ impl Context {
     /// Blocks until the GPU has finished all submitted work (native only; in the browser
     /// the event loop drives completion and this returns at once).
     pub fn wait(&self) -> Result<()> {
+        self.poll(None)
+    }
+
+    /// Blocks until the GPU has finished submission `index` (from [`Context::submit`]), not
+    /// the work submitted after it (native only, as [`Context::wait`]).
+    pub fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<()> {
+        self.poll(Some(index))
+    }
+
+    fn poll(&self, submission_index: Option<wgpu::SubmissionIndex>) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index,
+                timeout: None,
+            })
             .map_err(|e| Error::DeviceLost(e.to_string()))?;
+        #[cfg(target_arch = "wasm32")]
+        let _ = submission_index;
         self.take_error()
     }
 }

@@ -19,6 +19,6 @@ pub use error::{Error, Result};
 pub use pipeline::{Defines, PipelineCache, RuntimeChecks, ShaderSource};
 pub use profiler::{Profile, Span, TimingMethod};
 pub use recorder::Dispatch;
-pub use tensor::{DType, Element, Tensor};
+pub use tensor::{DType, Element, ReadBack, Tensor};
 pub use tuning::{Tuning, VariantParams};
 pub use wgpu;

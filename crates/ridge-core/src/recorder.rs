@@ -239,11 +239,12 @@ impl Context {
         new_encoder(self)
     }
 
-    /// Submits `encoder` right after everything recorded so far.
-    pub fn submit(&self, encoder: wgpu::CommandEncoder) {
+    /// Submits `encoder` right after everything recorded so far; returns its index for
+    /// [`Context::wait_for`].
+    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
         let mut rec = self.recorder();
         self.flush_locked(&mut rec);
-        self.queue().submit([encoder.finish()]);
+        self.queue().submit([encoder.finish()])
     }
 
     pub(crate) fn recorder(&self) -> std::sync::MutexGuard<'_, crate::recorder::Recorder> {

@@ -234,6 +234,26 @@ impl Tensor {
         }
     }
 
+    /// Starts downloading the tensor (f32 or f16) after everything recorded so far and
+    /// returns at once; [`ReadBack::to_f32`] waits for it. Work recorded in between runs
+    /// on the GPU meanwhile.
+    ///
+    /// Errors: [`Error::DType`] for a u32 tensor.
+    pub fn read_back(&self, ctx: &Context) -> Result<ReadBack> {
+        if self.dtype == DType::U32 {
+            return Err(Error::DType {
+                op: "Tensor::read_back".into(),
+                expected: DType::F32,
+                got: DType::U32,
+            });
+        }
+        Ok(ReadBack {
+            dtype: self.dtype,
+            numel: self.numel(),
+            ..ReadBack::start(ctx, self.buffer(), self.offset, self.padded_bytes())
+        })
+    }
+
     /// Another contiguous view of the same buffer with `shape`.
     ///
     /// Errors: [`Error::Shape`] when the element counts differ.
@@ -390,37 +410,96 @@ pub(crate) async fn read_buffer(
     offset: u64,
     bytes: u64,
 ) -> Result<Vec<u8>> {
-    let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("ridge read-back"),
-        size: bytes.max(4),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.encoder();
-    if bytes > 0 {
-        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes);
-    }
-    ctx.submit(encoder);
-    let (tx, rx) = futures_channel::oneshot::channel();
-    staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    ctx.wait()?;
-    let mapped = rx
+    ReadBack::start(ctx, buffer, offset, bytes)
+        .finish(ctx)
         .await
-        .map_err(|_| Error::DeviceLost("read-back was cancelled".into()))?;
-    if let Err(e) = mapped {
-        // A lost device or an earlier validation error is the cause worth reporting.
-        ctx.take_error()?;
-        return Err(Error::Gpu(format!("mapping a read-back buffer: {e}")));
+}
+
+/// A read-back on its way: the copy to a mappable buffer submitted after everything recorded
+/// before it, the mapping requested. The host can record more work before
+/// [`ReadBack::to_f32`] waits for this copy alone: the GPU starts on that work while the host
+/// waits (a stream of batches then keeps the GPU busy between them).
+pub struct ReadBack {
+    staging: wgpu::Buffer,
+    bytes: u64,
+    index: wgpu::SubmissionIndex,
+    mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+    dtype: DType,
+    numel: usize,
+}
+
+impl ReadBack {
+    fn start(ctx: &Context, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Self {
+        let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("ridge read-back"),
+            size: bytes.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = ctx.encoder();
+        if bytes > 0 {
+            encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes);
+        }
+        let index = ctx.submit(encoder);
+        let (tx, mapped) = futures_channel::oneshot::channel();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        Self {
+            staging,
+            bytes,
+            index,
+            mapped,
+            dtype: DType::U32,
+            numel: 0,
+        }
     }
-    let mut data = staging
-        .slice(..bytes.max(4))
-        .get_mapped_range()
-        .map_err(|e| Error::Gpu(format!("reading a read-back buffer: {e}")))?
-        .to_vec();
-    staging.unmap();
-    ctx.take_error()?;
-    data.truncate(bytes as usize);
-    Ok(data)
+
+    /// Waits for this copy (not for work recorded after it) and returns the bytes.
+    async fn finish(self, ctx: &Context) -> Result<Vec<u8>> {
+        ctx.wait_for(self.index)?;
+        let mapped = self
+            .mapped
+            .await
+            .map_err(|_| Error::DeviceLost("read-back was cancelled".into()))?;
+        if let Err(e) = mapped {
+            // A lost device or an earlier validation error is the cause worth reporting.
+            ctx.take_error()?;
+            return Err(Error::Gpu(format!("mapping a read-back buffer: {e}")));
+        }
+        let mut data = self
+            .staging
+            .slice(..self.bytes.max(4))
+            .get_mapped_range()
+            .map_err(|e| Error::Gpu(format!("reading a read-back buffer: {e}")))?
+            .to_vec();
+        self.staging.unmap();
+        ctx.take_error()?;
+        data.truncate(self.bytes as usize);
+        Ok(data)
+    }
+
+    /// Waits for this copy and returns the tensor's values as f32, as [`Tensor::to_f32`].
+    ///
+    /// Errors: as [`Tensor::to_f32`].
+    pub async fn to_f32(self, ctx: &Context) -> Result<Vec<f32>> {
+        let (dtype, numel) = (self.dtype, self.numel);
+        let raw = self.finish(ctx).await?;
+        let mut out: Vec<f32> = match dtype {
+            DType::F32 => bytemuck::pod_collect_to_vec(&raw),
+            DType::F16 => bytemuck::pod_collect_to_vec::<u8, f16>(&raw)
+                .into_iter()
+                .map(f16::to_f32)
+                .collect(),
+            DType::U32 => {
+                return Err(Error::DType {
+                    op: "ReadBack::to_f32".into(),
+                    expected: DType::F32,
+                    got: DType::U32,
+                });
+            }
+        };
+        out.truncate(numel);
+        Ok(out)
+    }
 }

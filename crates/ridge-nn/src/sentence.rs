@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 
-use ridge_core::{Context, DType, Tensor};
+use ridge_core::{Context, DType, ReadBack, Tensor};
 use ridge_kernels::MeanPool;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -134,16 +134,30 @@ impl SentenceEmbedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
         let mut out = vec![Vec::new(); texts.len()];
+        // Each batch's read-back waits only after the next batch is recorded and submitted,
+        // so the GPU runs that batch while the host waits and then records the one after.
+        let mut pending: Option<(ReadBack, &[usize])> = None;
         for chunk in order.chunks(batch_size) {
             let seqs: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
             let pooled =
                 self.embed_batch(ctx, &Batch::new(&seqs, self.bert.config().pad_token_id)?)?;
-            let values = pooled.to_f32(ctx).await?;
-            for (row, &i) in values.chunks(self.dim()).zip(chunk) {
-                out[i] = row.to_vec();
+            let next = (pooled.read_back(ctx)?, chunk);
+            if let Some((read, rows)) = pending.replace(next) {
+                self.place(&read.to_f32(ctx).await?, rows, &mut out);
             }
         }
+        if let Some((read, rows)) = pending {
+            self.place(&read.to_f32(ctx).await?, rows, &mut out);
+        }
         Ok(out)
+    }
+
+    /// Puts a batch's pooled rows (`values`, [`SentenceEmbedder::dim`] each) at their texts'
+    /// places `rows` in `out`.
+    fn place(&self, values: &[f32], rows: &[usize], out: &mut [Vec<f32>]) {
+        for (row, &i) in values.chunks(self.dim()).zip(rows) {
+            out[i] = row.to_vec();
+        }
     }
 
     /// Encodes and pools one batch on the GPU: `[batch, hidden]`, not yet read back.
