@@ -105,8 +105,9 @@ pub struct Attention {
     pub kv_splits: Option<usize>,
     /// The register-blocked kernel's tiling; `None`: for dense attention the adapter's tuning
     /// table's (op `attention`, shape `[batch × heads, seq, head_dim]`) where it has one that
-    /// fits, else Ridge's choice ([`TiledConfig::dense`], [`TiledConfig::sparse`]). A tiling that does not fit the adapter, the head width or
-    /// the block is refused with [`Error::InvalidArgument`].
+    /// fits, else Ridge's choice ([`TiledConfig::dense`], [`TiledConfig::sparse`]). A tiling
+    /// that does not fit the adapter, the head width or the block is refused with
+    /// [`Error::InvalidArgument`].
     pub tiling: Option<TiledConfig>,
 }
 
