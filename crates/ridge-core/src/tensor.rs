@@ -248,9 +248,9 @@ impl Tensor {
             });
         }
         Ok(ReadBack {
-            dtype: self.dtype,
+            copy: PendingCopy::start(ctx, self.buffer(), self.offset, self.padded_bytes()),
+            half: self.dtype == DType::F16,
             numel: self.numel(),
-            ..ReadBack::start(ctx, self.buffer(), self.offset, self.padded_bytes())
         })
     }
 
@@ -410,25 +410,21 @@ pub(crate) async fn read_buffer(
     offset: u64,
     bytes: u64,
 ) -> Result<Vec<u8>> {
-    ReadBack::start(ctx, buffer, offset, bytes)
+    PendingCopy::start(ctx, buffer, offset, bytes)
         .finish(ctx)
         .await
 }
 
-/// A read-back on its way: the copy to a mappable buffer submitted after everything recorded
-/// before it, the mapping requested. The host can record more work before
-/// [`ReadBack::to_f32`] waits for this copy alone: the GPU starts on that work while the host
-/// waits (a stream of batches then keeps the GPU busy between them).
-pub struct ReadBack {
+/// A copy to a mappable buffer, submitted after everything recorded before it, its mapping
+/// requested.
+struct PendingCopy {
     staging: wgpu::Buffer,
     bytes: u64,
     index: wgpu::SubmissionIndex,
     mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
-    dtype: DType,
-    numel: usize,
 }
 
-impl ReadBack {
+impl PendingCopy {
     fn start(ctx: &Context, buffer: &wgpu::Buffer, offset: u64, bytes: u64) -> Self {
         let staging = ctx.device().create_buffer(&wgpu::BufferDescriptor {
             label: Some("ridge read-back"),
@@ -450,12 +446,10 @@ impl ReadBack {
             bytes,
             index,
             mapped,
-            dtype: DType::U32,
-            numel: 0,
         }
     }
 
-    /// Waits for this copy (not for work recorded after it) and returns the bytes.
+    /// Waits for this copy (not for work submitted after it) and returns the bytes.
     async fn finish(self, ctx: &Context) -> Result<Vec<u8>> {
         ctx.wait_for(self.index)?;
         let mapped = self
@@ -478,28 +472,33 @@ impl ReadBack {
         data.truncate(self.bytes as usize);
         Ok(data)
     }
+}
 
+/// A tensor's read-back on its way ([`Tensor::read_back`]). The host can record more work
+/// before [`ReadBack::to_f32`] waits for this copy alone: the GPU starts on that work while
+/// the host waits (a stream of batches then keeps the GPU busy between them).
+pub struct ReadBack {
+    copy: PendingCopy,
+    /// f16 storage (else f32).
+    half: bool,
+    numel: usize,
+}
+
+impl ReadBack {
     /// Waits for this copy and returns the tensor's values as f32, as [`Tensor::to_f32`].
     ///
-    /// Errors: as [`Tensor::to_f32`].
+    /// Errors: GPU errors, as [`Tensor::to_f32`].
     pub async fn to_f32(self, ctx: &Context) -> Result<Vec<f32>> {
-        let (dtype, numel) = (self.dtype, self.numel);
-        let raw = self.finish(ctx).await?;
-        let mut out: Vec<f32> = match dtype {
-            DType::F32 => bytemuck::pod_collect_to_vec(&raw),
-            DType::F16 => bytemuck::pod_collect_to_vec::<u8, f16>(&raw)
+        let raw = self.copy.finish(ctx).await?;
+        let mut out: Vec<f32> = if self.half {
+            bytemuck::pod_collect_to_vec::<u8, f16>(&raw)
                 .into_iter()
                 .map(f16::to_f32)
-                .collect(),
-            DType::U32 => {
-                return Err(Error::DType {
-                    op: "ReadBack::to_f32".into(),
-                    expected: DType::F32,
-                    got: DType::U32,
-                });
-            }
+                .collect()
+        } else {
+            bytemuck::pod_collect_to_vec(&raw)
         };
-        out.truncate(numel);
+        out.truncate(self.numel);
         Ok(out)
     }
 }

@@ -16,6 +16,12 @@ pub fn candidates(ctx: &Context) -> Vec<u32> {
         .collect()
 }
 
+/// Whether a table entry's workgroup size `wg` can run on `ctx`: one of the
+/// [`candidates`]. The launchers take the heuristic instead of one that cannot.
+pub fn fits(ctx: &Context, wg: u32) -> bool {
+    candidates(ctx).contains(&wg)
+}
+
 /// The heuristic: 32 on CPU drivers (lavapipe runs a 384-wide row 4× faster with 32
 /// invocations than with 256: fewer barrier rounds, benches/NOTES.md), else 256 — one
 /// invocation per element up to 256 columns — capped by the adapter's limits.
@@ -32,6 +38,6 @@ pub fn heuristic(ctx: &Context) -> u32 {
 pub fn workgroup_size(ctx: &Context, op: &str, rows: usize, cols: usize, dtype: DType) -> u32 {
     ctx.tuned(op, &[rows, cols], dtype)
         .and_then(|p| p.get("WG").copied())
-        .filter(|wg| wg.is_power_of_two() && candidates(ctx).contains(wg))
+        .filter(|&wg| fits(ctx, wg))
         .unwrap_or_else(|| heuristic(ctx))
 }

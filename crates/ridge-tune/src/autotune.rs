@@ -171,9 +171,7 @@ pub fn usable(ctx: &Context, pr: &Problem, params: &VariantParams) -> bool {
         "attention" => {
             TiledConfig::from_params(params).is_some_and(|c| c.fits(ctx, pr.shape[2] as u32))
         }
-        _ => params
-            .get("WG")
-            .is_some_and(|wg| wg.is_power_of_two() && rows::candidates(ctx).contains(wg)),
+        _ => params.get("WG").is_some_and(|&wg| rows::fits(ctx, wg)),
     }
 }
 
