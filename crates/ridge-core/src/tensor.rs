@@ -216,22 +216,11 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Downloads the tensor as f32 whatever its dtype.
+    /// Downloads the tensor as f32 whatever its dtype (f32 or f16).
+    ///
+    /// Errors: [`Error::DType`] for a u32 tensor; GPU errors.
     pub async fn to_f32(&self, ctx: &Context) -> Result<Vec<f32>> {
-        match self.dtype {
-            DType::F32 => self.to_vec::<f32>(ctx).await,
-            DType::F16 => Ok(self
-                .to_vec::<f16>(ctx)
-                .await?
-                .into_iter()
-                .map(f16::to_f32)
-                .collect()),
-            DType::U32 => Err(Error::DType {
-                op: "Tensor::to_f32".into(),
-                expected: DType::F32,
-                got: DType::U32,
-            }),
-        }
+        self.read_back(ctx)?.to_f32(ctx).await
     }
 
     /// Starts downloading the tensor (f32 or f16) after everything recorded so far and

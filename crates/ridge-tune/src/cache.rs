@@ -41,8 +41,7 @@ pub fn writable(fp: &Fingerprint) -> std::io::Result<PathBuf> {
 
 /// Writes the user's table for `fp`; returns the path.
 pub fn write(fp: &Fingerprint, table: &Table) -> std::io::Result<PathBuf> {
-    let p = path(fp);
-    std::fs::create_dir_all(dir())?;
+    let p = writable(fp)?;
     std::fs::write(&p, table.to_json())?;
     Ok(p)
 }
