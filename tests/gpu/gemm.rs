@@ -112,20 +112,25 @@ fn odd_shapes_every_transpose_and_dtype() {
 }
 
 /// Every tiling the autotuner may pick, on shapes whose leading dimensions are multiples of
-/// 8 or 4 (so the 16-byte loads of f32 and f16 run) but not of any tile, every transpose,
-/// batched with a shared operand (unbatched for split-K tilings, which split only those),
-/// some with the GELU epilogue: the pipelined staging must be right for each of them.
+/// 8 or 4 (so the 16-byte loads of f32 and f16 run) but not of any tile, and on one made of
+/// whole tiles (the loads without bounds checks), every transpose, batched with a shared
+/// operand (unbatched for split-K tilings, which split only those), some with the GELU
+/// epilogue: the pipelined staging must be right for each of them.
 #[test]
 fn every_tuning_candidate_with_vector_loads() {
     on_every_adapter("gemm_candidates", |ctx| {
         let mut seed = 500;
         for dtype in dtypes(ctx) {
             for kernel in GemmKernel::candidates(ctx, dtype) {
-                let batch = match kernel {
-                    GemmKernel::Tiled(c) if c.splits > 1 => 1,
-                    _ => 2,
+                let (batch, [bm, bn, bk]) = match kernel {
+                    GemmKernel::Tiled(c) => (
+                        if c.splits > 1 { 1 } else { 2 },
+                        [c.bm, c.bn, c.bk * c.splits],
+                    ),
+                    GemmKernel::Coop(c) => (2, [c.bm(), c.bn(), c.bk]),
                 };
-                for (m, n, k) in [(4, 4, 4), (40, 136, 24), (260, 44, 68)] {
+                let whole = (2 * bm as usize, bn as usize, 3 * bk as usize);
+                for (m, n, k) in [(4, 4, 4), (40, 136, 24), (260, 44, 68), whole] {
                     for (trans_a, trans_b) in
                         [(false, false), (true, false), (false, true), (true, true)]
                     {

@@ -677,7 +677,15 @@ impl Gemm {
             trans_b: self.trans_b,
             gelu: self.gelu,
             bias: bias.is_some(),
-            widths: load_widths(vector, [bm, bn, bk], invocations, l, a.numel(), b.numel()),
+            widths: load_widths(
+                vector,
+                [bm, bn, bk],
+                invocations,
+                l,
+                a.numel(),
+                b.numel(),
+                [self.m, self.n, self.k],
+            ),
         };
         let defines = launch::memoized(name, &key, VariantKey::defines);
         let bias = bias.unwrap_or(ctx.placeholder());
@@ -790,12 +798,16 @@ fn check_config(c: &GemmConfig) -> Result<()> {
     ))
 }
 
-/// Widths of the global loads of A and B (1, or 4 for vec4 along the stored contiguous
-/// dimension).
+/// How a kernel loads A and B from memory: the width of each load (1, or a vector along the
+/// stored contiguous dimension), and whether every tile lies inside the matrices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LoadWidths {
     a: u32,
     b: u32,
+    /// M, N and K are multiples of BM, BN and BK and both operands load vectors: no load
+    /// crosses an edge, so the loads skip their bounds checks and index from row offsets
+    /// computed once (`interior_loads`).
+    interior: bool,
 }
 
 /// The loaders of `shaders/gemm.wgsl` for `w`: scalar, or vec4 along the stored contiguous
@@ -870,10 +882,37 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
                     .collect(),
             }
         };
+    if w.interior {
+        // Stored (row, column) of each load without k1: A is M × K (K × M transposed), B is
+        // K × N (N × K); a_pos and b_pos give (m, k) and (k, n).
+        let a_at = |e| match g.trans_a {
+            false => (format!("m0 + ap{e}.x"), format!("ap{e}.y")),
+            true => (format!("ap{e}.y"), format!("m0 + ap{e}.x")),
+        };
+        let b_at = |e| match g.trans_b {
+            false => (format!("bp{e}.x"), format!("n0 + bp{e}.y")),
+            true => (format!("n0 + bp{e}.y"), format!("bp{e}.x")),
+        };
+        for (s, per, k_rows, at) in [
+            (
+                "a",
+                per_a,
+                g.trans_a,
+                &a_at as &dyn Fn(u32) -> (String, String),
+            ),
+            ("b", per_b, !g.trans_b, &b_at),
+        ] {
+            let (d, l) = interior_loads(s, per, 4, k_rows, at, "vec4<f32>");
+            declare.push_str(&d);
+            load.push_str(&l);
+        }
+    }
     for e in 0..per_a {
-        load.push_str(&format!(
-            "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
-        ));
+        if !w.interior {
+            load.push_str(&format!(
+                "ar{e} = load_a(a_base, m0 + ap{e}.x, k1 + ap{e}.y);\n"
+            ));
+        }
         let (k, c) = (format!("ap{e}.y"), format!("ap{e}.x"));
         stage.push_str(&stage_one(
             ("a_tile", "AS", "A_SLICE"),
@@ -885,9 +924,11 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         ));
     }
     for e in 0..per_b {
-        load.push_str(&format!(
-            "br{e} = load_b(b_base, k1 + bp{e}.x, n0 + bp{e}.y);\n"
-        ));
+        if !w.interior {
+            load.push_str(&format!(
+                "br{e} = load_b(b_base, k1 + bp{e}.x, n0 + bp{e}.y);\n"
+            ));
+        }
         let (k, c) = (format!("bp{e}.x"), format!("bp{e}.y"));
         stage.push_str(&stage_one(
             ("b_tile", "BS", "B_SLICE"),
@@ -952,6 +993,36 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
     ]
 }
 
+/// The loads of operand `s` (`a` or `b`) for tiles inside the matrices
+/// ([`LoadWidths::interior`]): `per` loads of `vector` elements, load `e` at the stored
+/// (row, column) `at(e)` plus k1 along the rows (`k_rows`) or the columns. Returns the
+/// declarations, each load's vector index without k1 (`{s}i{e}`, computed once), and the
+/// loads of one slice into the pipeline registers: one k1 offset per operand, one add per
+/// load, no bounds checks, each value passed through `wrap` (a conversion, or nothing).
+fn interior_loads(
+    s: &str,
+    per: u32,
+    vector: u32,
+    k_rows: bool,
+    at: &dyn Fn(u32) -> (String, String),
+    wrap: &str,
+) -> (String, String) {
+    let mut declare = String::new();
+    let mut load = if k_rows {
+        format!("let {s}k = k1 * (p.ld{s} / {vector}u);\n")
+    } else {
+        format!("let {s}k = k1 / {vector}u;\n")
+    };
+    for e in 0..per {
+        let (row, col) = at(e);
+        declare.push_str(&format!(
+            "let {s}i{e} = ({s}_base + ({row}) * p.ld{s} + {col}) / {vector}u;\n"
+        ));
+        load.push_str(&format!("{s}r{e} = {wrap}({s}[{s}i{e} + {s}k]);\n"));
+    }
+    (declare, load)
+}
+
 /// Everything the defines of a GEMM launch depend on.
 #[derive(Debug)]
 struct VariantKey {
@@ -1001,7 +1072,8 @@ struct Layout {
 /// 16-byte f16 loads) when the slices divide evenly into such loads per invocation and every
 /// load starts aligned (the leading dimension and the batch stride multiples of `vector`;
 /// bindings start aligned); else one element. Empty matrices keep scalar loads: a vector
-/// binding must hold one vector.
+/// binding must hold one vector. `mnk` is the problem's (one split's K for split-K).
+#[allow(clippy::too_many_arguments)]
 fn load_widths(
     vector: u32,
     [bm, bn, bk]: [u32; 3],
@@ -1009,6 +1081,7 @@ fn load_widths(
     l: &Layout,
     a_len: usize,
     b_len: usize,
+    [m, n, k]: [usize; 3],
 ) -> LoadWidths {
     let width = |tile: u32, ld: usize, stride: usize, len: usize| {
         let even = (tile * bk).is_multiple_of(vector * invocations);
@@ -1019,9 +1092,20 @@ fn load_widths(
             1
         }
     };
+    let (a, b) = (
+        width(bm, l.lda, l.stride_a, a_len),
+        width(bn, l.ldb, l.stride_b, b_len),
+    );
+    let tiles = |len: usize, tile: u32| len.is_multiple_of(tile as usize);
     LoadWidths {
-        a: width(bm, l.lda, l.stride_a, a_len),
-        b: width(bn, l.ldb, l.stride_b, b_len),
+        a,
+        b,
+        interior: a == vector
+            && b == vector
+            && tiles(m, bm)
+            && tiles(n, bn)
+            && tiles(k, bk)
+            && k > 0,
     }
 }
 
@@ -1128,12 +1212,31 @@ fn stage_{s}(i: u32, v: f16) {{ {s}_tile[i] = v; }}
             declare.push_str(&format!(
                 "let {s}p{e} = {s}_pos(tid + {e}u * THREADS);\nvar {s}r{e} = {ty}();\n"
             ));
-            load.push_str(&format!(
-                "{s}r{e} = load_{s}({s}_base, {row} + {s}p{e}.x, {col} + {s}p{e}.y, {s}_rows, {s}_cols);\n"
-            ));
+            if !w.interior {
+                load.push_str(&format!(
+                    "{s}r{e} = load_{s}({s}_base, {row} + {s}p{e}.x, {col} + {s}p{e}.y, {s}_rows, {s}_cols);\n"
+                ));
+            }
             stage.push_str(&format!(
                 "stage_{s}(so * {s_slice} + {s}p{e}.x * {stride} + {s}p{e}.y, {s}r{e});\n"
             ));
+        }
+    }
+    if w.interior {
+        let at = |s: &str, row: &str, col: &str, e: u32| {
+            let part = |x: &str, c: &str| match x {
+                "k1" => format!("{s}p{e}.{c}"),
+                x => format!("{x} + {s}p{e}.{c}"),
+            };
+            (part(row, "x"), part(col, "y"))
+        };
+        for (s, per, row, col, width) in [
+            ("a", per_a, a_row, a_col, w.a),
+            ("b", per_b, b_row, b_col, w.b),
+        ] {
+            let (d, l) = interior_loads(s, per, width, row == "k1", &|e| at(s, row, col, e), "");
+            declare.push_str(&d);
+            load.push_str(&l);
         }
     }
     // Fragment loads of k step kk: row-major (coopLoadT) when the stored layout is the
@@ -1249,7 +1352,11 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
             gelu: width == 8,
             ..Gemm::new(1, 1, 1)
         };
-        let w = LoadWidths { a: width, b: width };
+        let w = LoadWidths {
+            a: width,
+            b: width,
+            interior: width == 8 && !trans_b,
+        };
         v.push((&GEMM_COOP, "gemm_coop", coop_defines(&cfg, &g, w, true)));
     }
     v
@@ -1257,11 +1364,12 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for (trans_a, trans_b, bias, width) in [
-        (false, false, false, 1),
-        (true, true, true, 4),
-        (false, true, true, 4),
-        (false, false, true, 4),
+    for (trans_a, trans_b, bias, width, interior) in [
+        (false, false, false, 1, false),
+        (true, true, true, 4, true),
+        (false, true, true, 4, false),
+        (false, true, true, 4, true),
+        (false, false, true, 4, true),
     ] {
         let g = Gemm {
             trans_a,
@@ -1272,7 +1380,11 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             shaders::storage_defines(dtype),
             &GemmConfig::DEFAULT,
             &g,
-            LoadWidths { a: width, b: width },
+            LoadWidths {
+                a: width,
+                b: width,
+                interior,
+            },
             bias,
         );
         v.push((&GEMM, "gemm", d));
