@@ -14,7 +14,7 @@ mod common;
 
 use std::time::Instant;
 
-use ridge::core::{Context, DType, Profile, Tensor};
+use ridge::core::{Context, DType, Profile, Tensor, profiler};
 use ridge::kernels::{MeanPool, ceilings};
 use ridge::model::report::Measured;
 use ridge::model::transformer::{TransformerShape, encoder_ops};
@@ -103,13 +103,14 @@ fn breakdown(
             None => ("n/a".into(), String::new()),
         };
         out.push_str(&format!(
-            "  {name:<13} {count:>5} dispatches {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}\n"
+            "  {name:<13} {} {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}\n",
+            profiler::dispatches(count)
         ));
     }
     out.push_str(&format!(
-        "  {:<13} {:>5} dispatches {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×\n",
+        "  {:<13} {} {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×\n",
         "total",
-        profile.spans.len(),
+        profiler::dispatches(profile.spans.len()),
         measured_total / predicted_total
     ));
     out

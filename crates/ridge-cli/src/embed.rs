@@ -1,6 +1,6 @@
 //! `ridge embed`, `ridge similarity`, `ridge fetch-model`.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,7 +49,8 @@ impl ModelArgs {
 pub struct EmbedArgs {
     /// Texts to embed (each argument is one text).
     texts: Vec<String>,
-    /// Read texts from a file, one per line (empty lines are kept as empty texts).
+    /// Read texts from a file, one per line (empty lines are kept as empty texts); `-` reads
+    /// standard input.
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
     /// Texts encoded together on the GPU (1–128).
@@ -65,10 +66,19 @@ pub struct EmbedArgs {
 pub fn embed(args: EmbedArgs) -> crate::CliResult {
     let mut texts = args.texts.clone();
     if let Some(file) = &args.file {
-        let content =
-            std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let (name, content) = if file.as_os_str() == "-" {
+            let mut content = String::new();
+            std::io::stdin()
+                .read_to_string(&mut content)
+                .map_err(|e| format!("standard input: {e}"))?;
+            ("standard input".to_string(), content)
+        } else {
+            let content =
+                std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+            (file.display().to_string(), content)
+        };
         if content.is_empty() {
-            return Err(format!("{}: the file is empty", file.display()).into());
+            return Err(format!("{name}: no texts (it is empty)").into());
         }
         texts.extend(content.lines().map(str::to_string));
     }
@@ -77,6 +87,7 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     }
     let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
+    warn_truncated(&model, &texts)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
     let mut out = std::io::stdout().lock();
@@ -96,6 +107,34 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line on stderr naming the texts longer than the model's `max_seq_length` tokens: their
+/// embeddings cover only the beginning (as sentence-transformers computes them too).
+fn warn_truncated(
+    model: &SentenceEmbedder,
+    texts: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut cut = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        if model.truncates(text)? {
+            cut.push(i.to_string());
+        }
+    }
+    if !cut.is_empty() {
+        let shown = cut.len().min(10);
+        let more = if cut.len() > shown { ", …" } else { "" };
+        eprintln!(
+            "warning: texts over {} tokens are embedded from their first {} wordpieces only, \
+             as sentence-transformers does: {} of {} (index {}{more})",
+            model.pipeline().max_seq_length,
+            model.pipeline().max_seq_length - 2,
+            cut.len(),
+            texts.len(),
+            cut[..shown].join(", "),
+        );
+    }
+    Ok(())
 }
 
 fn preview(text: &str) -> String {

@@ -21,7 +21,7 @@ pub struct Args {
     dtype: Vec<String>,
     /// Time budget, e.g. 60s, 5m (a plain number is seconds), shared out over the problems as
     /// it goes: each gets what is left over the problems left, and always its first candidate.
-    #[arg(long, default_value = "120s")]
+    #[arg(long, default_value = "120s", allow_hyphen_values = true)]
     budget: String,
     /// Timed launches per candidate (median; at least 1).
     #[arg(long, default_value_t = 5, value_parser = crate::at_least_one)]
@@ -32,11 +32,18 @@ pub struct Args {
     show: bool,
 }
 
+/// `--budget`: a plain number of seconds or a humantime duration, more than zero (a negative
+/// value reaches here as a value, not as an unknown flag).
 fn budget(s: &str) -> Result<Duration, String> {
-    s.parse::<u64>()
+    let d = s
+        .parse::<u64>()
         .map(Duration::from_secs)
         .or_else(|_| humantime::parse_duration(s))
-        .map_err(|e| format!("--budget {s:?}: {e}"))
+        .map_err(|e| format!("--budget {s:?}: {e} (give a time such as 60s or 5m)"))?;
+    if d.is_zero() {
+        return Err(format!("--budget {s:?}: the budget must be more than zero"));
+    }
+    Ok(d)
 }
 
 pub fn run(args: Args) -> crate::CliResult {

@@ -93,7 +93,7 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
 }
 
 /// Bad arguments are refused at once, one line, non-zero: unknown ops (bench and tune),
-/// zero repeats, an output path that cannot be written (before the sweep runs, not after),
+/// zero repeats, negative or zero tuning budgets, an output path that cannot be written (before the sweep runs, not after),
 /// a sequence longer than the model's positions, and f16 tuning where nothing can be tuned
 /// in f16. A closed pipe ends the process quietly, as with any Unix tool.
 #[test]
@@ -117,6 +117,8 @@ fn bad_arguments_fail_fast_with_one_line() {
     fails(&["check", "--repeats", "0"], "must be at least 1");
     fails(&["tune", "--repeats", "0"], "must be at least 1");
     fails(&["predict", "--seq", "513"], "512 positions");
+    fails(&["tune", "--budget", "-5"], "give a time such as 60s");
+    fails(&["tune", "--budget", "0"], "more than zero");
     let started = std::time::Instant::now();
     fails(
         &["bench", "--op", "add", "--json", "/nonexistent/dir/r.json"],
@@ -157,4 +159,46 @@ fn bad_arguments_fail_fast_with_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(cache);
+}
+
+/// `embed --file -` reads texts from standard input, one per line, and says on stderr which
+/// texts are longer than the model's token limit (all-MiniLM-L6-v2: 256), whose embeddings
+/// cover only their beginning. Needs the model in the cache (`cargo xtask fetch-model`, which
+/// the test command runs first).
+#[test]
+fn embed_reads_standard_input_and_warns_of_cut_texts() {
+    use std::io::Write;
+    let long = "word ".repeat(300);
+    let input = format!("a short text\n{long}\nanother\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
+        .args(["embed", "--file", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ridge runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("ridge ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[2]["text"], "another");
+    assert_eq!(lines[1]["embedding"].as_array().map(Vec::len), Some(384));
+    let warning = err
+        .lines()
+        .find(|l| l.starts_with("warning:"))
+        .unwrap_or_else(|| panic!("no warning for a 300-word text: {err}"));
+    assert!(
+        warning.contains("over 256 tokens") && warning.ends_with("1 of 3 (index 1)"),
+        "{warning}"
+    );
 }

@@ -123,14 +123,15 @@ impl Profile {
             };
             let ms = ms.map_or("n/a".to_string(), |v| format!("{v:.3}"));
             out.push_str(&format!(
-                "  {name:<13} {count:>5} dispatches {ms:>12} ms {share}\n"
+                "  {name:<13} {} {ms:>12} ms {share}\n",
+                dispatches(count)
             ));
         }
         match total {
             Some(t) => out.push_str(&format!(
-                "  {:<13} {:>5} dispatches {t:>12.3} ms\n",
+                "  {:<13} {} {t:>12.3} ms\n",
                 "total",
-                self.spans.len()
+                dispatches(self.spans.len())
             )),
             None => out.push_str("  total: unavailable (some dispatches could not be timed)\n"),
         }
@@ -325,4 +326,11 @@ mod tests {
         p.spans[2].ms = None;
         assert_eq!(p.elapsed_ms(), None, "an untimed dispatch");
     }
+}
+
+/// `count` right-aligned in 5 columns, then "dispatch" or "dispatches" padded to one width, for
+/// the columns of per-op tables.
+pub fn dispatches(count: usize) -> String {
+    let word = if count == 1 { "dispatch" } else { "dispatches" };
+    format!("{count:>5} {word:<10}")
 }

@@ -97,14 +97,23 @@ impl SentenceEmbedder {
 
     /// Token ids of `text`, [CLS] … [SEP], truncated to `max_seq_length`.
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
-        let encoding = self
-            .tokenizer
+        Ok(self.encode(text)?.get_ids().to_vec())
+    }
+
+    /// Whether `text` has more tokens than `max_seq_length` ([CLS] and [SEP] included), so
+    /// that its embedding covers only its first `max_seq_length − 2` wordpieces, as
+    /// sentence-transformers truncates.
+    pub fn truncates(&self, text: &str) -> Result<bool> {
+        Ok(!self.encode(text)?.get_overflowing().is_empty())
+    }
+
+    fn encode(&self, text: &str) -> Result<tokenizers::Encoding> {
+        self.tokenizer
             .encode(text, true)
             .map_err(|e| Error::Tokenizer {
                 path: self.tokenizer_path.clone(),
                 message: format!("cannot encode the text: {e}"),
-            })?;
-        Ok(encoding.get_ids().to_vec())
+            })
     }
 
     /// Embeds `texts`, `batch_size` at a time (1 to [`MAX_BATCH`]); texts are grouped by
