@@ -113,6 +113,34 @@ fn breakdown(
         profiler::dispatches(profile.spans.len()),
         measured_total / predicted_total
     ));
+    // The first layer dispatch by dispatch (the plan lists the dispatches in the encoder's
+    // order): which of the four GEMMs, say, is far from its prediction.
+    out.push_str("layer 0, dispatch by dispatch (achieved rate from the model's FLOPs):\n");
+    let first = |s: &str| s.starts_with("layer 0 ");
+    for (span, op) in profile
+        .spans
+        .iter()
+        .zip(&plan)
+        .filter(|(s, _)| first(&s.scope))
+    {
+        let c = if op.name == "gemm" {
+            &gemm_ceilings
+        } else {
+            &ceilings
+        };
+        let p = c.predict(&op.cost).seconds * 1e3;
+        let (ms, rate) = match span.ms {
+            Some(ms) => (
+                format!("{ms:.4}"),
+                format!("{:.0} GFLOP/s", op.cost.flops / ms / 1e6),
+            ),
+            None => ("n/a".into(), String::new()),
+        };
+        out.push_str(&format!(
+            "  {:<13} {ms:>9} ms  predicted {p:>7.4} ms  {rate:>13}  {}\n",
+            op.name, span.scope
+        ));
+    }
     out
 }
 

@@ -21,8 +21,8 @@
 // markers): every one is a named variable with constant indices. A private array indexed in a loop instead ends
 // up in local memory on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
 //
-// Defines (prepended by Ridge): T (storage type), AT and BT (T or vec4<T>), VA and VB (1 or
-// 4, their widths), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
+// Defines (prepended by Ridge): T (storage type), AT, BT and CT (T or vec4<T>), VA, VB and VC
+// (1 or 4, their widths; CT is also the bias's type), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
 // invocation count, BN*BK of VB times it), STAGES (1 or 2), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. With
 // TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored
 // N x K; otherwise K x N.
@@ -38,8 +38,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<AT>;
 @group(0) @binding(2) var<storage, read> b: array<BT>;
-@group(0) @binding(3) var<storage, read> bias: array<T>;
-@group(0) @binding(4) var<storage, read_write> c: array<T>;
+@group(0) @binding(3) var<storage, read> bias: array<CT>;
+@group(0) @binding(4) var<storage, read_write> c: array<CT>;
 
 const WG_X: u32 = BN / TN;
 const WG_Y: u32 = BM / TM;
@@ -76,25 +76,14 @@ fn inside(v: vec4<f32>, first: u32, end: u32) -> vec4<f32> {
 // dimension with VA / VB = 4 (generated for the widths chosen).
 //@LOADERS
 
-// gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32).
+// gelu(x) (the erf form, shaders/include/gelu.wgsl, with VF = f32, or vec4<f32> with VC = 4).
 //@GELU
 
-// alpha * acc + beta * C + bias (then GELU with ACT_GELU) for the four columns col..col+3
-// of one row, inside C only.
-fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
-    if row >= p.m { return; }
-    for (var e = 0u; e < 4u; e++) {
-        let cc = col + e;
-        if cc >= p.n { return; }
-        let ci = c_base + row * p.ldc + cc;
-        var v = p.alpha * acc[e];
-        // beta == 0 never reads C, so whatever C held (NaN included) is ignored.
-        if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
-        if HAS_BIAS { v += f32(bias[cc]); }
-        if ACT_GELU { v = gelu(v); }
-        c[ci] = T(v);
-    }
-}
+// The epilogue, C = act(alpha * acc + beta * C + bias) inside C only (generated for VC):
+// element by element, or with VC = 4 a vec4 of C and of the bias per load and store, the
+// bias read once per column quad and a row quad's C values read before any is written.
+// beta == 0 never reads C, so whatever C held (NaN included) is ignored.
+//@EPILOGUE
 
 @compute @workgroup_size(WG_X, WG_Y, 1)
 fn gemm(

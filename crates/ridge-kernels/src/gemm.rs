@@ -302,6 +302,12 @@ impl GemmKernel {
             tiled(128, 64, 16, 8, 4, 1),
             tiled(256, 128, 8, 8, 8, 1),
             tiled(128, 128, 8, 16, 8, 1),
+            // 8 × 8 and 8 × 4 blocks on small tiles: with loads free of bounds checks they
+            // lead at MiniLM's 384- and 1152-column products (benches/NOTES.md, run 68).
+            tiled(64, 128, 16, 8, 8, 1),
+            tiled(128, 64, 16, 8, 8, 1),
+            tiled(64, 64, 16, 8, 8, 1),
+            tiled(64, 64, 16, 8, 4, 1),
         ];
         if dtype == DType::F32 {
             v.extend([
@@ -684,6 +690,7 @@ impl Gemm {
                 l,
                 a.numel(),
                 b.numel(),
+                c.numel(),
                 [self.m, self.n, self.k],
             ),
         };
@@ -808,6 +815,9 @@ struct LoadWidths {
     /// crosses an edge, so the loads skip their bounds checks and index from row offsets
     /// computed once (`interior_loads`).
     interior: bool,
+    /// Width of C's loads and stores and of the bias's loads in the tiled kernel's epilogue:
+    /// 4 (vec4) where N is a multiple of 4, else 1; always 1 for the tensor-core kernel.
+    c: u32,
 }
 
 /// The loaders of `shaders/gemm.wgsl` for `w`: scalar, or vec4 along the stored contiguous
@@ -843,7 +853,7 @@ fn loaders(w: LoadWidths) -> String {
 /// (`BM·BK` and `BN·BK` values in loads of `w` elements spread over the invocations), all
 /// with constant names; the loads of a slice into those registers, their stores to
 /// workgroup memory, the multiply-adds of one k step, and the stores of C.
-fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, String); 6] {
+fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> Vec<(&'static str, String)> {
     let (row_quads, col_quads) = (c.tm / 4, c.tn / 4);
     let per_a = c.bm * c.bk / (w.a * c.invocations());
     let per_b = c.bn * c.bk / (w.b * c.invocations());
@@ -851,7 +861,6 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
     let mut load = String::new();
     let mut stage = String::new();
     let mut fma = String::new();
-    let mut store = String::new();
     for (s, per, width) in [("a", per_a, w.a), ("b", per_b, w.b)] {
         let ty = if width == 4 { "vec4<f32>()" } else { "0.0" };
         for e in 0..per {
@@ -972,25 +981,99 @@ fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, St
         }
     }
     for i in 0..row_quads {
-        for (r, _) in comps.iter().enumerate() {
-            let row = 4 * i + r as u32;
+        for r in 0..4 {
             for j in 0..col_quads {
-                declare.push_str(&format!("var acc{row}_{j} = vec4<f32>();\n"));
-                store.push_str(&format!(
-                    "store4(c_base, m0 + (lid.y + {i}u * WG_Y) * 4u + {r}u, \
-                     n0 + (lid.x + {j}u * WG_X) * 4u, acc{row}_{j});\n"
-                ));
+                declare.push_str(&format!("var acc{}_{j} = vec4<f32>();\n", 4 * i + r));
             }
         }
     }
-    [
+    let (epilogue, store) = epilogue(row_quads, col_quads, w.c);
+    vec![
         ("LOADERS", loaders(w)),
         ("DECLARE", declare),
         ("LOAD", load),
         ("STAGE", stage),
         ("FMA", fma),
+        ("EPILOGUE", epilogue),
         ("STORE", store),
     ]
+}
+
+/// The tiled kernel's epilogue functions and the stores of its `4·row_quads × 4·col_quads`
+/// accumulators (`acc{row}_{quad}`, at rows 4·(lid.y + i·WG_Y) + r and columns
+/// 4·(lid.x + j·WG_X)). Element by element with `width` 1. With 4: the bias read once per
+/// column quad, then per row quad every C value it needs read before any is written (the
+/// writes cannot move above reads of the same buffer, so interleaved they wait on each
+/// other), one vec4 per load and store.
+fn epilogue(row_quads: u32, col_quads: u32, width: u32) -> (String, String) {
+    let mut store = String::new();
+    if width == 1 {
+        for i in 0..row_quads {
+            for r in 0..4 {
+                for j in 0..col_quads {
+                    store.push_str(&format!(
+                        "store4(c_base, m0 + (lid.y + {i}u * WG_Y) * 4u + {r}u, \
+                         n0 + (lid.x + {j}u * WG_X) * 4u, acc{}_{j});\n",
+                        4 * i + r
+                    ));
+                }
+            }
+        }
+        let functions = "fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
+    if row >= p.m { return; }
+    for (var e = 0u; e < 4u; e++) {
+        let cc = col + e;
+        if cc >= p.n { return; }
+        let ci = c_base + row * p.ldc + cc;
+        var v = p.alpha * acc[e];
+        if p.beta != 0.0 { v += p.beta * f32(c[ci]); }
+        if HAS_BIAS { v += f32(bias[cc]); }
+        if ACT_GELU { v = gelu(v); }
+        c[ci] = T(v);
+    }
+}
+";
+        return (functions.to_string(), store);
+    }
+    for j in 0..col_quads {
+        store.push_str(&format!(
+            "let sc{j} = n0 + (lid.x + {j}u * WG_X) * 4u;\nlet sb{j} = bias4(sc{j});\n"
+        ));
+    }
+    for i in 0..row_quads {
+        store.push_str(&format!("let sr{i} = m0 + (lid.y + {i}u * WG_Y) * 4u;\n"));
+        for r in 0..4 {
+            for j in 0..col_quads {
+                store.push_str(&format!(
+                    "let so{i}_{r}_{j} = old4(c_base, sr{i} + {r}u, sc{j});\n"
+                ));
+            }
+        }
+        for r in 0..4 {
+            for j in 0..col_quads {
+                store.push_str(&format!(
+                    "put4(c_base, sr{i} + {r}u, sc{j}, p.alpha * acc{}_{j} + so{i}_{r}_{j} + sb{j});\n",
+                    4 * i + r
+                ));
+            }
+        }
+    }
+    let functions = "fn bias4(col: u32) -> vec4<f32> {
+    if !HAS_BIAS || col >= p.n { return vec4<f32>(); }
+    return vec4<f32>(bias[col / 4u]);
+}
+fn old4(c_base: u32, row: u32, col: u32) -> vec4<f32> {
+    if p.beta == 0.0 || row >= p.m || col >= p.n { return vec4<f32>(); }
+    return p.beta * vec4<f32>(c[(c_base + row * p.ldc + col) / 4u]);
+}
+fn put4(c_base: u32, row: u32, col: u32, v: vec4<f32>) {
+    if row >= p.m || col >= p.n { return; }
+    var x = v;
+    if ACT_GELU { x = gelu(x); }
+    c[(c_base + row * p.ldc + col) / 4u] = CT(x);
+}
+";
+    (functions.to_string(), store)
 }
 
 /// The loads of operand `s` (`a` or `b`) for tiles inside the matrices
@@ -1072,7 +1155,8 @@ struct Layout {
 /// 16-byte f16 loads) when the slices divide evenly into such loads per invocation and every
 /// load starts aligned (the leading dimension and the batch stride multiples of `vector`;
 /// bindings start aligned); else one element. Empty matrices keep scalar loads: a vector
-/// binding must hold one vector. `mnk` is the problem's (one split's K for split-K).
+/// binding must hold one vector. `mnk` is the problem's (one split's K for split-K); C (and
+/// the bias) take vec4s in the tiled kernel where N is a multiple of 4.
 #[allow(clippy::too_many_arguments)]
 fn load_widths(
     vector: u32,
@@ -1081,6 +1165,7 @@ fn load_widths(
     l: &Layout,
     a_len: usize,
     b_len: usize,
+    c_len: usize,
     [m, n, k]: [usize; 3],
 ) -> LoadWidths {
     let width = |tile: u32, ld: usize, stride: usize, len: usize| {
@@ -1106,6 +1191,11 @@ fn load_widths(
             && tiles(n, bn)
             && tiles(k, bk)
             && k > 0,
+        c: if vector == 4 && n.is_multiple_of(4) && c_len > 0 {
+            4
+        } else {
+            1
+        },
     }
 }
 
@@ -1130,7 +1220,7 @@ fn config_defines(
 /// types (`vector` names the type of one load of `w` elements), transposes, bias, activation.
 fn common_defines(
     d: ridge_core::Defines,
-    blocks: [(&'static str, String); 6],
+    blocks: Vec<(&'static str, String)>,
     w: LoadWidths,
     vector: fn(u32) -> &'static str,
     g: &Gemm,
@@ -1138,14 +1228,16 @@ fn common_defines(
 ) -> ridge_core::Defines {
     let d = d
         .block("GELU", shaders::GELU.to_string())
-        .alias("VF", "f32");
+        .alias("VF", if w.c == 4 { "vec4<f32>" } else { "f32" });
     blocks
         .into_iter()
         .fold(d, |d, (name, code)| d.block(name, code))
         .alias("AT", vector(w.a))
         .alias("BT", vector(w.b))
+        .alias("CT", vector(w.c))
         .u32("VA", w.a)
         .u32("VB", w.b)
+        .u32("VC", w.c)
         .bool("TRANS_A", g.trans_a)
         .bool("TRANS_B", g.trans_b)
         .bool("HAS_BIAS", bias)
@@ -1157,7 +1249,7 @@ fn common_defines(
 /// registers, the loads of the next slice into them, their stores to workgroup memory, the
 /// unrolled k steps (step k's fragment loads issued before step k−1's multiply-adds), and the
 /// epilogue of every accumulator.
-fn coop_block(c: &CoopConfig, g: &Gemm, w: LoadWidths) -> [(&'static str, String); 6] {
+fn coop_block(c: &CoopConfig, g: &Gemm, w: LoadWidths) -> Vec<(&'static str, String)> {
     let mut loaders = String::new();
     for (s, width) in [("a", w.a), ("b", w.b)] {
         if width == 8 {
@@ -1306,7 +1398,7 @@ subgroupBarrier();
             ));
         }
     }
-    [
+    vec![
         ("LOADERS", loaders),
         ("DECLARE", declare),
         ("LOAD", load),
@@ -1356,6 +1448,7 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
             a: width,
             b: width,
             interior: width == 8 && !trans_b,
+            c: 1,
         };
         v.push((&GEMM_COOP, "gemm_coop", coop_defines(&cfg, &g, w, true)));
     }
@@ -1384,6 +1477,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 a: width,
                 b: width,
                 interior,
+                c: if bias { width } else { 1 },
             },
             bias,
         );
