@@ -281,6 +281,13 @@ impl ProfileState {
     }
 }
 
+/// `count` right-aligned in 5 columns, then "dispatch" or "dispatches" padded to one width, for
+/// the columns of per-op tables.
+pub fn dispatches(count: usize) -> String {
+    let word = if count == 1 { "dispatch" } else { "dispatches" };
+    format!("{count:>5} {word:<10}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,11 +333,4 @@ mod tests {
         p.spans[2].ms = None;
         assert_eq!(p.elapsed_ms(), None, "an untimed dispatch");
     }
-}
-
-/// `count` right-aligned in 5 columns, then "dispatch" or "dispatches" padded to one width, for
-/// the columns of per-op tables.
-pub fn dispatches(count: usize) -> String {
-    let word = if count == 1 { "dispatch" } else { "dispatches" };
-    format!("{count:>5} {word:<10}")
 }
