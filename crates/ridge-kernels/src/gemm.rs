@@ -665,16 +665,18 @@ impl Gemm {
             .f(self.alpha)
             .f(self.beta);
         launch::float_dtype(ctx, name, c.dtype())?;
-        let (shader, entry, vector, bk, kernel) = match kernel {
+        // The widest loads of A and B, and of C in the epilogue: vec4s in the tiled kernel;
+        // 16-byte loads of A and B, and C element by element, in the tensor-core one.
+        let (shader, entry, vectors, bk, kernel) = match kernel {
             // The split count does not change the shader.
             GemmKernel::Tiled(cfg) => (
                 &GEMM,
                 "gemm",
-                4,
+                [4, 4],
                 cfg.bk,
                 GemmKernel::Tiled(GemmConfig { splits: 1, ..cfg }),
             ),
-            GemmKernel::Coop(cfg) => (&GEMM_COOP, "gemm_coop", 8, cfg.bk, kernel),
+            GemmKernel::Coop(cfg) => (&GEMM_COOP, "gemm_coop", [8, 1], cfg.bk, kernel),
         };
         let key = VariantKey {
             kernel,
@@ -683,14 +685,12 @@ impl Gemm {
             trans_b: self.trans_b,
             gelu: self.gelu,
             bias: bias.is_some(),
-            widths: load_widths(
-                vector,
+            access: access(
+                vectors,
                 [bm, bn, bk],
                 invocations,
                 l,
-                a.numel(),
-                b.numel(),
-                c.numel(),
+                [a.numel(), b.numel(), c.numel()],
                 [self.m, self.n, self.k],
             ),
         };
@@ -805,10 +805,11 @@ fn check_config(c: &GemmConfig) -> Result<()> {
     ))
 }
 
-/// How a kernel loads A and B from memory: the width of each load (1, or a vector along the
-/// stored contiguous dimension), and whether every tile lies inside the matrices.
+/// How a kernel reaches A, B and C in memory: the width of each load (1, or a vector along
+/// the stored contiguous dimension), whether every tile lies inside the matrices, and the
+/// width of the epilogue's accesses to C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LoadWidths {
+struct Access {
     a: u32,
     b: u32,
     /// M, N and K are multiples of BM, BN and BK and both operands load vectors: no load
@@ -822,7 +823,7 @@ struct LoadWidths {
 
 /// The loaders of `shaders/gemm.wgsl` for `w`: scalar, or vec4 along the stored contiguous
 /// dimension (k for A, n for B when not transposed) with the lanes past the edge zeroed.
-fn loaders(w: LoadWidths) -> String {
+fn loaders(w: Access) -> String {
     let one = |name: &str, buf: &str, rows: &str, cols: &str, ld: &str, trans: &str| {
         format!(
             "fn load_{name}(base: u32, row: u32, col: u32) -> f32 {{
@@ -853,7 +854,7 @@ fn loaders(w: LoadWidths) -> String {
 /// (`BM·BK` and `BN·BK` values in loads of `w` elements spread over the invocations), all
 /// with constant names; the loads of a slice into those registers, their stores to
 /// workgroup memory, the multiply-adds of one k step, and the stores of C.
-fn register_block(c: &GemmConfig, g: &Gemm, w: LoadWidths) -> Vec<(&'static str, String)> {
+fn register_block(c: &GemmConfig, g: &Gemm, w: Access) -> Vec<(&'static str, String)> {
     let (row_quads, col_quads) = (c.tm / 4, c.tn / 4);
     let per_a = c.bm * c.bk / (w.a * c.invocations());
     let per_b = c.bn * c.bk / (w.b * c.invocations());
@@ -1077,7 +1078,7 @@ fn put4(c_base: u32, row: u32, col: u32, v: vec4<f32>) {
 }
 
 /// The loads of operand `s` (`a` or `b`) for tiles inside the matrices
-/// ([`LoadWidths::interior`]): `per` loads of `vector` elements, load `e` at the stored
+/// ([`Access::interior`]): `per` loads of `vector` elements, load `e` at the stored
 /// (row, column) `at(e)` plus k1 along the rows (`k_rows`) or the columns. Returns the
 /// declarations, each load's vector index without k1 (`{s}i{e}`, computed once), and the
 /// loads of one slice into the pipeline registers: one k1 offset per operand, one add per
@@ -1115,7 +1116,7 @@ struct VariantKey {
     trans_b: bool,
     gelu: bool,
     bias: bool,
-    widths: LoadWidths,
+    access: Access,
 }
 
 impl VariantKey {
@@ -1131,10 +1132,10 @@ impl VariantKey {
                 shaders::storage_defines(self.dtype),
                 &cfg,
                 &g,
-                self.widths,
+                self.access,
                 self.bias,
             ),
-            GemmKernel::Coop(cfg) => coop_defines(&cfg, &g, self.widths, self.bias),
+            GemmKernel::Coop(cfg) => coop_defines(&cfg, &g, self.access, self.bias),
         }
     }
 }
@@ -1149,25 +1150,22 @@ struct Layout {
     stride_c: usize,
 }
 
-/// The widest loads of the operands laid out as `l` (`a_len`, `b_len` elements) for a kernel
-/// that stages `[BM, BN, BK]` slices over `invocations`: `vector` elements along the stored
-/// contiguous dimension (4 for the tiled kernel's vec4, 8 for the tensor-core kernel's
-/// 16-byte f16 loads) when the slices divide evenly into such loads per invocation and every
-/// load starts aligned (the leading dimension and the batch stride multiples of `vector`;
-/// bindings start aligned); else one element. Empty matrices keep scalar loads: a vector
-/// binding must hold one vector. `mnk` is the problem's (one split's K for split-K); C (and
-/// the bias) take vec4s in the tiled kernel where N is a multiple of 4.
-#[allow(clippy::too_many_arguments)]
-fn load_widths(
-    vector: u32,
+/// How a kernel that stages `[BM, BN, BK]` slices over `invocations` reaches operands laid
+/// out as `l` (`a_len`, `b_len`, `c_len` elements) for the problem `mnk` (one split's K for
+/// split-K). A and B: `vector` elements along the stored contiguous dimension (4 for the
+/// tiled kernel's vec4, 8 for the tensor-core kernel's 16-byte f16 loads) when the slices
+/// divide evenly into such loads per invocation and every load starts aligned (the leading
+/// dimension and the batch stride multiples of `vector`; bindings start aligned); else one
+/// element. C and the bias: `c_vector` elements where N is a multiple of it. Empty matrices
+/// keep scalar accesses: a vector binding must hold one vector.
+fn access(
+    [vector, c_vector]: [u32; 2],
     [bm, bn, bk]: [u32; 3],
     invocations: u32,
     l: &Layout,
-    a_len: usize,
-    b_len: usize,
-    c_len: usize,
+    [a_len, b_len, c_len]: [usize; 3],
     [m, n, k]: [usize; 3],
-) -> LoadWidths {
+) -> Access {
     let width = |tile: u32, ld: usize, stride: usize, len: usize| {
         let even = (tile * bk).is_multiple_of(vector * invocations);
         let v = vector as usize;
@@ -1182,7 +1180,7 @@ fn load_widths(
         width(bn, l.ldb, l.stride_b, b_len),
     );
     let tiles = |len: usize, tile: u32| len.is_multiple_of(tile as usize);
-    LoadWidths {
+    Access {
         a,
         b,
         interior: a == vector
@@ -1191,8 +1189,8 @@ fn load_widths(
             && tiles(n, bn)
             && tiles(k, bk)
             && k > 0,
-        c: if vector == 4 && n.is_multiple_of(4) && c_len > 0 {
-            4
+        c: if n.is_multiple_of(c_vector as usize) && c_len > 0 {
+            c_vector
         } else {
             1
         },
@@ -1203,7 +1201,7 @@ fn config_defines(
     d: ridge_core::Defines,
     c: &GemmConfig,
     g: &Gemm,
-    w: LoadWidths,
+    w: Access,
     bias: bool,
 ) -> ridge_core::Defines {
     let vector = |width: u32| if width == 4 { "vec4<T>" } else { "T" };
@@ -1221,7 +1219,7 @@ fn config_defines(
 fn common_defines(
     d: ridge_core::Defines,
     blocks: Vec<(&'static str, String)>,
-    w: LoadWidths,
+    w: Access,
     vector: fn(u32) -> &'static str,
     g: &Gemm,
     bias: bool,
@@ -1249,7 +1247,7 @@ fn common_defines(
 /// registers, the loads of the next slice into them, their stores to workgroup memory, the
 /// unrolled k steps (step k's fragment loads issued before step k−1's multiply-adds), and the
 /// epilogue of every accumulator.
-fn coop_block(c: &CoopConfig, g: &Gemm, w: LoadWidths) -> Vec<(&'static str, String)> {
+fn coop_block(c: &CoopConfig, g: &Gemm, w: Access) -> Vec<(&'static str, String)> {
     let mut loaders = String::new();
     for (s, width) in [("a", w.a), ("b", w.b)] {
         if width == 8 {
@@ -1408,7 +1406,7 @@ subgroupBarrier();
     ]
 }
 
-fn coop_defines(c: &CoopConfig, g: &Gemm, w: LoadWidths, bias: bool) -> ridge_core::Defines {
+fn coop_defines(c: &CoopConfig, g: &Gemm, w: Access, bias: bool) -> ridge_core::Defines {
     let vector = |width: u32| if width == 8 { "mat2x4<f16>" } else { "f16" };
     let d = ridge_core::Defines::new()
         .enable("f16")
@@ -1444,7 +1442,7 @@ pub(crate) fn coop_variants() -> Vec<Variant> {
             gelu: width == 8,
             ..Gemm::new(1, 1, 1)
         };
-        let w = LoadWidths {
+        let w = Access {
             a: width,
             b: width,
             interior: width == 8 && !trans_b,
@@ -1473,7 +1471,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             shaders::storage_defines(dtype),
             &GemmConfig::DEFAULT,
             &g,
-            LoadWidths {
+            Access {
                 a: width,
                 b: width,
                 interior,
