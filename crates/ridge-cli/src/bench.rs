@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
     /// Timed launches per case (median reported; at least 1).
-    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one)]
+    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     repeats: usize,
     /// Write the JSON report (adapter fingerprint, ceilings, every case, accuracy) here;
     /// `-` prints it instead of the table.

@@ -7,7 +7,7 @@ use ridge_kernels::suite;
 #[derive(clap::Args)]
 pub struct Args {
     /// Timed launches per case (the median is reported; at least 1).
-    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one)]
+    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     repeats: usize,
     /// Print JSON (adapter fingerprint, timing method, one object per case) instead of a table.
     #[arg(long)]

@@ -54,7 +54,7 @@ pub struct EmbedArgs {
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
     /// Texts encoded together on the GPU (1–128).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     batch_size: usize,
     /// JSON Lines: one {"index", "text", "embedding"} object per text.
     #[arg(long)]
@@ -77,6 +77,8 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
                 std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
             (file.display().to_string(), content)
         };
+        // A byte-order mark (Windows editors write one) is not part of the first text.
+        let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
         if content.is_empty() {
             return Err(format!("{name}: no texts (it is empty)").into());
         }
@@ -161,6 +163,7 @@ pub struct SimilarityArgs {
 pub fn similarity(args: SimilarityArgs) -> crate::CliResult {
     let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
+    warn_truncated(&model, &[args.a.clone(), args.b.clone()])?;
     let v = pollster::block_on(model.embed(&ctx, &[&args.a, &args.b], 2))?;
     let c = cosine(&v[0], &v[1]);
     if args.json {

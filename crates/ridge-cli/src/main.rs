@@ -68,12 +68,13 @@ fn die_quietly_on_closed_pipes() {
 /// What every subcommand returns; an error becomes one line on stderr and exit code 1.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
-/// clap's parser for counts that must be at least 1 (`--repeats`).
+/// clap's parser for counts that must be at least 1 (`--repeats`, `--batch-size`, `--seq`);
+/// the argument also needs `allow_negative_numbers` so that `-1` reaches it as a value.
 pub fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
+    match s.parse::<i128>() {
+        Ok(n) if n < 1 => Err("must be at least 1".into()),
+        Ok(n) => usize::try_from(n).map_err(|_| format!("must be at most {}", usize::MAX)),
+        Err(_) => Err("not a whole number".into()),
     }
 }
 

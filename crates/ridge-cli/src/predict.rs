@@ -12,11 +12,11 @@ pub struct Args {
     /// A named preset (`minilm`) or a Hugging Face config.json.
     #[arg(long, default_value = "minilm")]
     model: String,
-    /// Tokens per sequence.
-    #[arg(long, default_value_t = 128)]
+    /// Tokens per sequence (1 to the model's positions).
+    #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     seq: usize,
     /// Sequences per batch.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     batch: usize,
     /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…).
     #[arg(long, default_value = "NVIDIA H200")]
@@ -43,8 +43,25 @@ fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
 
 pub fn run(args: Args) -> crate::CliResult {
     let s = shape(&args.model)?;
-    if args.seq == 0 || args.batch == 0 {
-        return Err("--seq and --batch must be at least 1".into());
+    // FLOPs and bytes are counted in integers before they become f64: past 2^53 (or past
+    // usize) they would be rounded or wrap silently.
+    let widest = [4 * s.hidden, 2 * s.intermediate, args.seq * s.heads]
+        .into_iter()
+        .max()
+        .unwrap_or(1);
+    let exact = args
+        .batch
+        .checked_mul(args.seq)
+        .and_then(|t| t.checked_mul(widest))
+        .and_then(|v| v.checked_mul(8))
+        .is_some_and(|v| v < 1 << 53);
+    if !exact {
+        return Err(format!(
+            "--batch {} × --seq {}: too large to count exactly (batch × seq × the widest \
+             activation must stay below 2^53 bytes)",
+            args.batch, args.seq
+        )
+        .into());
     }
     if args.seq > s.max_positions {
         return Err(format!(
@@ -55,11 +72,25 @@ pub fn run(args: Args) -> crate::CliResult {
     }
     let spec = hardware::find(&args.adapter).ok_or_else(|| {
         let names: Vec<String> = hardware::table().into_iter().map(|r| r.name).collect();
-        format!(
-            "no GPU named {:?} in the spec table; known: {}",
-            args.adapter,
-            names.join(", ")
-        )
+        let q = args.adapter.to_lowercase();
+        let near: Vec<&String> = names
+            .iter()
+            .filter(|n| n.to_lowercase().contains(&q))
+            .collect();
+        if near.is_empty() {
+            format!(
+                "no GPU named {:?} in the spec table; known: {}",
+                args.adapter,
+                names.join(", ")
+            )
+        } else {
+            let near: Vec<&str> = near.iter().map(|n| n.as_str()).collect();
+            format!(
+                "no GPU named {:?} in the spec table; did you mean: {}",
+                args.adapter,
+                near.join(", ")
+            )
+        }
     })?;
     let (precision, e) = if args.dtype == "f16" {
         (Precision::F16, 2)

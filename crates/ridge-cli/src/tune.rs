@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, default_value = "120s", allow_hyphen_values = true)]
     budget: String,
     /// Timed launches per candidate (median; at least 1).
-    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one)]
+    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     repeats: usize,
     /// Print the tables in use and where each representative problem's variant comes from;
     /// tune nothing.
@@ -39,7 +39,11 @@ fn budget(s: &str) -> Result<Duration, String> {
         .parse::<u64>()
         .map(Duration::from_secs)
         .or_else(|_| humantime::parse_duration(s))
-        .map_err(|e| format!("--budget {s:?}: {e} (give a time such as 60s or 5m)"))?;
+        .map_err(|_| {
+            format!(
+                "--budget {s:?}: not a time; give seconds (60) or a duration such as 90s, 5m, 1h"
+            )
+        })?;
     if d.is_zero() {
         return Err(format!("--budget {s:?}: the budget must be more than zero"));
     }
@@ -47,7 +51,12 @@ fn budget(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: Args) -> crate::CliResult {
-    let budget = budget(&args.budget)?;
+    // --show tunes nothing, so it takes no budget.
+    let budget = if args.show {
+        Duration::ZERO
+    } else {
+        budget(&args.budget)?
+    };
     let ctx = crate::context()?;
     let fp = ctx.fingerprint();
     let (tables, _) = ridge_tune::install(&ctx);
@@ -67,7 +76,11 @@ pub fn run(args: Args) -> crate::CliResult {
             println!("no table applies: every kernel uses its heuristic");
         }
         for (name, t) in &tables.layers {
-            println!("\n{name} ({} entries)", t.entries.len());
+            let n = t.entries.len();
+            println!(
+                "\n{name} ({n} {})",
+                if n == 1 { "entry" } else { "entries" }
+            );
             for e in &t.entries {
                 let origin = match &e.origin {
                     ridge_tune::Origin::Measured { device, date } => {

@@ -93,7 +93,8 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
 }
 
 /// Bad arguments are refused at once, one line, non-zero: unknown ops (bench and tune),
-/// zero repeats, negative or zero tuning budgets, an output path that cannot be written (before the sweep runs, not after),
+/// zero or negative counts, negative or zero tuning budgets, predictions too large to count
+/// exactly, a GPU name that only part-matches the spec table, an output path that cannot be written (before the sweep runs, not after),
 /// a sequence longer than the model's positions, and f16 tuning where nothing can be tuned
 /// in f16. A closed pipe ends the process quietly, as with any Unix tool.
 #[test]
@@ -117,8 +118,17 @@ fn bad_arguments_fail_fast_with_one_line() {
     fails(&["check", "--repeats", "0"], "must be at least 1");
     fails(&["tune", "--repeats", "0"], "must be at least 1");
     fails(&["predict", "--seq", "513"], "512 positions");
-    fails(&["tune", "--budget", "-5"], "give a time such as 60s");
+    fails(&["tune", "--budget", "-5"], "not a time");
     fails(&["tune", "--budget", "0"], "more than zero");
+    fails(&["tune", "--repeats", "-1"], "must be at least 1");
+    fails(&["embed", "x", "--batch-size", "-1"], "must be at least 1");
+    fails(&["predict", "--seq", "0"], "must be at least 1");
+    // Counts that would wrap or lose exactness are refused, not printed wrong.
+    fails(
+        &["predict", "--batch", "18446744073709551615", "--seq", "512"],
+        "too large to count exactly",
+    );
+    fails(&["predict", "--adapter", "nvidia"], "did you mean: NVIDIA");
     let started = std::time::Instant::now();
     fails(
         &["bench", "--op", "add", "--json", "/nonexistent/dir/r.json"],
