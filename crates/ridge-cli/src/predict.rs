@@ -43,12 +43,23 @@ fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
 
 pub fn run(args: Args) -> crate::CliResult {
     let s = shape(&args.model)?;
+    if args.seq > s.max_positions {
+        return Err(format!(
+            "--seq {} is longer than the model's {} positions (max_position_embeddings)",
+            args.seq, s.max_positions
+        )
+        .into());
+    }
     // FLOPs and bytes are counted in integers before they become f64: past 2^53 (or past
     // usize) they would be rounded or wrap silently.
-    let widest = [4 * s.hidden, 2 * s.intermediate, args.seq * s.heads]
-        .into_iter()
-        .max()
-        .unwrap_or(1);
+    let widest = [
+        s.hidden.saturating_mul(4),
+        s.intermediate.saturating_mul(2),
+        args.seq.saturating_mul(s.heads),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(1);
     let exact = args
         .batch
         .checked_mul(args.seq)
@@ -60,13 +71,6 @@ pub fn run(args: Args) -> crate::CliResult {
             "--batch {} × --seq {}: too large to count exactly (batch × seq × the widest \
              activation must stay below 2^53 bytes)",
             args.batch, args.seq
-        )
-        .into());
-    }
-    if args.seq > s.max_positions {
-        return Err(format!(
-            "--seq {} is longer than the model's {} positions (max_position_embeddings)",
-            args.seq, s.max_positions
         )
         .into());
     }

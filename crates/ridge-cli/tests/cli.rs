@@ -118,6 +118,10 @@ fn bad_arguments_fail_fast_with_one_line() {
     fails(&["check", "--repeats", "0"], "must be at least 1");
     fails(&["tune", "--repeats", "0"], "must be at least 1");
     fails(&["predict", "--seq", "513"], "512 positions");
+    fails(
+        &["predict", "--seq", "18446744073709551615"],
+        "512 positions",
+    );
     fails(&["tune", "--budget", "-5"], "not a time");
     fails(&["tune", "--budget", "0"], "more than zero");
     fails(&["tune", "--repeats", "-1"], "must be at least 1");

@@ -43,26 +43,39 @@ impl TransformerShape {
 
     /// Reads a Hugging Face `config.json` (BERT or Llama style field names).
     ///
-    /// Errors: a message naming the missing field or the JSON error.
+    /// Errors: a message naming the missing field, a size outside what any Transformer uses
+    /// (which would make the FLOP and byte counts overflow or lose exactness), or the JSON
+    /// error.
     pub fn from_hf_config(json: &str) -> Result<Self, String> {
         let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
-        let get = |k: &str| v.get(k).and_then(|x| x.as_u64()).map(|x| x as usize);
-        let need = |k: &str| get(k).ok_or_else(|| format!("config.json has no {k}"));
-        let heads = need("num_attention_heads")?;
-        let hidden = need("hidden_size")?;
+        // Bounds far above any published model (widths ≈ 2^14–2^16, vocabularies ≈ 2^18,
+        // contexts ≈ 2^23), low enough that products such as vocab · d and d · d_ff stay exact.
+        let get = |k: &str, max: u64| -> Result<Option<usize>, String> {
+            match v.get(k).map(|x| x.as_u64()) {
+                None => Ok(None),
+                Some(Some(n)) if n <= max => Ok(Some(n as usize)),
+                Some(_) => Err(format!(
+                    "config.json: {k} is not a whole number in 0..={max}"
+                )),
+            }
+        };
+        let need =
+            |k: &str, max: u64| get(k, max)?.ok_or_else(|| format!("config.json has no {k}"));
+        let heads = need("num_attention_heads", 1 << 16)?;
+        let hidden = need("hidden_size", 1 << 20)?;
         if heads == 0 || hidden % heads != 0 {
             return Err(format!(
                 "hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
             ));
         }
         Ok(Self {
-            layers: need("num_hidden_layers")?,
+            layers: need("num_hidden_layers", 1 << 12)?,
             hidden,
             heads,
-            kv_heads: get("num_key_value_heads").unwrap_or(heads),
-            intermediate: need("intermediate_size")?,
-            vocab: need("vocab_size")?,
-            max_positions: get("max_position_embeddings").unwrap_or(0),
+            kv_heads: get("num_key_value_heads", 1 << 16)?.unwrap_or(heads),
+            intermediate: need("intermediate_size", 1 << 22)?,
+            vocab: need("vocab_size", 1 << 24)?,
+            max_positions: get("max_position_embeddings", 1 << 26)?.unwrap_or(0),
         })
     }
 
@@ -409,6 +422,24 @@ mod tests {
                 .unwrap_err()
                 .contains("num_attention_heads")
         );
+        // Sizes whose FLOP counts would overflow, negative and fractional sizes: refused by name.
+        for (bad, field) in [
+            (r#""hidden_size":1099511627776"#, "hidden_size"),
+            (r#""hidden_size":-384"#, "hidden_size"),
+            (r#""vocab_size":30522.5"#, "vocab_size"),
+            (
+                r#""max_position_embeddings":18446744073709551615"#,
+                "max_position_embeddings",
+            ),
+        ] {
+            let base = r#"{"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522,"max_position_embeddings":512}"#;
+            let key = &bad[..bad.find(':').unwrap()];
+            let start = base.find(key).unwrap();
+            let end = start + base[start..].find([',', '}']).unwrap();
+            let json = format!("{}{bad}{}", &base[..start], &base[end..]);
+            let err = TransformerShape::from_hf_config(&json).unwrap_err();
+            assert!(err.contains(field) && err.contains("0..="), "{json}: {err}");
+        }
     }
 
     #[test]
