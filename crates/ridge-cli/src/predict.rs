@@ -77,8 +77,9 @@ pub fn run(args: Args) -> crate::CliResult {
     let spec = hardware::find(&args.adapter).ok_or_else(|| {
         let names: Vec<String> = hardware::table().into_iter().map(|r| r.name).collect();
         let q = args.adapter.to_lowercase();
-        let near: Vec<&String> = names
+        let near: Vec<&str> = names
             .iter()
+            .map(String::as_str)
             .filter(|n| n.to_lowercase().contains(&q))
             .collect();
         if near.is_empty() {
@@ -88,7 +89,6 @@ pub fn run(args: Args) -> crate::CliResult {
                 names.join(", ")
             )
         } else {
-            let near: Vec<&str> = near.iter().map(|n| n.as_str()).collect();
             format!(
                 "no GPU named {:?} in the spec table; did you mean: {}",
                 args.adapter,
