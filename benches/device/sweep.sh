@@ -48,6 +48,8 @@ case ",${TUNE_OPS:-gemm}," in *,gemm,*)
 echo "== GEMM candidates"
 timeout 200 $B/gemm --sizes 1024,4096 2>&1 | tee "$W/gemm.txt";;
 esac
+echo "== compiled GEMM candidates (registers, spills, workgroup memory: $W/registers.txt)"
+timeout 120 $B/registers > "$W/registers.txt" 2>&1; grep -c "Register Count" "$W/registers.txt"
 echo "== autotuner (${TUNE_OPS:-every op})"
 timeout 200 $B/ridge tune ${TUNE_OPS:+--op "$TUNE_OPS"} --budget 150s --repeats 5 2>&1 | tail -22
 cp "$W"/cache/tuning/*.json "$W/tuning.json" 2>/dev/null

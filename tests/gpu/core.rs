@@ -111,6 +111,20 @@ fn no_pipeline_is_compiled_twice() {
             }
             unary(ctx, Unary::Scale(2.0), &x, &y)?; // a new entry point compiles once more
             assert_eq!(ctx.pipelines().compiled(), compiled + 1);
+            // The source of each, in order, for tools that inspect the driver's code.
+            let all = ctx.pipelines().sources(0);
+            let names: Vec<_> = all.iter().map(|s| (s.shader, s.entry)).collect();
+            assert_eq!(
+                names,
+                [
+                    ("elementwise", "gelu_erf"),
+                    ("softmax", "softmax"),
+                    ("elementwise", "scale")
+                ]
+            );
+            assert!(all[2].wgsl.contains("fn scale(") && all[2].wgsl.contains("alias T = f32;"));
+            assert_eq!(ctx.pipelines().sources(compiled).len(), 1);
+            assert!(ctx.pipelines().sources(compiled + 1).is_empty());
             block(y.to_vec::<f32>(ctx)).map(|_| ())
         },
     );

@@ -16,7 +16,7 @@ pub mod tuning;
 pub use context::{Context, ContextOptions, Fingerprint};
 pub use disk::cache_dir;
 pub use error::{Error, Result};
-pub use pipeline::{Defines, PipelineCache, RuntimeChecks, ShaderSource};
+pub use pipeline::{CompiledSource, Defines, PipelineCache, RuntimeChecks, ShaderSource};
 pub use profiler::{Profile, Span, TimingMethod};
 pub use recorder::Dispatch;
 pub use tensor::{DType, Element, ReadBack, Tensor};

@@ -161,6 +161,18 @@ pub struct PipelineCache {
     driver: Option<DriverCache>,
     saved: AtomicUsize,
     checks: RuntimeChecks,
+    sources: Mutex<Vec<CompiledSource>>,
+}
+
+/// The WGSL one pipeline was compiled from, and its entry point ([`PipelineCache::sources`]).
+#[derive(Clone, Debug)]
+pub struct CompiledSource {
+    /// File stem of the shader, e.g. `gemm`.
+    pub shader: &'static str,
+    /// Entry point.
+    pub entry: &'static str,
+    /// The whole WGSL source, defines applied.
+    pub wgsl: String,
 }
 
 /// Whether naga adds its own run-time checks to Ridge's shaders: array indices clamped
@@ -210,7 +222,16 @@ impl PipelineCache {
             driver,
             saved: AtomicUsize::new(0),
             checks,
+            sources: Mutex::default(),
         }
+    }
+
+    /// Every pipeline compiled so far, in order, from `first` on (the count
+    /// [`PipelineCache::compiled`] returned before): what a tool that inspects the driver's
+    /// compiled code (registers, spills) compiles again.
+    pub fn sources(&self, first: usize) -> Vec<CompiledSource> {
+        let sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        sources.get(first..).unwrap_or_default().to_vec()
     }
 
     /// The run-time checks compiled into the shaders.
@@ -292,6 +313,14 @@ impl PipelineCache {
             cache: self.driver.as_ref().map(DriverCache::cache),
         });
         self.compiled.fetch_add(1, Ordering::Relaxed);
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(CompiledSource {
+                shader: shader.name,
+                entry,
+                wgsl: defines.apply(shader),
+            });
         let pipeline = Arc::new(pipeline);
         pipelines.insert(key, pipeline.clone());
         pipeline
