@@ -37,9 +37,11 @@ pub fn run(args: Args) -> crate::CliResult {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!(
-            "kernel suite on {} — times: median of {} launches, {method}",
+            "kernel suite on {} — times: median of {} launch{}, {method}, every case timed \
+             back to back after the checks (a GPU warmed first)",
             ctx.describe(),
-            args.repeats
+            args.repeats,
+            if args.repeats == 1 { "" } else { "es" }
         );
         println!(
             "{:<16} {:<24} {:<4} {:>10} {:>8} {:>5} {:>10} {:>9} {:>8}",
