@@ -94,14 +94,15 @@ fn tensor_tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     // Loaded values: staged in the same slice, or (AHEAD) in the next one.
     var q0 = mat2x4<f16>(); var q1 = mat2x4<f16>(); var q2 = mat2x4<f16>(); var q3 = mat2x4<f16>();
     var q4 = mat2x4<f16>(); var q5 = mat2x4<f16>(); var q6 = mat2x4<f16>(); var q7 = mat2x4<f16>();
-    let g_len = arrayLength(&g);
+    let g_len = arrayLength(&g); // a power of two (ceilings.rs), so a mask wraps offsets
     for (var k = 0u; k < ITERS; k += 2u) {
         if GLOAD {
-            let at = (wg * 977u + (k / 2u) * 1024u + lid) % g_len;
-            q0 = g[at]; q1 = g[(at + 128u) % g_len]; q2 = g[(at + 256u) % g_len];
-            q3 = g[(at + 384u) % g_len]; q4 = g[(at + 512u) % g_len];
-            q5 = g[(at + 640u) % g_len]; q6 = g[(at + 768u) % g_len];
-            q7 = g[(at + 896u) % g_len];
+            let at = (wg * 977u + (k / 2u) * 1024u + lid) & (g_len - 1u);
+            let e = min(at, g_len - 1024u);
+            q0 = g[e]; q1 = g[e + 128u]; q2 = g[e + 256u];
+            q3 = g[e + 384u]; q4 = g[e + 512u];
+            q5 = g[e + 640u]; q6 = g[e + 768u];
+            q7 = g[e + 896u];
         }
         {
             let at = 0u; // this step's k: A's first column, B's first row

@@ -292,7 +292,8 @@ pub async fn tensor_peak(ctx: &Context, feed: TensorFeed, repeats: usize) -> Res
     let src = Tensor::from_f32(ctx, &operands, &[512], DType::F16)?;
     let slots = 64 * chains * 256;
     let dst = Tensor::from_slice(ctx, &vec![0.0f32; slots], &[slots])?;
-    // The Global feed's source: 16 MiB of halves near 0.01 (the others bind it unread).
+    // The Global feed's source: 16 MiB of halves near 0.01 (the others bind it unread), 2²⁰
+    // 16-byte loads: the shader wraps its offsets with a mask, not a division.
     let global = (feed != TensorFeed::Registers)
         .then(|| {
             let n = 8 << 20;
