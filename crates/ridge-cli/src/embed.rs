@@ -79,7 +79,7 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
         };
         // A byte-order mark (Windows editors write one) is not part of the first text.
         let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
-        if content.is_empty() {
+        if content.is_empty() && texts.is_empty() {
             return Err(format!("{name}: no texts (it is empty)").into());
         }
         texts.extend(content.lines().map(str::to_string));

@@ -133,6 +133,10 @@ fn bad_arguments_fail_fast_with_one_line() {
         "too large to count exactly",
     );
     fails(&["predict", "--adapter", "nvidia"], "did you mean: NVIDIA");
+    let empty = std::path::Path::new(cache).join("empty.txt");
+    std::fs::write(&empty, "").expect("temp file");
+    let empty = empty.to_str().expect("utf-8 temp path");
+    fails(&["embed", "--file", empty], "no texts (it is empty)");
     let started = std::time::Instant::now();
     fails(
         &["bench", "--op", "add", "--json", "/nonexistent/dir/r.json"],
@@ -215,4 +219,24 @@ fn embed_reads_standard_input_and_warns_of_cut_texts() {
         warning.contains("over 256 tokens") && warning.ends_with("1 of 3 (index 1)"),
         "{warning}"
     );
+    // An empty file adds no texts to those given as arguments (refused only when it is all).
+    let empty = std::env::temp_dir().join(format!("ridge-empty-{}.txt", std::process::id()));
+    std::fs::write(&empty, "").expect("temp file");
+    let out = ridge(
+        &[
+            "embed",
+            "one text",
+            "--file",
+            empty.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    let _ = std::fs::remove_file(&empty);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }
