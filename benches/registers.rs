@@ -21,6 +21,16 @@ use ash::vk;
 use ridge::core::{CompiledSource, DType, Tensor};
 use ridge::kernels::gemm::{Gemm, GemmKernel};
 
+/// The error of the Vulkan call `what`, as one line.
+fn vk_error(what: &'static str) -> impl Fn(vk::Result) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+/// A fixed-size C string of a Vulkan structure as text (empty where it has no terminator).
+fn text<E>(s: Result<&CStr, E>) -> String {
+    s.map_or(String::new(), |s| s.to_string_lossy().into())
+}
+
 /// A Vulkan device with pipeline statistics enabled, on the GPU whose vendor and device IDs
 /// match Ridge's adapter.
 struct Inspector {
@@ -35,7 +45,6 @@ impl Inspector {
         // SAFETY: loads the system's Vulkan loader, as wgpu does.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
         let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
-        let vkerr = |what: &'static str| move |e: vk::Result| format!("{what}: {e}");
         // SAFETY: valid create infos; every handle below is destroyed in Drop.
         unsafe {
             let instance = entry
@@ -43,10 +52,10 @@ impl Inspector {
                     &vk::InstanceCreateInfo::default().application_info(&app),
                     None,
                 )
-                .map_err(vkerr("vkCreateInstance"))?;
+                .map_err(vk_error("vkCreateInstance"))?;
             let physical = instance
                 .enumerate_physical_devices()
-                .map_err(vkerr("vkEnumeratePhysicalDevices"))?
+                .map_err(vk_error("vkEnumeratePhysicalDevices"))?
                 .into_iter()
                 .find(|&p| {
                     let props = instance.get_physical_device_properties(p);
@@ -55,7 +64,7 @@ impl Inspector {
                 .ok_or("no Vulkan device matches Ridge's adapter")?;
             let extensions = instance
                 .enumerate_device_extension_properties(physical)
-                .map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
+                .map_err(vk_error("vkEnumerateDeviceExtensionProperties"))?;
             let has = |name: &CStr| {
                 extensions
                     .iter()
@@ -99,7 +108,7 @@ impl Inspector {
                 .push_next(&mut features);
             let device = instance
                 .create_device(physical, &info, None)
-                .map_err(vkerr("vkCreateDevice"))?;
+                .map_err(vk_error("vkCreateDevice"))?;
             let executables =
                 ash::khr::pipeline_executable_properties::Device::new(&instance, &device);
             Ok(Self {
@@ -161,27 +170,26 @@ impl Inspector {
                 )
             })
             .collect();
-        let vkerr = |what: &'static str| move |e: vk::Result| format!("{what}: {e}");
         let entry = std::ffi::CString::new(source.entry).expect("no NUL in an entry name");
         // SAFETY: valid create infos; every object is destroyed before returning.
         unsafe {
             let d = &self.device;
             let shader = d
                 .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
-                .map_err(vkerr("vkCreateShaderModule"))?;
+                .map_err(vk_error("vkCreateShaderModule"))?;
             let set = d
                 .create_descriptor_set_layout(
                     &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
                     None,
                 )
-                .map_err(vkerr("vkCreateDescriptorSetLayout"))?;
+                .map_err(vk_error("vkCreateDescriptorSetLayout"))?;
             let sets = [set];
             let layout = d
                 .create_pipeline_layout(
                     &vk::PipelineLayoutCreateInfo::default().set_layouts(&sets),
                     None,
                 )
-                .map_err(vkerr("vkCreatePipelineLayout"))?;
+                .map_err(vk_error("vkCreatePipelineLayout"))?;
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(shader)
@@ -213,7 +221,6 @@ impl Inspector {
         &self,
         pipeline: vk::Pipeline,
     ) -> Result<(Vec<(String, String)>, Vec<(String, String)>), String> {
-        let text = |s: Result<&CStr, _>| s.map_or(String::new(), |s| s.to_string_lossy().into());
         let mut stats = Vec::new();
         let mut irs = Vec::new();
         // SAFETY: as the caller promises; buffers are sized from the driver's first answer.
@@ -299,9 +306,7 @@ impl Inspector {
             reps.iter()
                 .zip(data)
                 .map(|(r, d)| {
-                    let name = r
-                        .name_as_c_str()
-                        .map_or(String::new(), |s| s.to_string_lossy().into());
+                    let name = text(r.name_as_c_str());
                     let body = if r.is_text != 0 {
                         String::from_utf8_lossy(d.split(|&b| b == 0).next().unwrap_or(&[])).into()
                     } else {
