@@ -11,5 +11,6 @@ mod minilm;
 mod minilm_errors;
 mod nn_ops;
 mod norm;
+mod quant;
 mod softmax;
 mod tuning;

@@ -18,6 +18,11 @@ pub static GEMM_REDUCE: ShaderSource = ShaderSource {
     name: "gemm_reduce",
     body: include_str!("../../../shaders/gemm_reduce.wgsl"),
 };
+/// `shaders/qmatmul.wgsl`: products with block-quantized weights, quantized row lookup.
+pub static QMATMUL: ShaderSource = ShaderSource {
+    name: "qmatmul",
+    body: include_str!("../../../shaders/qmatmul.wgsl"),
+};
 /// `shaders/norm.wgsl`.
 pub static NORM: ShaderSource = ShaderSource {
     name: "norm",
@@ -108,6 +113,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::pool::variants(dtype));
         v.extend(crate::ceilings::variants(dtype));
         v.extend(crate::attention::variants(dtype));
+        v.extend(crate::qmatmul::variants(dtype));
     }
     v
 }

@@ -39,6 +39,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A GGUF file is truncated, corrupt or not GGUF (see [`crate::gguf::GgufError`]).
+    #[error("{}: {source}", .path.display())]
+    Gguf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: crate::gguf::GgufError,
+    },
     /// The tokenizer could not be loaded or could not encode the text.
     #[error("{}: {message}", .path.display())]
     Tokenizer {

@@ -16,6 +16,8 @@ pub mod config;
 pub mod error;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fetch;
+pub mod file;
+pub mod gguf;
 pub mod sentence;
 pub mod source;
 pub mod weights;

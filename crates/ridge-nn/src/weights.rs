@@ -1,24 +1,16 @@
 //! Reading `model.safetensors`: memory-mapped natively, from bytes in the browser; every
 //! tensor checked for presence, dtype and shape before upload.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use half::{bf16, f16};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
-
-enum Bytes {
-    #[cfg(not(target_arch = "wasm32"))]
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
+use crate::file::FileBytes;
 
 /// A safetensors file's bytes.
-pub struct WeightsFile {
-    path: PathBuf,
-    bytes: Bytes,
-}
+pub struct WeightsFile(FileBytes);
 
 impl WeightsFile {
     /// Memory-maps `path`.
@@ -26,43 +18,25 @@ impl WeightsFile {
     /// Errors: [`Error::Io`] when it cannot be opened or mapped.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: &Path) -> Result<Self> {
-        let file = std::fs::File::open(path).map_err(crate::error::io(path))?;
-        // SAFETY: the mapping is read-only and lives as long as `self`; a model file being
-        // rewritten underneath a running process is outside what Ridge defends against.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(crate::error::io(path))?;
-        Ok(Self {
-            path: path.into(),
-            bytes: Bytes::Mapped(map),
-        })
+        FileBytes::open(path).map(Self)
     }
 
     /// Wraps bytes already in memory (the browser fetches them); `path` names them in errors.
     pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Self {
-        Self {
-            path: path.into(),
-            bytes: Bytes::Owned(bytes),
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match &self.bytes {
-            #[cfg(not(target_arch = "wasm32"))]
-            Bytes::Mapped(m) => m,
-            Bytes::Owned(v) => v,
-        }
+        Self(FileBytes::from_bytes(path, bytes))
     }
 
     /// Parses the header.
     ///
     /// Errors: [`Error::Weights`] for a truncated or corrupt file.
     pub fn tensors(&self) -> Result<Weights<'_>> {
-        let st = SafeTensors::deserialize(self.bytes()).map_err(|e| Error::Weights {
-            path: self.path.clone(),
+        let st = SafeTensors::deserialize(self.0.bytes()).map_err(|e| Error::Weights {
+            path: self.0.path().into(),
             message: format!("not a valid safetensors file ({e})"),
         })?;
         Ok(Weights {
             st,
-            path: &self.path,
+            path: self.0.path(),
             prefix: String::new(),
         })
     }

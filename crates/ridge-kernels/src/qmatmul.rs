@@ -1,0 +1,345 @@
+//! Products with block-quantized weights (`shaders/qmatmul.wgsl`): `y = x·Wᵀ` for a
+//! [`QuantMatrix`] `W` `[N, K]` and activations `x` `[M, K]`, the weights dequantized in
+//! registers, f32 accumulation; and the lookup of quantized rows (an embedding table).
+//!
+//! Shapes: `x` `[M, K]` (any leading dims whose product is `M`), `y` `[M, N]`, or `[M, N/2]`
+//! with [`QMatmul::glu`]. `x` and `y` share a float storage type (f32, or f16 with
+//! `shader-f16`).
+//!
+//! Two kernels: a matrix-vector product for decode (`M ≤` [`MATVEC_MAX_M`]: every weight
+//! block read once per row of `x`, the weights' bytes dominate) and a tiled product for
+//! prefill (64 × 64 tiles, one block of K per step).
+
+use ridge_core::{Context, DType, Error, Result, Tensor};
+use ridge_model::OpCost;
+
+use crate::launch::{self, Launch, Params};
+use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
+use crate::shaders::{self, QMATMUL, Variant};
+
+/// Rows of `x` up to which the matrix-vector kernel runs (one pass over the weights per row);
+/// above it, the tiled kernel.
+pub const MATVEC_MAX_M: usize = 4;
+/// Invocations per workgroup of the matrix-vector and gather kernels.
+const WG: u32 = 64;
+/// Invocations sharing one row of W in the matrix-vector kernel: SmolLM2's rows hold 18 and 48
+/// blocks.
+const TPR: u32 = 16;
+/// The tiled kernel's tile of y.
+const TILE: usize = 64;
+
+/// `y = x·Wᵀ` with a quantized `W`, optionally accumulated into `y` or gated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QMatmul {
+    /// Rows of `x` (tokens).
+    pub m: usize,
+    /// Add the product to `y` instead of overwriting it (a residual connection).
+    pub residual: bool,
+    /// SwiGLU: `W`'s rows are (gate, up) pairs, `y[:, i] = silu(gate_i)·up_i`
+    /// (see [`crate::quant::interleave_rows`]).
+    pub glu: bool,
+}
+
+impl QMatmul {
+    /// A plain product over `m` rows.
+    pub fn new(m: usize) -> Self {
+        Self {
+            m,
+            residual: false,
+            glu: false,
+        }
+    }
+
+    /// The op's name in profiles and reports.
+    pub fn name(&self) -> &'static str {
+        match (self.m <= MATVEC_MAX_M, self.glu) {
+            (true, false) => "qmatvec",
+            (true, true) => "qmatvec_swiglu",
+            (false, false) => "qmatmul",
+            (false, true) => "qmatmul_swiglu",
+        }
+    }
+
+    /// Columns of `y` for a weight of `n` rows.
+    pub fn out_cols(&self, n: usize) -> usize {
+        if self.glu { n / 2 } else { n }
+    }
+
+    /// Cost for `W` `[n, k]` in `format`: 2·M·N·K FLOPs (+ M·N for a residual add, + 4 per
+    /// gated output for silu and the product); bytes: the packed weights once, `x` once, `y`
+    /// written once (and read once for a residual).
+    pub fn cost(&self, format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpCost {
+        ridge_model::ops::quantized_matmul(
+            self.m,
+            n,
+            k,
+            format.block_bytes() as f64 / BLOCK as f64,
+            self.residual,
+            self.glu,
+            dtype.size(),
+        )
+    }
+
+    /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);
+    /// `y_old` is `y` before the call (read only with `residual`).
+    pub fn reference(&self, x: &[f32], w: &[f32], n: usize, k: usize, y_old: &[f32]) -> Vec<f32> {
+        let dots: Vec<f64> = (0..self.m)
+            .flat_map(|i| {
+                (0..n).map(move |j| {
+                    (0..k)
+                        .map(|c| x[i * k + c] as f64 * w[j * k + c] as f64)
+                        .sum::<f64>()
+                })
+            })
+            .collect();
+        if self.glu {
+            return (0..self.m * n / 2)
+                .map(|o| {
+                    let (i, j) = (o / (n / 2), o % (n / 2));
+                    let (g, u) = (dots[i * n + 2 * j], dots[i * n + 2 * j + 1]);
+                    (g / (1.0 + (-g).exp()) * u) as f32
+                })
+                .collect();
+        }
+        dots.iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                let old = if self.residual { y_old[i] as f64 } else { 0.0 };
+                (d + old) as f32
+            })
+            .collect()
+    }
+
+    /// Per-element error bounds against [`QMatmul::reference`] (`want` its result). A dot
+    /// product of K terms in f32 is within γ_{K+2}·Σ|x|·|w| (Higham, Lemma 3.1; +2 for the
+    /// block scale's product and the sum of block partials), where `w_magnitude` is the
+    /// magnitude of each weight as the kernel forms it (|d·q| + |m| per element:
+    /// [`weight_magnitudes`]), plus the ggml dequantization's own rounding of `d·q + m` (u per
+    /// weight). A residual adds u·|y_old|; SwiGLU propagates the gate's error through silu
+    /// (|silu′| ≤ 1.1) times |up|, the up's through |silu(gate)|, and 4u of rounding (exp, add,
+    /// divide, multiply); the final rounding to the storage type is added last.
+    #[allow(clippy::too_many_arguments)]
+    pub fn error_bounds(
+        &self,
+        dtype: DType,
+        x: &[f32],
+        w_magnitude: &[f32],
+        n: usize,
+        k: usize,
+        y_old: &[f32],
+        want: &[f32],
+    ) -> Vec<f64> {
+        let u = crate::check::U32;
+        let g = crate::check::gamma(k + 2) + u;
+        let err: Vec<f64> = (0..self.m * n)
+            .map(|o| {
+                let (i, j) = (o / n, o % n);
+                let mag: f64 = (0..k)
+                    .map(|c| (x[i * k + c].abs() * w_magnitude[j * k + c]) as f64)
+                    .sum();
+                g * mag
+            })
+            .collect();
+        (0..want.len())
+            .map(|o| {
+                let e = if self.glu {
+                    let (i, j) = (o / (n / 2), o % (n / 2));
+                    let (ge, ue) = (err[i * n + 2 * j], err[i * n + 2 * j + 1]);
+                    // |up| and |gate| are at most their magnitudes (the sums of |terms|).
+                    let (up, gate) = (ue / g, ge / g);
+                    1.1 * ge * (up + ue) + 1.1 * gate * ue + 4.0 * u * want[o].abs() as f64
+                } else {
+                    let old = if self.residual {
+                        u * y_old[o].abs() as f64
+                    } else {
+                        0.0
+                    };
+                    err[o] + old
+                };
+                e + crate::check::storage_rounding(dtype, want[o] as f64)
+            })
+            .collect()
+    }
+
+    /// `y = x·Wᵀ` (or `y += x·Wᵀ`, or the gated form) on the GPU.
+    ///
+    /// Errors: [`Error::Shape`] unless `x` is `[.., K]` with `M` rows and `y` is `[M, N]`
+    /// (`[M, N/2]` gated; N even); [`Error::InvalidArgument`] when `y` shares a buffer with
+    /// `x` or `W`; dtype errors unless `x` and `y` share a float type the adapter runs; limit
+    /// errors (binding size, workgroups) as every op.
+    pub fn run(&self, ctx: &Context, x: &Tensor, w: &QuantMatrix, y: &Tensor) -> Result<()> {
+        let name = self.name();
+        w.check(name)?;
+        let (n, k) = (w.rows, w.cols);
+        let rows: usize = x.shape().iter().rev().skip(1).product();
+        if x.shape().last().copied() != Some(k) || rows != self.m {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "x {:?} is not [{} rows, {k}] for W [{n}, {k}]",
+                    x.shape(),
+                    self.m
+                ),
+            ));
+        }
+        if self.glu && !n.is_multiple_of(2) {
+            return Err(Error::shape(
+                name,
+                format!("a gated W needs an even row count, not {n}"),
+            ));
+        }
+        if self.glu && self.residual {
+            return Err(Error::invalid(
+                name,
+                "a gated product cannot also be residual",
+            ));
+        }
+        let want = [self.m, self.out_cols(n)];
+        if y.numel() != want[0] * want[1] || y.shape().last().copied() != Some(want[1]) {
+            return Err(Error::shape(
+                name,
+                format!("y {:?} is not {want:?}", y.shape()),
+            ));
+        }
+        launch::same_dtype(name, x.dtype(), &[y])?;
+        launch::no_alias(name, y, &[x, &w.quants, &w.scales])?;
+        if !launch::starts_on_vector(x, 4) {
+            return Err(Error::invalid(
+                name,
+                "x must start on a 4-element boundary (it is read as vec4s)",
+            ));
+        }
+        launch::fits_u32(name, "x", x.numel())?;
+        launch::fits_u32(name, "y", y.numel())?;
+        let params = Params::new()
+            .u(launch::fits_u32(name, "M", self.m)?)
+            .u(launch::fits_u32(name, "N", n)?)
+            .u(k as u32)
+            .u((k / BLOCK) as u32);
+        let matvec = self.m <= MATVEC_MAX_M;
+        let defines = defines(
+            launch::dtype_defines(ctx, name, x.dtype())?,
+            w.format,
+            self.residual,
+            self.glu,
+        );
+        let workgroups = if matvec {
+            let groups = n.div_ceil((WG / TPR) as usize) as u64;
+            let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
+            if gz > 1 {
+                return Err(Error::LimitExceeded {
+                    what: format!("{name}: {n} rows"),
+                    limit: "maxComputeWorkgroupsPerDimension²",
+                    requested: groups,
+                    allowed: (ctx.limits().max_compute_workgroups_per_dimension as u64).pow(2),
+                });
+            }
+            [gx, gy, self.m as u32]
+        } else {
+            [
+                launch::fits_u32(name, "column tiles", n.div_ceil(TILE))?,
+                launch::fits_u32(name, "row tiles", self.m.div_ceil(TILE))?,
+                1,
+            ]
+        };
+        Launch {
+            label: name,
+            shader: &QMATMUL,
+            entry: if matvec { "matvec" } else { "matmul" },
+            defines,
+            params,
+            buffers: vec![(1, x), (2, &w.quants), (3, &w.scales), (4, y)],
+            workgroups,
+        }
+        .run(ctx)
+    }
+}
+
+fn defines(
+    base: ridge_core::Defines,
+    format: QuantFormat,
+    residual: bool,
+    glu: bool,
+) -> ridge_core::Defines {
+    base.u32("FORMAT", format.shader_id())
+        .u32("QW", format.quant_words() as u32)
+        .u32("WG", WG)
+        .u32("TPR", TPR)
+        .bool("RESIDUAL", residual)
+        .bool("GLU", glu)
+}
+
+/// |d·q| + |m| for every weight of ggml blocks (the magnitudes [`QMatmul::error_bounds`]
+/// takes), in the dequantized order.
+///
+/// Errors: as [`crate::quant::dequantize`].
+pub fn weight_magnitudes(format: QuantFormat, bytes: &[u8]) -> Result<Vec<f32>> {
+    let w = crate::quant::dequantize(format, bytes)?;
+    if format != QuantFormat::Q4_1 {
+        return Ok(w.iter().map(|v| v.abs()).collect());
+    }
+    let bb = format.block_bytes();
+    Ok(w.chunks(BLOCK)
+        .zip(bytes.chunks(bb))
+        .flat_map(|(ws, b)| {
+            let m = half::f16::from_le_bytes([b[2], b[3]]).to_f32();
+            ws.iter().map(move |v| (v - m).abs() + m.abs())
+        })
+        .collect())
+}
+
+/// Looks up rows `ids` of a quantized table (an embedding) and dequantizes them into `out`
+/// `[ids…, K]`; an id past the table gives zeros (check ids before upload).
+///
+/// Errors: [`Error::DType`] unless `ids` is u32 and `out` a float type the adapter runs;
+/// [`Error::Shape`] unless `out` is the ids' shape followed by `K`; limit errors as every op.
+pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tensor) -> Result<()> {
+    let name = "qembedding";
+    table.check(name)?;
+    ids.expect_dtype(name, DType::U32)?;
+    let mut want = ids.shape().to_vec();
+    want.push(table.cols);
+    out.expect_shape(name, "out", &want)?;
+    launch::no_alias(name, out, &[ids, &table.quants, &table.scales])?;
+    let total = launch::fits_u32(name, "elements", out.numel())?;
+    Launch {
+        label: name,
+        shader: &QMATMUL,
+        entry: "gather",
+        defines: defines(
+            launch::dtype_defines(ctx, name, out.dtype())?,
+            table.format,
+            false,
+            false,
+        ),
+        params: Params::new()
+            .u(launch::fits_u32(name, "ids", ids.numel())?)
+            .u(launch::fits_u32(name, "rows", table.rows)?)
+            .u(table.cols as u32)
+            .u((table.cols / BLOCK) as u32),
+        buffers: vec![(2, &table.quants), (3, &table.scales), (4, out), (5, ids)],
+        workgroups: ctx.fold_workgroups(name, total.div_ceil(WG) as u64)?,
+    }
+    .run(ctx)
+}
+
+/// Cost of [`gather_rows`]: `n` rows of `k` quantized weights read, `n·k` values written.
+pub fn gather_cost(format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpCost {
+    let read = (n * k / BLOCK * format.block_bytes()) as f64 + 4.0 * n as f64;
+    OpCost::new(n as f64 * k as f64, read + (n * k * dtype.size()) as f64)
+}
+
+pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for format in QuantFormat::ALL {
+        for (residual, glu) in [(false, false), (true, false), (false, true)] {
+            let d = defines(shaders::storage_defines(dtype), format, residual, glu);
+            v.push((&QMATMUL, "matvec", d.clone()));
+            v.push((&QMATMUL, "matmul", d.clone()));
+            if !residual && !glu {
+                v.push((&QMATMUL, "gather", d));
+            }
+        }
+    }
+    v
+}

@@ -1,0 +1,239 @@
+// Products with block-quantized weights, dequantized in registers: y = x·Wᵀ, W [N, K] in
+// Q8_0, Q4_0 or Q4_1 (ggml's blocks of 32, repacked: see crates/ridge-kernels/src/quant.rs),
+// x [M, K] and y in T (f32 or f16), f32 accumulation.
+//
+// matvec (decode, small M): TPR invocations share a row of W, each taking every TPR-th block
+//   and dotting it with x's matching 32 values; a tree over the TPR partial sums. One
+//   workgroup holds WG / TPR rows; the grid's z is x's row.
+// matmul (prefill): 64 × 64 tiles of y, one block of K (32) per step: x's tile and W's
+//   dequantized tile staged in workgroup memory, a 4 × 4 register tile per invocation.
+// gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
+//
+// Epilogues: RESIDUAL adds the product to y (y += x·Wᵀ: the residual stream); GLU takes
+// W's rows in pairs (2i: gate, 2i + 1: up, interleaved at load) and writes
+// y[:, i] = silu(gate)·up (SwiGLU; Shazeer, "GLU Variants Improve Transformer", 2020), so y
+// has N / 2 columns.
+//
+// Weight of a block with scale d (and minimum m): Q8_0 d·q, Q4_0 d·(q − 8), Q4_1 d·q + m.
+// A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
+//
+// Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
+// TPR (a power of two dividing WG), RESIDUAL, GLU.
+
+struct Params { m: u32, n: u32, k: u32, blocks: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read> quants: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<T>;
+@group(0) @binding(5) var<storage, read> ids: array<u32>;
+
+// The scale d (x) and minimum m (y, 0 but for Q4_1) of block b (counted row-major).
+fn scale_min(b: u32) -> vec2<f32> {
+    if FORMAT == 2u { return unpack2x16float(scales[b]); }
+    let w = unpack2x16float(scales[b >> 1u]);
+    return vec2<f32>(select(w.x, w.y, (b & 1u) == 1u), 0.0);
+}
+
+// The four signed bytes of w.
+fn bytes_i8(w: u32) -> vec4<f32> {
+    // Shifting each byte to the top, then arithmetically back, sign-extends it.
+    let s = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u),
+                      bitcast<i32>(w));
+    return vec4<f32>(s >> vec4<u32>(24u));
+}
+
+// The low (weights 4i..4i+3 of a block) and high (16+4i..) nibbles of quant word i.
+fn nibbles_lo(w: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>(w & 15u, (w >> 8u) & 15u, (w >> 16u) & 15u, (w >> 24u) & 15u));
+}
+fn nibbles_hi(w: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
+}
+
+// Σ w·x over block b of W and the 32 values of x starting at vec4 index xv.
+fn block_dot(xv: u32, b: u32) -> f32 {
+    let base = b * QW;
+    let sm = scale_min(b);
+    var qx = 0.0;
+    var sx = 0.0;
+    if FORMAT == 0u {
+        for (var i = 0u; i < 8u; i++) {
+            qx += dot(bytes_i8(quants[base + i]), vec4<f32>(x[xv + i]));
+        }
+        return sm.x * qx;
+    }
+    let offset = select(0.0, 8.0, FORMAT == 1u);
+    for (var i = 0u; i < 4u; i++) {
+        let w = quants[base + i];
+        let x0 = vec4<f32>(x[xv + i]);
+        let x1 = vec4<f32>(x[xv + 4u + i]);
+        qx += dot(nibbles_lo(w) - offset, x0) + dot(nibbles_hi(w) - offset, x1);
+        sx += dot(x0 + x1, vec4<f32>(1.0));
+    }
+    return sm.x * qx + sm.y * sx;
+}
+
+fn silu(v: f32) -> f32 {
+    return v / (1.0 + exp(-v));
+}
+
+// Writes one product (or, with GLU, one gate/up pair) to y at row m, column n of W.
+fn store(m: u32, n: u32, v: f32) {
+    let i = m * p.n + n;
+    if RESIDUAL {
+        y[i] = T(f32(y[i]) + v);
+    } else {
+        y[i] = T(v);
+    }
+}
+fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
+    y[m * (p.n / 2u) + n / 2u] = T(silu(gate) * up);
+}
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    let rows = WG / TPR;
+    let r = lid / TPR;
+    let lane = lid % TPR;
+    let n = (wid.x + wid.y * nwg.x) * rows + r;
+    let m = wid.z;
+    var acc = 0.0;
+    if n < p.n {
+        let xv = m * (p.k / 4u);
+        for (var b = lane; b < p.blocks; b += TPR) {
+            acc += block_dot(xv + b * 8u, n * p.blocks + b);
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        if lane < s { partial[lid] += partial[lid + s]; }
+        workgroupBarrier();
+    }
+    if lane != 0u || n >= p.n { return; }
+    if GLU {
+        if (r & 1u) == 0u { store_glu(m, n, partial[lid], partial[lid + TPR]); }
+    } else {
+        store(m, n, partial[lid]);
+    }
+}
+
+const BM: u32 = 64u;
+const BN: u32 = 64u;
+var<workgroup> xs: array<f32, 2048>; // [32][BM]: x's tile, k-major
+var<workgroup> ws: array<f32, 2048>; // [32][BN]: W's tile dequantized, k-major
+
+// Dequantizes part `part` (0..3) of block b, 8 weights, into column `col` of ws; zeros
+// when `live` is false (rows past N).
+fn stage_weights(b: u32, part: u32, col: u32, live: bool) {
+    if !live {
+        for (var j = 0u; j < 4u; j++) {
+            ws[(4u * part + j) * BN + col] = 0.0;
+            ws[(16u + 4u * part + j) * BN + col] = 0.0;
+        }
+        return;
+    }
+    let sm = scale_min(b);
+    if FORMAT == 0u {
+        let lo = bytes_i8(quants[b * 8u + 2u * part]) * sm.x;
+        let hi = bytes_i8(quants[b * 8u + 2u * part + 1u]) * sm.x;
+        for (var j = 0u; j < 4u; j++) {
+            ws[(8u * part + j) * BN + col] = lo[j];
+            ws[(8u * part + 4u + j) * BN + col] = hi[j];
+        }
+        return;
+    }
+    let w = quants[b * 4u + part];
+    let offset = select(0.0, 8.0, FORMAT == 1u);
+    let lo = (nibbles_lo(w) - offset) * sm.x + sm.y;
+    let hi = (nibbles_hi(w) - offset) * sm.x + sm.y;
+    for (var j = 0u; j < 4u; j++) {
+        ws[(4u * part + j) * BN + col] = lo[j];
+        ws[(16u + 4u * part + j) * BN + col] = hi[j];
+    }
+}
+
+@compute @workgroup_size(256)
+fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n0 = wid.x * BN;
+    let m0 = wid.y * BM;
+    let tx = lid % 16u; // columns n0 + 4·tx ..
+    let ty = lid / 16u; // rows m0 + 4·ty ..
+    var acc: array<f32, 16>;
+    for (var i = 0u; i < 16u; i++) { acc[i] = 0.0; }
+    let kv = p.k / 4u;
+    for (var b = 0u; b < p.blocks; b++) {
+        // x's tile: BM rows × 8 vec4s.
+        for (var i = lid; i < BM * 8u; i += 256u) {
+            let row = i / 8u;
+            let c = i % 8u;
+            var v = vec4<f32>(0.0);
+            if m0 + row < p.m { v = vec4<f32>(x[(m0 + row) * kv + b * 8u + c]); }
+            xs[(4u * c) * BM + row] = v.x;
+            xs[(4u * c + 1u) * BM + row] = v.y;
+            xs[(4u * c + 2u) * BM + row] = v.z;
+            xs[(4u * c + 3u) * BM + row] = v.w;
+        }
+        // W's tile: four invocations per row, 8 weights each.
+        let row = lid / 4u;
+        stage_weights((n0 + row) * p.blocks + b, lid % 4u, row, n0 + row < p.n);
+        workgroupBarrier();
+        for (var kk = 0u; kk < 32u; kk++) {
+            let a = vec4<f32>(xs[kk * BM + 4u * ty], xs[kk * BM + 4u * ty + 1u],
+                              xs[kk * BM + 4u * ty + 2u], xs[kk * BM + 4u * ty + 3u]);
+            let w = vec4<f32>(ws[kk * BN + 4u * tx], ws[kk * BN + 4u * tx + 1u],
+                              ws[kk * BN + 4u * tx + 2u], ws[kk * BN + 4u * tx + 3u]);
+            for (var i = 0u; i < 4u; i++) {
+                acc[4u * i] += a[i] * w.x;
+                acc[4u * i + 1u] += a[i] * w.y;
+                acc[4u * i + 2u] += a[i] * w.z;
+                acc[4u * i + 3u] += a[i] * w.w;
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let m = m0 + 4u * ty + i;
+        if m >= p.m { break; }
+        for (var j = 0u; j < 4u; j++) {
+            let n = n0 + 4u * tx + j;
+            if n >= p.n { break; }
+            if GLU {
+                if (j & 1u) == 0u { store_glu(m, n, acc[4u * i + j], acc[4u * i + j + 1u]); }
+            } else {
+                store(m, n, acc[4u * i + j]);
+            }
+        }
+    }
+}
+
+// The weight at column c of block b.
+fn weight(b: u32, c: u32) -> f32 {
+    let sm = scale_min(b);
+    if FORMAT == 0u {
+        let w = quants[b * 8u + c / 4u];
+        return sm.x * f32(bitcast<i32>(w << (24u - (c % 4u) * 8u)) >> 24u);
+    }
+    let w = quants[b * 4u + (c % 16u) / 4u];
+    let q = f32((w >> ((c % 4u) * 8u + (c / 16u) * 4u)) & 15u);
+    if FORMAT == 1u { return sm.x * (q - 8.0); }
+    return q * sm.x + sm.y;
+}
+
+// out[t, c] = W[ids[t], c] for p.m ids, rows of p.k; an id ≥ p.n gives zeros.
+@compute @workgroup_size(WG)
+fn gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG + lid;
+    if i >= p.m * p.k { return; }
+    let id = ids[i / p.k];
+    let c = i % p.k;
+    var v = 0.0;
+    if id < p.n { v = weight(id * p.blocks + c / 32u, c % 32u); }
+    y[i] = T(v);
+}

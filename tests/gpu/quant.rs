@@ -1,0 +1,186 @@
+//! Products with block-quantized weights (Q8_0, Q4_0, Q4_1) and quantized row lookup against
+//! the f64 reference on ggml's dequantized weights.
+
+use ridge::core::{Context, DType, Error, Result, Tensor};
+use ridge::kernels::qmatmul::{self, MATVEC_MAX_M, QMatmul};
+use ridge::kernels::quant::{self, QuantFormat, QuantMatrix};
+
+use crate::harness::*;
+
+/// Random ggml blocks for an `n × k` matrix: values quantized by ggml's reference quantizer,
+/// with rows of very different scales (a row ×1000, one ×0.001) and one row of a constant
+/// (every Q4_1 weight its minimum, d = 0).
+fn weights(format: QuantFormat, n: usize, k: usize, seed: u64) -> Vec<u8> {
+    let mut v = random(seed, n * k, -1.0, 1.0);
+    for (r, row) in v.chunks_mut(k).enumerate() {
+        let s = match r % 7 {
+            3 => 1000.0,
+            5 => 0.001,
+            _ => 1.0,
+        };
+        row.iter_mut().for_each(|x| *x *= s);
+        if r % 11 == 10 {
+            row.iter_mut().for_each(|x| *x = 0.75);
+        }
+    }
+    quant::quantize(format, &v).expect("whole blocks")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(
+    ctx: &Context,
+    format: QuantFormat,
+    op: QMatmul,
+    n: usize,
+    k: usize,
+    dtype: DType,
+    seed: u64,
+) -> Result<()> {
+    let bytes = weights(format, n, k, seed);
+    let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+    let wf = quant::dequantize(format, &bytes)?;
+    let mag = qmatmul::weight_magnitudes(format, &bytes)?;
+    let (x, xv) = upload(
+        ctx,
+        &random(seed + 1, op.m * k, -2.0, 2.0),
+        &[op.m, k],
+        dtype,
+    )?;
+    let cols = op.out_cols(n);
+    let (y, y_old) = if op.residual {
+        upload(
+            ctx,
+            &random(seed + 2, op.m * cols, -3.0, 3.0),
+            &[op.m, cols],
+            dtype,
+        )?
+    } else {
+        (poisoned(ctx, &[op.m, cols], dtype)?, vec![])
+    };
+    op.run(ctx, &x, &w, &y)?;
+    let got = block(y.to_f32(ctx))?;
+    let want = op.reference(&xv, &wf, n, k, &y_old);
+    let bounds = op.error_bounds(dtype, &xv, &mag, n, k, &y_old, &want);
+    assert_close(op.name(), &got, &want, |i| bounds[i]).map_err(|e| {
+        Error::invalid(
+            "qmatmul",
+            format!("{format} {op:?} n={n} k={k} {dtype}: {e}"),
+        )
+    })
+}
+
+#[test]
+fn every_format_both_kernels_odd_shapes() {
+    on_every_adapter("qmatmul_shapes", |ctx| {
+        let mut seed = 10;
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                // M: 1 (decode), the matrix-vector kernel's largest, one past it, a prime past
+                // a tile; N: 1, primes, a non-multiple of the 64-wide tile; K: one block, 18
+                // blocks (SmolLM2's width), an odd block count.
+                for (m, n, k) in [
+                    (1, 1, 32),
+                    (1, 97, 576),
+                    (MATVEC_MAX_M, 130, 96),
+                    (MATVEC_MAX_M + 1, 67, 160),
+                    (67, 131, 224),
+                ] {
+                    seed += 1;
+                    check(ctx, format, QMatmul::new(m), n, k, dtype, seed)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn residual_and_swiglu_epilogues() {
+    on_every_adapter("qmatmul_epilogues", |ctx| {
+        let mut seed = 100;
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                for m in [1, 3, 70] {
+                    seed += 1;
+                    let residual = QMatmul {
+                        residual: true,
+                        ..QMatmul::new(m)
+                    };
+                    check(ctx, format, residual, 75, 64, dtype, seed)?;
+                    let glu = QMatmul {
+                        glu: true,
+                        ..QMatmul::new(m)
+                    };
+                    check(ctx, format, glu, 134, 96, dtype, seed)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn gathered_rows_are_the_dequantized_rows() {
+    on_every_adapter("qembedding", |ctx| {
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                let (n, k) = (37, 96);
+                let bytes = weights(format, n, k, 7);
+                let table = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+                let wf = &quant::dequantize(format, &bytes)?;
+                let ids = [3u32, 0, 36, 3, 500];
+                let idt = Tensor::from_slice(ctx, &ids, &[5])?;
+                let out = poisoned(ctx, &[5, k], dtype)?;
+                qmatmul::gather_rows(ctx, &table, &idt, &out)?;
+                let got = block(out.to_f32(ctx))?;
+                let want: Vec<f32> = ids
+                    .iter()
+                    .flat_map(|&id| {
+                        let id = id as usize;
+                        (0..k).map(move |c| if id < n { wf[id * k + c] } else { 0.0 })
+                    })
+                    .collect();
+                // q·d + m may be fused into one rounding where ggml rounds twice: one ulp.
+                assert_close("qembedding", &got, &want, |i| {
+                    2.0 * ridge::kernels::check::storage_rounding(dtype, want[i] as f64)
+                        + ridge::kernels::check::U32 * want[i].abs() as f64
+                })?;
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn bad_shapes_are_refused() {
+    on_every_adapter("qmatmul_errors", |ctx| {
+        let bytes = weights(QuantFormat::Q4_0, 4, 64, 1);
+        let w = QuantMatrix::upload(ctx, QuantFormat::Q4_0, 4, 64, &bytes)?;
+        let shape = |e: &Error| matches!(e, Error::Shape { .. });
+        expect_err(
+            "cols not whole blocks",
+            QuantMatrix::upload(ctx, QuantFormat::Q4_0, 2, 48, &bytes[..54]),
+            shape,
+        )?;
+        expect_err(
+            "bytes of another size",
+            QuantMatrix::upload(ctx, QuantFormat::Q4_0, 4, 64, &bytes[..36]),
+            shape,
+        )?;
+        let x = Tensor::empty(ctx, &[2, 32], DType::F32)?;
+        let y = Tensor::empty(ctx, &[2, 4], DType::F32)?;
+        expect_err("K mismatch", QMatmul::new(2).run(ctx, &x, &w, &y), shape)?;
+        let x = Tensor::empty(ctx, &[2, 64], DType::F32)?;
+        expect_err("M mismatch", QMatmul::new(3).run(ctx, &x, &w, &y), shape)?;
+        let glu = QMatmul {
+            glu: true,
+            ..QMatmul::new(2)
+        };
+        expect_err("gated y of N columns", glu.run(ctx, &x, &w, &y), shape)?;
+        let yh = Tensor::empty(ctx, &[2, 4], DType::U32)?;
+        expect_err("u32 output", QMatmul::new(2).run(ctx, &x, &w, &yh), |e| {
+            matches!(e, Error::DType { .. })
+        })?;
+        Ok(())
+    });
+}
