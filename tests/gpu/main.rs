@@ -4,6 +4,7 @@ mod harness;
 
 mod attention;
 mod core;
+mod decoder_ops;
 mod elementwise;
 mod gemm;
 mod layout;

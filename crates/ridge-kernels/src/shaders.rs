@@ -23,6 +23,21 @@ pub static QMATMUL: ShaderSource = ShaderSource {
     name: "qmatmul",
     body: include_str!("../../../shaders/qmatmul.wgsl"),
 };
+/// `shaders/rope.wgsl`: rotary position embedding and the KV-cache append.
+pub static ROPE: ShaderSource = ShaderSource {
+    name: "rope",
+    body: include_str!("../../../shaders/rope.wgsl"),
+};
+/// `shaders/kv_attention.wgsl`: causal grouped-query attention over a KV cache.
+pub static KV_ATTENTION: ShaderSource = ShaderSource {
+    name: "kv_attention",
+    body: include_str!("../../../shaders/kv_attention.wgsl"),
+};
+/// `shaders/argmax.wgsl`: greedy decoding's pick.
+pub static ARGMAX: ShaderSource = ShaderSource {
+    name: "argmax",
+    body: include_str!("../../../shaders/argmax.wgsl"),
+};
 /// `shaders/norm.wgsl`.
 pub static NORM: ShaderSource = ShaderSource {
     name: "norm",
@@ -114,6 +129,9 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::ceilings::variants(dtype));
         v.extend(crate::attention::variants(dtype));
         v.extend(crate::qmatmul::variants(dtype));
+        v.extend(crate::rope::variants(dtype));
+        v.extend(crate::kv_attention::variants(dtype));
+        v.extend(crate::argmax::variants(dtype));
     }
     v
 }

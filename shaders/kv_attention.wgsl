@@ -1,0 +1,182 @@
+// Causal attention of queries against a KV cache, with grouped-query heads (Ainslie et al.,
+// "GQA", 2023) and the keys split across workgroups (flash-decoding: Dao et al., 2023):
+//
+//   out[t, h] = softmax(q[t, h]·K[0..=pos0+t, h/G]ᵀ · scale) · V[0..=pos0+t, h/G]
+//
+// q [T, nh, dh]; k_cache, v_cache [capacity, nkv, dh]; G = nh / nkv query heads share a KV
+// head. A workgroup takes one token t, one KV head g (its G query heads, so each key and
+// value row is read once for all of them) and one span of `chunk` keys, walked in tiles of
+// TILE keys with the online softmax (Milakov & Gimelshein, 2018): a running maximum m,
+// denominator l and unnormalised output per head. Query t sees keys 0..=pos0 + t.
+//
+// partial: with SPLIT, writes (m, l, output) per (t, head, span) to `part`; merge rescales
+//   the spans to their common maximum and normalises. Without SPLIT (one span) partial
+//   writes out directly.
+//
+// Invocation i owns dimensions i, i + WG, … (DPT of them) of every head; while scoring, it
+// owns key j0 + i of the tile. Masked and absent keys score −1e30 and weigh exactly 0.
+//
+// Defines: T, WG (= TILE), G, DPT (dims per invocation: ⌈dh / WG⌉), SPLIT.
+
+struct Params {
+    tokens: u32, nh: u32, nkv: u32, dh: u32,
+    pos0: u32, splits: u32, chunk: u32, scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<T>;
+@group(0) @binding(2) var<storage, read> k_cache: array<T>;
+@group(0) @binding(3) var<storage, read> v_cache: array<T>;
+@group(0) @binding(4) var<storage, read_write> out: array<T>;
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;
+
+const TILE: u32 = WG;
+const DPAD: u32 = DPT * WG;
+const MASKED: f32 = -1e30;
+
+var<workgroup> qs: array<f32, G * DPAD>;
+var<workgroup> scores: array<f32, G * TILE>;
+var<workgroup> red: array<f32, WG>;
+
+fn reduce_max(v: f32, lid: u32) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s { red[lid] = max(red[lid], red[lid + s]); }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+fn reduce_sum(v: f32, lid: u32) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s { red[lid] += red[lid + s]; }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Index of partial record (t, head, span): m, l, then DPAD output values.
+fn record(t: u32, head: u32, span: u32) -> u32 {
+    return ((t * p.nh + head) * p.splits + span) * (DPAD + 2u);
+}
+
+@compute @workgroup_size(WG)
+fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let span = wid.x;
+    let g = wid.y;
+    let t = wid.z;
+    let visible = p.pos0 + t + 1u;
+    let start = span * p.chunk;
+    let end = min(start + p.chunk, visible);
+
+    for (var h = 0u; h < G; h++) {
+        for (var e = 0u; e < DPT; e++) {
+            let d = lid + e * WG;
+            var v = 0.0;
+            if d < p.dh { v = f32(q[(t * p.nh + g * G + h) * p.dh + d]) * p.scale; }
+            qs[h * DPAD + d] = v;
+        }
+    }
+    var m: array<f32, G>;
+    var l: array<f32, G>;
+    var acc: array<f32, G * DPT>;
+    for (var h = 0u; h < G; h++) {
+        m[h] = MASKED;
+        l[h] = 0.0;
+        for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] = 0.0; }
+    }
+    workgroupBarrier();
+
+    for (var j0 = start; j0 < end; j0 += TILE) {
+        // Scores of this tile: invocation lid takes key j0 + lid for all G heads.
+        let j = j0 + lid;
+        var s: array<f32, G>;
+        for (var h = 0u; h < G; h++) { s[h] = 0.0; }
+        if j < end {
+            let row = (j * p.nkv + g) * p.dh;
+            for (var d = 0u; d < p.dh; d++) {
+                let kd = f32(k_cache[row + d]);
+                for (var h = 0u; h < G; h++) { s[h] += qs[h * DPAD + d] * kd; }
+            }
+        }
+        for (var h = 0u; h < G; h++) {
+            let score = select(MASKED, s[h], j < end);
+            let m_new = max(m[h], reduce_max(score, lid));
+            let weight = select(0.0, exp(score - m_new), j < end);
+            let rescale = exp(m[h] - m_new);
+            let total = reduce_sum(weight, lid);
+            scores[h * TILE + lid] = weight;
+            l[h] = l[h] * rescale + total;
+            m[h] = m_new;
+            for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] *= rescale; }
+        }
+        workgroupBarrier();
+        // Values: invocation lid takes its dimensions of every key of the tile.
+        let n = min(TILE, end - j0);
+        for (var jj = 0u; jj < n; jj++) {
+            let row = ((j0 + jj) * p.nkv + g) * p.dh;
+            for (var e = 0u; e < DPT; e++) {
+                let d = lid + e * WG;
+                if d < p.dh {
+                    let vd = f32(v_cache[row + d]);
+                    for (var h = 0u; h < G; h++) {
+                        acc[h * DPT + e] += scores[h * TILE + jj] * vd;
+                    }
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+
+    for (var h = 0u; h < G; h++) {
+        let head = g * G + h;
+        if SPLIT {
+            let r = record(t, head, span);
+            if lid == 0u {
+                part[r] = m[h];
+                part[r + 1u] = l[h];
+            }
+            for (var e = 0u; e < DPT; e++) {
+                part[r + 2u + lid + e * WG] = acc[h * DPT + e];
+            }
+        } else {
+            for (var e = 0u; e < DPT; e++) {
+                let d = lid + e * WG;
+                if d < p.dh { out[(t * p.nh + head) * p.dh + d] = T(acc[h * DPT + e] / l[h]); }
+            }
+        }
+    }
+}
+
+// One workgroup per (head, token): the spans rescaled to their common maximum.
+@compute @workgroup_size(WG)
+fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let head = wid.x;
+    let t = wid.y;
+    var m = MASKED;
+    for (var s = 0u; s < p.splits; s++) {
+        let r = record(t, head, s);
+        if part[r + 1u] > 0.0 { m = max(m, part[r]); }
+    }
+    var l = 0.0;
+    var acc: array<f32, DPT>;
+    for (var e = 0u; e < DPT; e++) { acc[e] = 0.0; }
+    for (var s = 0u; s < p.splits; s++) {
+        let r = record(t, head, s);
+        // A span with no visible key (l = 0) weighs nothing.
+        let w = select(0.0, exp(part[r] - m), part[r + 1u] > 0.0);
+        l += w * part[r + 1u];
+        for (var e = 0u; e < DPT; e++) { acc[e] += w * part[r + 2u + lid + e * WG]; }
+    }
+    for (var e = 0u; e < DPT; e++) {
+        let d = lid + e * WG;
+        if d < p.dh { out[(t * p.nh + head) * p.dh + d] = T(acc[e] / l); }
+    }
+}

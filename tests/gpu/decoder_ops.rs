@@ -1,0 +1,184 @@
+//! The decoder's own kernels against their f64 references: RoPE with the KV-cache append,
+//! causal grouped-query attention over a KV cache (one span and split across workgroups),
+//! and argmax.
+
+use ridge::core::{Context, DType, Error, Result, Tensor};
+use ridge::kernels::argmax;
+use ridge::kernels::{KvAttention, PairLayout, RopeQkv, RopeTable};
+
+use crate::harness::*;
+
+#[test]
+fn rope_rotates_q_and_k_and_appends_k_and_v() {
+    on_every_adapter("rope_qkv", |ctx| {
+        for dtype in dtypes(ctx) {
+            for layout in [PairLayout::Adjacent, PairLayout::Halves] {
+                // SmolLM2's heads (9 over 3, width 64) and an odd little one (3 over 1, 6).
+                for (t, nh, nkv, dh, pos0) in
+                    [(5, 9, 3, 64, 0), (1, 9, 3, 64, 4090), (7, 3, 1, 6, 11)]
+                {
+                    let capacity = pos0 + t + 3;
+                    let base = 100_000.0;
+                    let table = RopeTable::new(ctx, capacity, dh, base)?;
+                    let op = RopeQkv {
+                        tokens: t,
+                        heads: nh,
+                        kv_heads: nkv,
+                        head_dim: dh,
+                        pos0,
+                        layout,
+                    };
+                    let n = t * (nh + 2 * nkv) * dh;
+                    let (qkv, xv) =
+                        upload(ctx, &random(3, n, -2.0, 2.0), &[t, nh + 2 * nkv, dh], dtype)?;
+                    let q = poisoned(ctx, &[t, nh, dh], dtype)?;
+                    let kc = poisoned(ctx, &[capacity, nkv, dh], dtype)?;
+                    let vc = poisoned(ctx, &[capacity, nkv, dh], dtype)?;
+                    op.run(ctx, &qkv, &table, &q, &kc, &vc)?;
+                    let (wq, wk, wv) = op.reference(&xv, base);
+                    let rows = pos0 * nkv * dh..(pos0 + t) * nkv * dh;
+                    let kg = block(kc.to_f32(ctx))?[rows.clone()].to_vec();
+                    let vg = block(vc.to_f32(ctx))?[rows].to_vec();
+                    let qg = block(q.to_f32(ctx))?;
+                    let what = format!("{layout:?} t={t} nh={nh} dh={dh} pos0={pos0} {dtype}");
+                    let bound = |want: &[f32], i: usize| {
+                        // Each output mixes two inputs of magnitude < 2.
+                        RopeQkv::error_bound(dtype, 2.0, 2.0, want[i])
+                    };
+                    assert_close(&format!("q {what}"), &qg, &wq, |i| bound(&wq, i))?;
+                    assert_close(&format!("k {what}"), &kg, &wk, |i| bound(&wk, i))?;
+                    assert_close(&format!("v {what}"), &vg, &wv, |_| 0.0)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+fn attention_case(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Result<()> {
+    let (nh, nkv, dh) = (op.heads, op.kv_heads, op.head_dim);
+    let capacity = op.context() + 5;
+    let kv_len = op.context() * nkv * dh;
+    // Cache rows past the context are poisoned: the kernel must never read them.
+    let mut kvals = random(seed, kv_len, -1.0, 1.0);
+    let mut vvals = random(seed + 1, kv_len, -1.0, 1.0);
+    let pad = vec![f32::NAN; (capacity - op.context()) * nkv * dh];
+    kvals.extend(&pad);
+    vvals.extend(&pad);
+    let (kc, kv) = upload(ctx, &kvals, &[capacity, nkv, dh], dtype)?;
+    let (vc, vv) = upload(ctx, &vvals, &[capacity, nkv, dh], dtype)?;
+    // Large queries make peaked softmaxes: the trap is an unstable exp.
+    let (q, qv) = upload(
+        ctx,
+        &random(seed + 2, op.tokens * nh * dh, -4.0, 4.0),
+        &[op.tokens, nh, dh],
+        dtype,
+    )?;
+    let out = poisoned(ctx, &[op.tokens, nh, dh], dtype)?;
+    op.run(ctx, &q, &kc, &vc, &out)?;
+    let got = block(out.to_f32(ctx))?;
+    let want = op.reference(&qv, &kv[..kv_len], &vv[..kv_len]);
+    let score_max = 4.0 * dh as f64 / (dh as f64).sqrt();
+    assert_close("kv_attention", &got, &want, |i| {
+        op.error_bound(dtype, 1.0, score_max, want[i])
+    })
+    .map_err(|e| {
+        Error::invalid(
+            "kv_attention",
+            format!("{op:?} {dtype} spans {:?}: {e}", op.split()),
+        )
+    })
+}
+
+#[test]
+fn kv_attention_prefill_and_decode_split_and_whole() {
+    on_every_adapter("kv_attention", |ctx| {
+        let mut seed = 40;
+        for dtype in dtypes(ctx) {
+            for (tokens, pos0) in [
+                (1, 0),
+                (1, 1),
+                (1, 200),
+                (1, 1500),
+                (13, 0),
+                (17, 50),
+                (130, 3),
+            ] {
+                for (nh, nkv, dh) in [(9, 3, 64), (4, 4, 32), (6, 2, 80)] {
+                    seed += 1;
+                    let op = KvAttention {
+                        tokens,
+                        heads: nh,
+                        kv_heads: nkv,
+                        head_dim: dh,
+                        pos0,
+                    };
+                    attention_case(ctx, op, dtype, seed)?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn kv_attention_refuses_what_it_cannot_run() {
+    on_every_adapter("kv_attention_errors", |ctx| {
+        let q = Tensor::empty(ctx, &[1, 9, 64], DType::F32)?;
+        let kc = Tensor::empty(ctx, &[8, 3, 64], DType::F32)?;
+        let out = Tensor::empty(ctx, &[1, 9, 64], DType::F32)?;
+        let op = KvAttention {
+            tokens: 1,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            pos0: 8,
+        };
+        expect_err(
+            "past the cache",
+            op.run(ctx, &q, &kc, &kc.clone(), &out),
+            |e| matches!(e, Error::Shape { .. }),
+        )?;
+        let wide = KvAttention {
+            heads: 64,
+            kv_heads: 1,
+            head_dim: 64,
+            pos0: 0,
+            ..op
+        };
+        let q = Tensor::empty(ctx, &[1, 64, 64], DType::F32)?;
+        let kc = Tensor::empty(ctx, &[8, 1, 64], DType::F32)?;
+        expect_err(
+            "64 heads per KV head",
+            wide.run(ctx, &q, &kc, &kc.clone(), &q.clone()),
+            |e| matches!(e, Error::InvalidArgument { .. }),
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn argmax_picks_the_first_maximum_and_flags_non_finite_rows() {
+    on_every_adapter("argmax", |ctx| {
+        for dtype in dtypes(ctx) {
+            let cols = 49_152 + 7;
+            let mut x = random(9, 4 * cols, -10.0, 10.0);
+            x[cols + 5] = 50.0; // row 1: a tie, the first wins
+            x[cols + 9000] = 50.0;
+            x[2 * cols + cols - 1] = 60.0; // row 2: the last column
+            x[3 * cols + 17] = f32::NAN; // row 3: refused
+            let (t, xv) = upload(ctx, &x, &[4, cols], dtype)?;
+            let ids = Tensor::empty(ctx, &[4], DType::U32)?;
+            argmax::argmax(ctx, &t, &ids)?;
+            let got = block(ids.to_vec::<u32>(ctx))?;
+            let want = argmax::reference(&xv, cols);
+            if got != want || got[1] != (cols + 5 - cols) as u32 || got[3] != argmax::NON_FINITE {
+                return Err(Error::invalid(
+                    "argmax",
+                    format!("{dtype}: {got:?} vs {want:?}"),
+                ));
+            }
+        }
+        Ok(())
+    });
+}
