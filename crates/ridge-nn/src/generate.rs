@@ -1,0 +1,317 @@
+//! Text generation with a GGUF decoder: prompt → prefill (one submission) → decode, each
+//! token handed to the caller as soon as it exists, until the end-of-sequence token, a
+//! token limit, a full context, or the caller says stop.
+
+use std::path::{Path, PathBuf};
+
+use ridge_core::{Context, DType, Tensor};
+use web_time::Instant;
+
+use crate::error::{Error, Result};
+use crate::file::FileBytes;
+use crate::gguf::Gguf;
+use crate::llama::tokenizer::{GgufTokenizer, Message, apply_chat_template};
+use crate::llama::{KvCache, Llama};
+use crate::sampling::{Sampler, Sampling, top_k};
+
+/// What to generate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerateOptions {
+    /// Most tokens to generate (≥ 1).
+    pub max_tokens: usize,
+    /// How each token is chosen.
+    pub sampling: Sampling,
+    /// Stop after the end-of-sequence token (it is still handed to the caller).
+    pub stop_at_eos: bool,
+    /// Report the `top_logits` largest raw logits with each token (0: none; reading them back
+    /// costs a copy of the whole vocabulary's logits per token).
+    pub top_logits: usize,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: 256,
+            sampling: Sampling::greedy(),
+            stop_at_eos: true,
+            top_logits: 0,
+        }
+    }
+}
+
+/// One generated token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    /// Its id.
+    pub id: u32,
+    /// The text it completes (possibly empty while a multi-byte character is incomplete;
+    /// special tokens give none).
+    pub text: String,
+    /// The largest raw logits at this step as `(id, logit)`, largest first, when asked for.
+    pub top_logits: Vec<(u32, f32)>,
+}
+
+/// Why generation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// The model produced its end-of-sequence token.
+    Eos,
+    /// `max_tokens` were generated.
+    Length,
+    /// The KV cache (context) is full.
+    Context,
+    /// The caller asked to stop.
+    Stopped,
+}
+
+/// Timings of one generation (wall clock, host included).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Stats {
+    /// Prompt tokens run through the prefill.
+    pub prompt_tokens: usize,
+    /// Tokens generated.
+    pub generated: usize,
+    /// From the call to the first token's id on the host, ms.
+    pub time_to_first_token_ms: f64,
+    /// Prompt tokens per second of the time to first token.
+    pub prefill_tokens_per_s: f64,
+    /// Tokens after the first per second of the time after the first.
+    pub decode_tokens_per_s: f64,
+    /// Why it ended.
+    pub finish: Finish,
+}
+
+/// A GGUF chat or text model on the GPU: decoder, tokenizer and chat template.
+pub struct TextGenerator {
+    model: Llama,
+    tokenizer: GgufTokenizer,
+    path: PathBuf,
+    name: String,
+}
+
+impl TextGenerator {
+    /// Memory-maps and loads the GGUF file at `path` with `dtype` activations.
+    ///
+    /// Errors: as [`TextGenerator::from_file`], and [`Error::Io`] when it cannot be read.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn load(ctx: &Context, path: &Path, dtype: DType) -> Result<Self> {
+        Self::from_file(ctx, FileBytes::open(path)?, dtype)
+    }
+
+    /// Loads a GGUF file already in memory (or mapped).
+    ///
+    /// Errors: [`Error::Gguf`] for a file that is not valid GGUF; otherwise as
+    /// [`Llama::load`] and [`GgufTokenizer::from_gguf`].
+    pub fn from_file(ctx: &Context, file: FileBytes, dtype: DType) -> Result<Self> {
+        let path = file.path().to_path_buf();
+        let g = Gguf::parse(file).map_err(|source| Error::Gguf {
+            path: path.clone(),
+            source,
+        })?;
+        let tokenizer = GgufTokenizer::from_gguf(&g)?;
+        let model = Llama::load(ctx, &g, dtype)?;
+        let name = g
+            .get("general.name")
+            .and_then(crate::gguf::Value::as_str)
+            .unwrap_or("a GGUF model")
+            .to_string();
+        Ok(Self {
+            model,
+            tokenizer,
+            path,
+            name,
+        })
+    }
+
+    /// The decoder.
+    pub fn model(&self) -> &Llama {
+        &self.model
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &GgufTokenizer {
+        &self.tokenizer
+    }
+
+    /// The model's name (`general.name`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Token ids of `text` as it stands (no chat template).
+    ///
+    /// Errors: [`Error::Input`] for an empty text; tokenizer errors.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let ids = self.tokenizer.encode(text, &self.path)?;
+        if ids.is_empty() {
+            return Err(Error::Input("the prompt is empty".into()));
+        }
+        Ok(ids)
+    }
+
+    /// The chat template applied to `messages` with the assistant's turn opened.
+    ///
+    /// Errors: [`Error::Unsupported`] when the file has no chat template; as
+    /// [`apply_chat_template`].
+    pub fn chat_text(&self, messages: &[Message]) -> Result<String> {
+        let template =
+            self.tokenizer
+                .chat_template
+                .as_deref()
+                .ok_or_else(|| Error::Unsupported {
+                    path: self.path.clone(),
+                    message:
+                        "the file has no chat template (tokenizer.chat_template); use a raw prompt"
+                            .into(),
+                })?;
+        let token = |id: Option<u32>| {
+            id.and_then(|i| self.tokenizer.tokenizer.id_to_token(i))
+                .unwrap_or_default()
+        };
+        apply_chat_template(
+            template,
+            messages,
+            true,
+            &token(self.tokenizer.bos),
+            &token(self.tokenizer.eos),
+            &self.path,
+        )
+    }
+
+    /// Token ids of `messages` with the chat template applied.
+    ///
+    /// Errors: as [`TextGenerator::chat_text`] and [`TextGenerator::encode`].
+    pub fn encode_chat(&self, messages: &[Message]) -> Result<Vec<u32>> {
+        self.encode(&self.chat_text(messages)?)
+    }
+
+    /// The text of `ids`, special tokens skipped when `skip_special`.
+    ///
+    /// Errors: tokenizer errors.
+    pub fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
+        self.tokenizer.decode(ids, skip_special, &self.path)
+    }
+
+    /// A KV cache for `capacity` positions (see [`Llama::cache`]).
+    ///
+    /// Errors: as [`Llama::cache`].
+    pub fn cache(&self, ctx: &Context, capacity: usize) -> Result<KvCache> {
+        self.model.cache(ctx, capacity)
+    }
+
+    /// Generates from `prompt` (ids, appended to whatever `cache` already holds), handing
+    /// each token to `on_token` as soon as its id is on the host; `on_token` returns `false`
+    /// to stop. Greedy decoding picks on the GPU and reads back 4 bytes a token; sampling and
+    /// `top_logits` read back the logits.
+    ///
+    /// Errors: [`Error::Input`] for an empty prompt, `max_tokens` of 0, bad sampling
+    /// parameters, a prompt that leaves no room in the cache for one token, or non-finite
+    /// logits (corrupt weights); GPU errors.
+    pub async fn generate(
+        &self,
+        ctx: &Context,
+        cache: &mut KvCache,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        mut on_token: impl FnMut(&Token) -> bool,
+    ) -> Result<Stats> {
+        if prompt.is_empty() {
+            return Err(Error::Input("the prompt is empty".into()));
+        }
+        if options.max_tokens == 0 {
+            return Err(Error::Input("max tokens must be at least 1".into()));
+        }
+        let mut sampler = Sampler::new(options.sampling)?;
+        let room = cache.capacity().saturating_sub(cache.len());
+        if prompt.len() >= room {
+            return Err(Error::Input(format!(
+                "a prompt of {} tokens leaves no room to generate in a context of {} ({} used)",
+                prompt.len(),
+                cache.capacity(),
+                cache.len()
+            )));
+        }
+        let start = Instant::now();
+        let mut seen: Vec<u32> = prompt.to_vec();
+        let mut stream = self.tokenizer.tokenizer.decode_stream(true);
+        let mut fwd = self.model.forward(ctx, cache, prompt, false)?;
+        let mut first_ms = 0.0;
+        let mut generated = 0;
+        let finish = loop {
+            let (id, top_logits) = self
+                .pick(ctx, &fwd.logits, &mut sampler, &seen, options)
+                .await?;
+            if generated == 0 {
+                first_ms = start.elapsed().as_secs_f64() * 1e3;
+            }
+            generated += 1;
+            seen.push(id);
+            let text = stream
+                .step(id)
+                .map_err(|e| Error::Tokenizer {
+                    path: self.path.clone(),
+                    message: e.to_string(),
+                })?
+                .unwrap_or_default();
+            if !on_token(&Token {
+                id,
+                text,
+                top_logits,
+            }) {
+                break Finish::Stopped;
+            }
+            if options.stop_at_eos && Some(id) == self.tokenizer.eos {
+                break Finish::Eos;
+            }
+            if generated == options.max_tokens {
+                break Finish::Length;
+            }
+            if cache.len() >= cache.capacity() {
+                break Finish::Context;
+            }
+            fwd = self.model.forward(ctx, cache, &[id], false)?;
+        };
+        let total_ms = start.elapsed().as_secs_f64() * 1e3;
+        let decode_ms = total_ms - first_ms;
+        Ok(Stats {
+            prompt_tokens: prompt.len(),
+            generated,
+            time_to_first_token_ms: first_ms,
+            prefill_tokens_per_s: prompt.len() as f64 / (first_ms * 1e-3),
+            decode_tokens_per_s: if generated > 1 && decode_ms > 0.0 {
+                (generated - 1) as f64 / (decode_ms * 1e-3)
+            } else {
+                0.0
+            },
+            finish,
+        })
+    }
+
+    /// The next token from `logits`: the GPU's argmax when greedy and no logits are wanted,
+    /// else the sampler over the logits read back.
+    async fn pick(
+        &self,
+        ctx: &Context,
+        logits: &Tensor,
+        sampler: &mut Sampler,
+        seen: &[u32],
+        options: &GenerateOptions,
+    ) -> Result<(u32, Vec<(u32, f32)>)> {
+        if sampler.sampling().is_greedy() && options.top_logits == 0 {
+            let ids = Tensor::empty(ctx, &[1], DType::U32)?;
+            ridge_kernels::argmax::argmax(ctx, logits, &ids)?;
+            let id = ids.to_vec::<u32>(ctx).await?[0];
+            if id == ridge_kernels::argmax::NON_FINITE {
+                return Err(Error::Input(
+                    "the model produced non-finite logits: the weights may be corrupt".into(),
+                ));
+            }
+            return Ok((id, Vec::new()));
+        }
+        let mut values = logits.to_f32(ctx).await?;
+        let top = top_k(&values, options.top_logits);
+        let id = sampler.pick(&mut values, seen)?;
+        Ok((id, top))
+    }
+}

@@ -1,0 +1,171 @@
+//! A Llama-family decoder's hyper-parameters, read from a GGUF file's metadata
+//! (`<arch>.block_count`, `<arch>.embedding_length`, …: llama.cpp's `LLM_KV_*` keys).
+
+use crate::error::{Error, Result};
+use crate::gguf::{Gguf, Value};
+
+/// Architectures Ridge runs (`general.architecture`).
+pub const ARCHITECTURES: [&str; 1] = ["llama"];
+
+/// A Llama-family decoder's shape (Touvron et al., "LLaMA", 2023): pre-norm RMSNorm blocks,
+/// rotary positions, grouped-query attention, a SwiGLU feed-forward.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlamaConfig {
+    /// Transformer blocks.
+    pub layers: usize,
+    /// Width of the residual stream (d_model).
+    pub hidden: usize,
+    /// Width of the feed-forward block.
+    pub ffn: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (grouped-query attention; `heads` is a multiple).
+    pub kv_heads: usize,
+    /// Width of one head (`hidden / heads`).
+    pub head_dim: usize,
+    /// RoPE frequency base θ.
+    pub rope_base: f64,
+    /// RMSNorm epsilon.
+    pub rms_eps: f32,
+    /// Longest context the model was trained for (positions).
+    pub context: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+}
+
+/// Sizes past these are refused as corrupt rather than allocated from.
+const MAX_WIDTH: u64 = 1 << 16;
+const MAX_LAYERS: u64 = 1 << 10;
+const MAX_CONTEXT: u64 = 1 << 20;
+
+impl LlamaConfig {
+    /// SmolLM2-135M (Hugging Face, 2024): 30 layers, width 576, 9 heads over 3 KV heads,
+    /// feed-forward 1536, θ = 100,000, 8192 positions, vocabulary 49,152.
+    pub fn smollm2_135m() -> Self {
+        Self {
+            layers: 30,
+            hidden: 576,
+            ffn: 1536,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            rope_base: 100_000.0,
+            rms_eps: 1e-5,
+            context: 8192,
+            vocab: 49152,
+        }
+    }
+
+    /// Reads the configuration from `g`'s metadata; the vocabulary size is the tokenizer's
+    /// token count (or `<arch>.vocab_size`).
+    ///
+    /// Errors: [`Error::Unsupported`] for an architecture other than [`ARCHITECTURES`] or
+    /// rope scaling; [`Error::Config`] naming the key for a missing, mistyped, zero, absurd or
+    /// inconsistent value.
+    pub fn from_gguf(g: &Gguf) -> Result<Self> {
+        let path = g.path();
+        let cfg = |message: String| Error::Config {
+            path: path.into(),
+            message,
+        };
+        let arch = g
+            .get("general.architecture")
+            .and_then(Value::as_str)
+            .ok_or_else(|| cfg("no general.architecture in the metadata".into()))?;
+        if !ARCHITECTURES.contains(&arch) {
+            return Err(Error::Unsupported {
+                path: path.into(),
+                message: format!(
+                    "architecture {arch:?} (Ridge runs decoders of: {})",
+                    ARCHITECTURES.join(", ")
+                ),
+            });
+        }
+        let int = |key: &str, max: u64| -> Result<usize> {
+            let full = format!("{arch}.{key}");
+            match g.get(&full).map(|v| (v, v.as_u64())) {
+                None => Err(cfg(format!("no {full} in the metadata"))),
+                Some((_, Some(n))) if (1..=max).contains(&n) => Ok(n as usize),
+                Some((v, _)) => Err(cfg(format!(
+                    "{full} = {v:?} is not an integer in 1..={max}"
+                ))),
+            }
+        };
+        let float = |key: &str| -> Result<Option<f64>> {
+            let full = format!("{arch}.{key}");
+            match g.get(&full) {
+                None => Ok(None),
+                Some(v) => match v.as_f64() {
+                    Some(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
+                    _ => Err(cfg(format!("{full} = {v:?} is not a positive number"))),
+                },
+            }
+        };
+        if let Some(kind) = g
+            .get(&format!("{arch}.rope.scaling.type"))
+            .and_then(Value::as_str)
+            && kind != "none"
+        {
+            return Err(Error::Unsupported {
+                path: path.into(),
+                message: format!("rope scaling {kind:?} (Ridge runs plain RoPE)"),
+            });
+        }
+        let hidden = int("embedding_length", MAX_WIDTH)?;
+        let heads = int("attention.head_count", MAX_WIDTH)?;
+        let kv_heads = match g.get(&format!("{arch}.attention.head_count_kv")) {
+            None => heads,
+            Some(_) => int("attention.head_count_kv", MAX_WIDTH)?,
+        };
+        if !hidden.is_multiple_of(heads) || !heads.is_multiple_of(kv_heads) {
+            return Err(cfg(format!(
+                "width {hidden}, {heads} heads and {kv_heads} KV heads do not divide evenly"
+            )));
+        }
+        let head_dim = hidden / heads;
+        if let Some(v) = g.get(&format!("{arch}.rope.dimension_count"))
+            && v.as_u64() != Some(head_dim as u64)
+        {
+            return Err(Error::Unsupported {
+                path: path.into(),
+                message: format!(
+                    "{arch}.rope.dimension_count = {v:?}: Ridge rotates whole heads of {head_dim}"
+                ),
+            });
+        }
+        let vocab = match g.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
+            Some(tokens) => tokens.len(),
+            None => int("vocab_size", MAX_CONTEXT * 16)?,
+        };
+        let config = Self {
+            layers: int("block_count", MAX_LAYERS)?,
+            hidden,
+            ffn: int("feed_forward_length", MAX_WIDTH * 4)?,
+            heads,
+            kv_heads,
+            head_dim,
+            rope_base: float("rope.freq_base")?.unwrap_or(10_000.0),
+            rms_eps: float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-5) as f32,
+            context: int("context_length", MAX_CONTEXT)?,
+            vocab,
+        };
+        if !head_dim.is_multiple_of(2)
+            || !hidden.is_multiple_of(32)
+            || !config.ffn.is_multiple_of(32)
+        {
+            return Err(cfg(format!(
+                "head width {head_dim} must be even, width {hidden} and feed-forward {} \
+                 multiples of 32 (the quantized blocks)",
+                config.ffn
+            )));
+        }
+        Ok(config)
+    }
+
+    /// Parameters (weights) of the model, for reports.
+    pub fn parameters(&self) -> usize {
+        let (h, f, kv) = (self.hidden, self.ffn, self.kv_heads * self.head_dim);
+        let layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
+        self.vocab * h + self.layers * layer + h
+    }
+}

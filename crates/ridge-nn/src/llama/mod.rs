@@ -1,0 +1,463 @@
+//! A Llama-family decoder built only from Ridge's kernels, its weights straight from a GGUF
+//! file and kept quantized on the GPU.
+//!
+//! Per layer, for `T` new tokens at positions `pos0..pos0 + T` (width `H`, `nh` query heads
+//! and `nkv` KV heads of width `dh`, feed-forward `F`):
+//! ```text
+//! h     = RMSNorm(x)·γ_attn                              rms_norm
+//! qkv   = h·[W_q; W_k; W_v]ᵀ                              qmatmul       [T, (nh + 2·nkv)·dh]
+//! q, K[pos0..], V[pos0..] = RoPE(q), RoPE(k), v           rope_qkv      (KV-cache append)
+//! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention  [T, nh·dh]
+//! x    += a·W_oᵀ                                          qmatmul (residual epilogue)
+//! h     = RMSNorm(x)·γ_ffn                                rms_norm
+//! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ)                     qmatmul (SwiGLU epilogue)  [T, F]
+//! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
+//! ```
+//! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
+//! embedding when the file has no `output.weight`: tied). 7 dispatches per layer.
+//!
+//! Precision: f32 activations and KV cache, or (opt-in, adapters with `shader-f16`) f16;
+//! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
+
+pub mod config;
+pub mod tokenizer;
+
+use ridge_core::{Context, DType, Tensor};
+use ridge_kernels::qmatmul::gather_rows;
+use ridge_kernels::quant::{QuantFormat, QuantMatrix, interleave_rows};
+use ridge_kernels::{KvAttention, Norm, NormKind, PairLayout, QMatmul, RopeQkv, RopeTable};
+
+pub use config::LlamaConfig;
+
+use crate::error::{Error, Result};
+use crate::gguf::{Gguf, TensorInfo};
+
+struct Layer {
+    attn_norm: Tensor,
+    qkv: QuantMatrix,
+    out: QuantMatrix,
+    ffn_norm: Tensor,
+    gate_up: QuantMatrix,
+    down: QuantMatrix,
+}
+
+/// A Llama-family decoder on the GPU.
+pub struct Llama {
+    config: LlamaConfig,
+    dtype: DType,
+    embed: QuantMatrix,
+    output: QuantMatrix,
+    output_norm: Tensor,
+    layers: Vec<Layer>,
+    rope: RopeTable,
+}
+
+/// The keys and values of every layer for the positions seen so far, preallocated for a
+/// whole context.
+pub struct KvCache {
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    capacity: usize,
+    len: usize,
+}
+
+impl KvCache {
+    /// Positions the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Positions filled so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no position is filled.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets every position (the buffers are kept for the next conversation).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Keeps the first `len` positions (to continue a conversation whose prefix is cached).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Bytes on the GPU.
+    pub fn bytes(&self) -> u64 {
+        self.k.iter().chain(&self.v).map(Tensor::size_bytes).sum()
+    }
+}
+
+/// What a forward pass leaves on the GPU.
+pub struct Forward {
+    /// Logits of the last token, `[1, vocab]`.
+    pub logits: Tensor,
+    /// With `keep_hidden`: the residual stream at the last token after the embedding and
+    /// after each layer, `[1, hidden]` each.
+    pub hidden: Vec<Tensor>,
+}
+
+/// The types of linear weights Ridge runs.
+fn runs() -> String {
+    QuantFormat::ALL.map(QuantFormat::name).join(", ")
+}
+
+impl Llama {
+    /// Uploads every weight of a parsed GGUF file as `dtype` activations (f32, or f16 on
+    /// adapters with `shader-f16`): the quantized matrices packed as they are, Q, K and V
+    /// concatenated into one product, gate and up interleaved into another.
+    ///
+    /// Errors: as [`LlamaConfig::from_gguf`]; [`Error::Weights`] naming the tensor when one is
+    /// missing, has a shape other than the configuration's, a type Ridge does not run, or
+    /// when the file holds tensors the model does not use; `MissingFeature` for f16 without
+    /// `shader-f16`; GPU errors.
+    pub fn load(ctx: &Context, g: &Gguf, dtype: DType) -> Result<Self> {
+        let config = LlamaConfig::from_gguf(g)?;
+        match dtype {
+            DType::F32 => {}
+            DType::F16 => ctx.require("the f16 decoder", ridge_core::wgpu::Features::SHADER_F16)?,
+            other => {
+                return Err(Error::Input(format!(
+                    "the decoder runs in f32 or f16, not {other}"
+                )));
+            }
+        }
+        let c = &config;
+        let (h, f) = (c.hidden, c.ffn);
+        let kv = c.kv_heads * c.head_dim;
+        let loader = Loader { g };
+        let mut layers = Vec::with_capacity(c.layers);
+        for l in 0..c.layers {
+            let p = |n: &str| format!("blk.{l}.{n}.weight");
+            let (qf, q) = loader.quant(&p("attn_q"), h, h)?;
+            let (kf, k) = loader.quant(&p("attn_k"), kv, h)?;
+            let (vf, v) = loader.quant(&p("attn_v"), kv, h)?;
+            let qkv_format = loader.same_format(&[
+                (&p("attn_q"), qf),
+                (&p("attn_k"), kf),
+                (&p("attn_v"), vf),
+            ])?;
+            let qkv = [q, k, v].concat();
+            let (gf, gate) = loader.quant(&p("ffn_gate"), f, h)?;
+            let (uf, up) = loader.quant(&p("ffn_up"), f, h)?;
+            let gu_format = loader.same_format(&[(&p("ffn_gate"), gf), (&p("ffn_up"), uf)])?;
+            let gate_up = interleave_rows(gate, up, h / 32 * gu_format.block_bytes())?;
+            let (of, out) = loader.quant(&p("attn_output"), h, h)?;
+            let (df, down) = loader.quant(&p("ffn_down"), h, f)?;
+            layers.push(Layer {
+                attn_norm: loader.vector(ctx, &p("attn_norm"), h, dtype)?,
+                qkv: QuantMatrix::upload(ctx, qkv_format, h + 2 * kv, h, &qkv)?,
+                out: QuantMatrix::upload(ctx, of, h, h, out)?,
+                ffn_norm: loader.vector(ctx, &p("ffn_norm"), h, dtype)?,
+                gate_up: QuantMatrix::upload(ctx, gu_format, 2 * f, h, &gate_up)?,
+                down: QuantMatrix::upload(ctx, df, h, f, down)?,
+            });
+        }
+        let (ef, embed) = loader.quant("token_embd.weight", c.vocab, h)?;
+        let embed = QuantMatrix::upload(ctx, ef, c.vocab, h, embed)?;
+        let output = match g.tensor("output.weight") {
+            Some(_) => {
+                let (of, out) = loader.quant("output.weight", c.vocab, h)?;
+                QuantMatrix::upload(ctx, of, c.vocab, h, out)?
+            }
+            None => embed.clone(),
+        };
+        let used = 2 + c.layers * 9 + usize::from(g.tensor("output.weight").is_some());
+        if g.tensors().len() != used {
+            let unused: Vec<&str> = g
+                .tensors()
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| !is_used(n, c.layers))
+                .take(8)
+                .collect();
+            return Err(loader.err(format!(
+                "{} tensors the model does not use (first: {unused:?})",
+                g.tensors().len() - used
+            )));
+        }
+        Ok(Self {
+            output_norm: loader.vector(ctx, "output_norm.weight", h, dtype)?,
+            rope: RopeTable::new(ctx, c.context, c.head_dim, c.rope_base)?,
+            embed,
+            output,
+            layers,
+            dtype,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    /// Storage type of activations and the KV cache.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Bytes of weights on the GPU.
+    pub fn weight_bytes(&self) -> u64 {
+        let tied = std::ptr::eq(self.output.quants.buffer(), self.embed.quants.buffer());
+        let mut b = self.embed.bytes() + if tied { 0 } else { self.output.bytes() };
+        for l in &self.layers {
+            b += l.qkv.bytes() + l.out.bytes() + l.gate_up.bytes() + l.down.bytes();
+            b += l.attn_norm.size_bytes() + l.ffn_norm.size_bytes();
+        }
+        b + self.output_norm.size_bytes()
+    }
+
+    /// A KV cache for `capacity` positions.
+    ///
+    /// Errors: [`Error::Input`] for zero positions or more than the model's context;
+    /// `LimitExceeded` when a layer's cache exceeds the adapter's buffer or binding size.
+    pub fn cache(&self, ctx: &Context, capacity: usize) -> Result<KvCache> {
+        let c = &self.config;
+        if capacity == 0 || capacity > c.context {
+            return Err(Error::Input(format!(
+                "a context of {capacity} positions: the model runs 1 to {}",
+                c.context
+            )));
+        }
+        let shape = [capacity, c.kv_heads, c.head_dim];
+        let bytes = (capacity * c.kv_heads * c.head_dim * self.dtype.size()) as u64;
+        ctx.check_binding("the KV cache of one layer", bytes)?;
+        let mut k = Vec::with_capacity(c.layers);
+        let mut v = Vec::with_capacity(c.layers);
+        for _ in 0..c.layers {
+            k.push(Tensor::empty(ctx, &shape, self.dtype)?);
+            v.push(Tensor::empty(ctx, &shape, self.dtype)?);
+        }
+        Ok(KvCache {
+            k,
+            v,
+            capacity,
+            len: 0,
+        })
+    }
+
+    /// Runs `ids` (positions `cache.len()` onwards) through the model, appending their keys
+    /// and values to `cache`, and returns the last token's logits. One submission of
+    /// dispatches; nothing is read back.
+    ///
+    /// Errors: [`Error::Input`] for no ids, an id outside the vocabulary, or more positions
+    /// than the cache holds; GPU errors.
+    pub fn forward(
+        &self,
+        ctx: &Context,
+        cache: &mut KvCache,
+        ids: &[u32],
+        keep_hidden: bool,
+    ) -> Result<Forward> {
+        let c = &self.config;
+        let t = ids.len();
+        if t == 0 {
+            return Err(Error::Input("no tokens to run".into()));
+        }
+        if let Some(bad) = ids.iter().find(|&&id| id as usize >= c.vocab) {
+            return Err(Error::Input(format!(
+                "token id {bad} is outside the vocabulary of {}",
+                c.vocab
+            )));
+        }
+        let pos0 = cache.len;
+        if pos0 + t > cache.capacity {
+            return Err(Error::Input(format!(
+                "{} positions do not fit the context of {} (already {pos0})",
+                pos0 + t,
+                cache.capacity
+            )));
+        }
+        let (h, nh, nkv, dh) = (c.hidden, c.heads, c.kv_heads, c.head_dim);
+        let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
+        let rms = |rows: usize| Norm {
+            kind: NormKind::RmsNorm,
+            rows,
+            cols: h,
+            eps: c.rms_eps,
+        };
+        let mut hidden = Vec::new();
+        ctx.set_scope("embedding");
+        let ids_t = Tensor::from_slice(ctx, ids, &[t])?;
+        let x = new(&[t, h])?;
+        gather_rows(ctx, &self.embed, &ids_t, &x)?;
+        let keep = |x: &Tensor, hidden: &mut Vec<Tensor>| -> Result<()> {
+            if keep_hidden {
+                hidden.push(x.narrow(t - 1, 1)?.duplicate(ctx)?);
+            }
+            Ok(())
+        };
+        keep(&x, &mut hidden)?;
+        let attention = KvAttention {
+            tokens: t,
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: dh,
+            pos0,
+        };
+        let rope = RopeQkv {
+            tokens: t,
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: dh,
+            pos0,
+            layout: PairLayout::Adjacent,
+        };
+        let residual = QMatmul {
+            residual: true,
+            ..QMatmul::new(t)
+        };
+        let gated = QMatmul {
+            glu: true,
+            ..QMatmul::new(t)
+        };
+        for (l, layer) in self.layers.iter().enumerate() {
+            ctx.set_scope(&format!("layer {l} · attention"));
+            let normed = new(&[t, h])?;
+            rms(t).run(ctx, &x, Some(&layer.attn_norm), None, &normed)?;
+            let qkv = new(&[t, h + 2 * nkv * dh])?;
+            QMatmul::new(t).run(ctx, &normed, &layer.qkv, &qkv)?;
+            let q = new(&[t, nh, dh])?;
+            rope.run(ctx, &qkv, &self.rope, &q, &cache.k[l], &cache.v[l])?;
+            let a = new(&[t, nh, dh])?;
+            attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
+            residual.run(ctx, &a.reshape(&[t, h])?, &layer.out, &x)?;
+
+            ctx.set_scope(&format!("layer {l} · feed-forward"));
+            let normed = new(&[t, h])?;
+            rms(t).run(ctx, &x, Some(&layer.ffn_norm), None, &normed)?;
+            let act = new(&[t, c.ffn])?;
+            gated.run(ctx, &normed, &layer.gate_up, &act)?;
+            residual.run(ctx, &act, &layer.down, &x)?;
+            keep(&x, &mut hidden)?;
+        }
+        ctx.set_scope("output");
+        let last = if t == 1 {
+            x
+        } else {
+            x.narrow(t - 1, 1)?.duplicate(ctx)?
+        };
+        let normed = new(&[1, h])?;
+        rms(1).run(ctx, &last, Some(&self.output_norm), None, &normed)?;
+        let logits = new(&[1, c.vocab])?;
+        QMatmul::new(1).run(ctx, &normed, &self.output, &logits)?;
+        ctx.set_scope("");
+        cache.len = pos0 + t;
+        Ok(Forward { logits, hidden })
+    }
+}
+
+fn is_used(name: &str, layers: usize) -> bool {
+    const PARTS: [&str; 9] = [
+        "attn_norm",
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_norm",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    ];
+    if matches!(
+        name,
+        "token_embd.weight" | "output_norm.weight" | "output.weight"
+    ) {
+        return true;
+    }
+    let Some(rest) = name.strip_prefix("blk.") else {
+        return false;
+    };
+    let Some((l, part)) = rest.split_once('.') else {
+        return false;
+    };
+    l.parse::<usize>().is_ok_and(|l| l < layers)
+        && part
+            .strip_suffix(".weight")
+            .is_some_and(|p| PARTS.contains(&p))
+}
+
+struct Loader<'a> {
+    g: &'a Gguf,
+}
+
+impl<'a> Loader<'a> {
+    fn err(&self, message: String) -> Error {
+        Error::Weights {
+            path: self.g.path().into(),
+            message,
+        }
+    }
+
+    fn info(&self, name: &str, shape: &[usize]) -> Result<&'a TensorInfo> {
+        let t = self
+            .g
+            .tensor(name)
+            .ok_or_else(|| self.err(format!("missing tensor {name:?}")))?;
+        if t.shape() != shape {
+            return Err(self.err(format!(
+                "tensor {name:?} has shape {:?}, the metadata says {shape:?}",
+                t.shape()
+            )));
+        }
+        Ok(t)
+    }
+
+    /// A `rows × cols` matrix in a format Ridge runs: its format and ggml blocks.
+    fn quant(&self, name: &str, rows: usize, cols: usize) -> Result<(QuantFormat, &'a [u8])> {
+        let t = self.info(name, &[rows, cols])?;
+        let format = QuantFormat::from_name(t.ggml_type.name).ok_or_else(|| {
+            self.err(format!(
+                "tensor {name:?} is {}; Ridge runs linear weights in {}",
+                t.ggml_type,
+                runs()
+            ))
+        })?;
+        Ok((format, self.g.data(t)))
+    }
+
+    fn same_format(&self, parts: &[(&str, QuantFormat)]) -> Result<QuantFormat> {
+        let first = parts[0].1;
+        match parts.iter().find(|p| p.1 != first) {
+            None => Ok(first),
+            Some((name, f)) => Err(self.err(format!(
+                "{name:?} is {f} but {:?} is {first}: Ridge runs these as one product and \
+                 needs them in one format",
+                parts[0].0
+            ))),
+        }
+    }
+
+    /// A vector of `n` F32 (or F16) values, uploaded as `dtype`.
+    fn vector(&self, ctx: &Context, name: &str, n: usize, dtype: DType) -> Result<Tensor> {
+        let t = self.info(name, &[n])?;
+        let data = self.g.data(t);
+        let values: Vec<f32> = match t.ggml_type.name {
+            "F32" => data
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            "F16" => data
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            other => {
+                return Err(self.err(format!(
+                    "tensor {name:?} is {other}; Ridge reads norm weights in F32 and F16"
+                )));
+            }
+        };
+        if let Some(bad) = values.iter().position(|v| !v.is_finite()) {
+            return Err(self.err(format!(
+                "tensor {name:?} holds a non-finite value at {bad} (a corrupt file?)"
+            )));
+        }
+        Ok(Tensor::from_f32(ctx, &values, &[n], dtype)?)
+    }
+}
