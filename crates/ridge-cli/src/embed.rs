@@ -1,4 +1,4 @@
-//! `ridge embed`, `ridge similarity`, `ridge fetch-model`.
+//! `ridge embed`, `ridge similarity`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -173,27 +173,6 @@ pub fn similarity(args: SimilarityArgs) -> crate::CliResult {
         );
     } else {
         println!("{c:.6}");
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-#[derive(clap::Args)]
-pub struct FetchArgs {
-    /// Where to put the model (default: the cache folder; RIDGE_CACHE_DIR overrides it).
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
-    /// Print only the model folder's path (for scripts), nothing else on stdout.
-    #[arg(long)]
-    print_dir: bool,
-}
-
-pub fn fetch(args: FetchArgs) -> crate::CliResult {
-    let dir = args.dir.unwrap_or_else(fetch::minilm_dir);
-    let dir = fetch::fetch(&fetch::MINILM, &dir, true)?;
-    if args.print_dir {
-        println!("{}", dir.display());
-    } else {
-        println!("all-MiniLM-L6-v2 is in {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }

