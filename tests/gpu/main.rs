@@ -4,6 +4,7 @@ mod harness;
 
 mod attention;
 mod core;
+mod decoder;
 mod decoder_ops;
 mod elementwise;
 mod gemm;

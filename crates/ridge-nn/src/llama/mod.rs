@@ -20,6 +20,7 @@
 //! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
 
 pub mod config;
+pub mod random;
 pub mod tokenizer;
 
 use ridge_core::{Context, DType, Tensor};

@@ -1,0 +1,282 @@
+//! The Llama decoder on small random GGUF files: prefill and token-by-token decode agree,
+//! and every kind of bad file or request is a clear error before any dispatch.
+
+use std::path::Path;
+
+use ridge::core::{Context, DType, Error, Result};
+use ridge::kernels::quant::QuantFormat;
+use ridge::nn::file::FileBytes;
+use ridge::nn::gguf::{Gguf, Value, Writer};
+use ridge::nn::llama::random::random_gguf;
+use ridge::nn::{Llama, LlamaConfig};
+
+use crate::harness::*;
+
+fn tiny() -> LlamaConfig {
+    LlamaConfig {
+        layers: 2,
+        hidden: 64,
+        ffn: 96,
+        heads: 4,
+        kv_heads: 2,
+        head_dim: 16,
+        rope_base: 10_000.0,
+        rms_eps: 1e-5,
+        context: 80,
+        vocab: 100,
+    }
+}
+
+fn parse(bytes: Vec<u8>) -> Gguf {
+    Gguf::parse(FileBytes::from_bytes(Path::new("tiny.gguf"), bytes)).expect("valid GGUF")
+}
+
+/// The file rewritten: `meta` may change or drop each entry, `tensor` each tensor
+/// (name, dims, ggml type id, data).
+fn rewrite(
+    bytes: &[u8],
+    meta: impl Fn(&str, &Value) -> Option<Value>,
+    tensor: impl Fn(&str, Vec<u64>, u32, Vec<u8>) -> Option<(String, Vec<u64>, u32, Vec<u8>)>,
+) -> Vec<u8> {
+    let g = parse(bytes.to_vec());
+    let mut w = Writer::new();
+    for (k, v) in g.metadata() {
+        if let Some(v) = meta(k, v) {
+            w = w.meta(k, v);
+        }
+    }
+    for t in g.tensors() {
+        if let Some((n, d, id, data)) =
+            tensor(&t.name, t.dims.clone(), t.ggml_type.id, g.data(t).to_vec())
+        {
+            w = w.tensor(&n, &d, id, data);
+        }
+    }
+    w.finish()
+}
+
+fn nn(e: ridge::nn::Error) -> Error {
+    Error::invalid("decoder", e.to_string())
+}
+
+#[test]
+fn prefill_and_token_by_token_decode_agree() {
+    on_every_adapter("decoder_prefill_decode", |ctx| {
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                let model = Llama::load(
+                    ctx,
+                    &parse(random_gguf(&tiny(), format, QuantFormat::Q8_0, 5)),
+                    dtype,
+                )
+                .map_err(nn)?;
+                let ids: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 100).collect();
+                // All at once (the tiled product, one attention span) …
+                let mut a = model.cache(ctx, 40).map_err(nn)?;
+                let whole = block(
+                    model
+                        .forward(ctx, &mut a, &ids, false)
+                        .map_err(nn)?
+                        .logits
+                        .to_f32(ctx),
+                )?;
+                // … against a prefill of 30, then one token at a time (the matrix-vector
+                // product, split attention).
+                let mut b = model.cache(ctx, 40).map_err(nn)?;
+                model.forward(ctx, &mut b, &ids[..30], false).map_err(nn)?;
+                let mut last = Vec::new();
+                for &id in &ids[30..] {
+                    last = block(
+                        model
+                            .forward(ctx, &mut b, &[id], false)
+                            .map_err(nn)?
+                            .logits
+                            .to_f32(ctx),
+                    )?;
+                }
+                if a.len() != 37 || b.len() != 37 {
+                    return Err(Error::invalid(
+                        "cache",
+                        format!("{} and {} positions", a.len(), b.len()),
+                    ));
+                }
+                // The same sums in another order: f32 agrees to ~1e-5 of logits of size ~1,
+                // f16 activations to ~1e-2.
+                let tol = if dtype == DType::F16 { 3e-2 } else { 1e-4 };
+                assert_close(&format!("{format} {dtype}"), &last, &whole, |_| tol)?;
+                if whole.iter().any(|v| !v.is_finite()) || whole.iter().all(|v| *v == whole[0]) {
+                    return Err(Error::invalid("logits", "not finite, or all equal"));
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+fn load_err(ctx: &Context, bytes: Vec<u8>) -> String {
+    match Llama::load(ctx, &parse(bytes), DType::F32) {
+        Ok(_) => "loaded".into(),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn expect(what: &str, got: String, needles: &[&str]) -> Result<()> {
+    if needles.iter().all(|n| got.contains(n)) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            what,
+            format!("the error {got:?} does not name {needles:?}"),
+        ))
+    }
+}
+
+#[test]
+fn bad_files_name_the_problem() {
+    on_every_adapter("decoder_bad_files", |ctx| {
+        let good = random_gguf(&tiny(), QuantFormat::Q4_1, QuantFormat::Q8_0, 1);
+        let keep = |n: &str, d, id, data| Some((n.to_string(), d, id, data));
+        let arch = rewrite(
+            &good,
+            |k, v| {
+                Some(if k == "general.architecture" {
+                    Value::String("gpt2".into())
+                } else {
+                    v.clone()
+                })
+            },
+            keep,
+        );
+        expect(
+            "architecture",
+            load_err(ctx, arch),
+            &["architecture \"gpt2\"", "llama"],
+        )?;
+        let wider = rewrite(
+            &good,
+            |k, v| {
+                Some(if k == "llama.feed_forward_length" {
+                    Value::U32(128)
+                } else {
+                    v.clone()
+                })
+            },
+            keep,
+        );
+        expect(
+            "shape",
+            load_err(ctx, wider),
+            &["blk.0.ffn_gate.weight", "[96, 64]", "[128, 64]"],
+        )?;
+        // A Q5_0 weight (ggml type 6: 22 bytes a block of 32).
+        let q5 = rewrite(
+            &good,
+            |_, v| Some(v.clone()),
+            |n, d, id, data| {
+                if n == "blk.1.attn_output.weight" {
+                    Some((n.to_string(), d, 6, vec![0; 64 * 2 * 22]))
+                } else {
+                    Some((n.to_string(), d, id, data))
+                }
+            },
+        );
+        expect(
+            "type",
+            load_err(ctx, q5),
+            &["blk.1.attn_output.weight", "Q5_0", "Q4_0, Q4_1, Q8_0"],
+        )?;
+        let missing = rewrite(
+            &good,
+            |_, v| Some(v.clone()),
+            |n, d, id, data| (n != "blk.1.ffn_norm.weight").then(|| (n.to_string(), d, id, data)),
+        );
+        expect(
+            "missing",
+            load_err(ctx, missing),
+            &["missing tensor", "blk.1.ffn_norm.weight"],
+        )?;
+        let extra = rewrite(&good, |_, v| Some(v.clone()), keep);
+        let extra = {
+            let g = parse(extra);
+            let mut w = Writer::new();
+            for (k, v) in g.metadata() {
+                w = w.meta(k, v.clone());
+            }
+            for t in g.tensors() {
+                w = w.tensor(&t.name, &t.dims, t.ggml_type.id, g.data(t).to_vec());
+            }
+            w.tensor("rope_freqs.weight", &[8], 0, vec![0; 32]).finish()
+        };
+        expect(
+            "unused",
+            load_err(ctx, extra),
+            &["does not use", "rope_freqs.weight"],
+        )?;
+        let nan = rewrite(
+            &good,
+            |_, v| Some(v.clone()),
+            |n, d, id, mut data| {
+                if n == "output_norm.weight" {
+                    data[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+                }
+                Some((n.to_string(), d, id, data))
+            },
+        );
+        expect(
+            "non-finite",
+            load_err(ctx, nan),
+            &["output_norm.weight", "non-finite"],
+        )?;
+        Ok(())
+    });
+}
+
+#[test]
+fn requests_past_the_model_are_refused() {
+    on_every_adapter("decoder_bad_requests", |ctx| {
+        let model = Llama::load(
+            ctx,
+            &parse(random_gguf(
+                &tiny(),
+                QuantFormat::Q4_0,
+                QuantFormat::Q8_0,
+                2,
+            )),
+            DType::F32,
+        )
+        .map_err(nn)?;
+        let input = |r: ridge::nn::Result<_>| matches!(r, Err(ridge::nn::Error::Input(_)));
+        let ok = |what: &str, bad: bool| {
+            if bad {
+                Ok(())
+            } else {
+                Err(Error::invalid(what, "accepted"))
+            }
+        };
+        ok("a context of 0", input(model.cache(ctx, 0).map(|_| ())))?;
+        ok(
+            "a context past the model's",
+            input(model.cache(ctx, 81).map(|_| ())),
+        )?;
+        let mut cache = model.cache(ctx, 8).map_err(nn)?;
+        ok(
+            "no ids",
+            input(model.forward(ctx, &mut cache, &[], false).map(|_| ())),
+        )?;
+        ok(
+            "an id past the vocabulary",
+            input(model.forward(ctx, &mut cache, &[100], false).map(|_| ())),
+        )?;
+        ok(
+            "more ids than the cache holds",
+            input(model.forward(ctx, &mut cache, &[1; 9], false).map(|_| ())),
+        )?;
+        if !cache.is_empty() {
+            return Err(Error::invalid(
+                "cache",
+                "a refused forward filled positions",
+            ));
+        }
+        Ok(())
+    });
+}
