@@ -153,13 +153,19 @@ fn conversation(args: &GenerateArgs) -> Result<Option<Vec<Message>>, String> {
 }
 
 fn prompt_text(args: &GenerateArgs) -> Result<String, String> {
-    match args.prompt.as_deref() {
+    let text = match args.prompt.as_deref() {
         None => {
-            Err("give a prompt (or `-` to read one from standard input), or --messages FILE".into())
+            return Err(
+                "give a prompt (or `-` to read one from standard input), or --messages FILE".into(),
+            );
         }
-        Some("-") => read_text(Path::new("-")),
-        Some(p) => Ok(p.to_string()),
+        Some("-") => read_text(Path::new("-"))?,
+        Some(p) => p.to_string(),
+    };
+    if text.trim().is_empty() {
+        return Err("the prompt is empty".into());
     }
+    Ok(text)
 }
 
 /// A KV cache for the prompt and up to `max_tokens` more, within the model's context.

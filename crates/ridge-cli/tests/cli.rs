@@ -240,3 +240,75 @@ fn embed_reads_standard_input_and_warns_of_cut_texts() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }
+
+/// `ridge generate` streams a greedy reply of SmolLM2 (fetched by `cargo xtask test`) as
+/// JSON Lines: the prompt's ids, one object per token, then the timings.
+#[test]
+fn generate_json_streams_prompt_ids_tokens_and_timings() {
+    let out = ridge(
+        &[
+            "generate",
+            "What is the capital of France?",
+            "--max-tokens",
+            "3",
+            "--json",
+            "--top-logits",
+            "2",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert_eq!(lines[0]["prompt_ids"].as_array().unwrap().len(), 37);
+    // The reference's first greedy tokens: "The capital of".
+    let ids: Vec<u64> = lines[1..4]
+        .iter()
+        .map(|l| l["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [504, 3575, 282]);
+    assert_eq!(lines[1]["text"], "The");
+    assert_eq!(lines[1]["top_logits"][0][0], 504);
+    assert_eq!(lines[4]["timings"]["generated"], 3);
+    assert_eq!(lines[4]["timings"]["finish"], "length");
+}
+
+#[test]
+fn generate_refuses_bad_input_in_one_line() {
+    let missing = std::env::temp_dir().join("ridge-no-such-model.gguf");
+    let bad_utf8 = std::env::temp_dir().join("ridge-bad-utf8.json");
+    std::fs::write(&bad_utf8, b"[{\"role\": \"user\", \"content\": \"\xff\"}]").unwrap();
+    let truncated = std::env::temp_dir().join("ridge-truncated.gguf");
+    std::fs::write(&truncated, b"GGUF\x03\x00\x00\x00\x10").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["generate", "hi", "--temperature", "-1"], "temperature"),
+        (vec!["generate", "hi", "--top-p", "2"], "top-p"),
+        (vec!["generate", "hi", "--max-tokens", "0"], "at least 1"),
+        (vec!["generate", "  "], "empty"),
+        (vec!["generate", "", "--raw"], "empty"),
+        (vec!["generate"], "give a prompt"),
+        (
+            vec!["generate", "--messages", bad_utf8.to_str().unwrap()],
+            "UTF-8",
+        ),
+        (
+            vec!["generate", "hi", "--model", missing.to_str().unwrap()],
+            "ridge-no-such-model",
+        ),
+        (
+            vec!["generate", "hi", "--model", truncated.to_str().unwrap()],
+            "truncated",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = ridge(&args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
