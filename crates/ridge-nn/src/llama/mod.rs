@@ -354,6 +354,87 @@ impl Llama {
     }
 }
 
+/// One dispatch of a forward pass: the op's name as profiles show it, and its cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedOp {
+    /// The profiler span's name (`qmatvec`, `rope_qkv`, …).
+    pub name: &'static str,
+    /// FLOPs and bytes ([`ridge_model::OpCost`]).
+    pub cost: ridge_model::OpCost,
+}
+
+impl Llama {
+    /// The dispatches of [`Llama::forward`] over `tokens` tokens at positions
+    /// `pos0..pos0 + tokens`, in order, with each kernel's own cost (and the argmax of greedy
+    /// decoding after it): for comparing a profile with the roofline, op by op.
+    pub fn plan(&self, tokens: usize, pos0: usize) -> Vec<PlannedOp> {
+        let c = &self.config;
+        let (t, h, dt) = (tokens, c.hidden, self.dtype);
+        let mut ops = Vec::new();
+        let mut op = |name: &'static str, cost| ops.push(PlannedOp { name, cost });
+        let norm = |rows| Norm {
+            kind: NormKind::RmsNorm,
+            rows,
+            cols: h,
+            eps: c.rms_eps,
+        };
+        let product =
+            |q: QMatmul, w: &QuantMatrix| (q.name(), q.cost(w.format, w.rows, w.cols, dt));
+        op(
+            "qembedding",
+            ridge_kernels::qmatmul::gather_cost(self.embed.format, t, h, dt),
+        );
+        let attention = KvAttention {
+            tokens: t,
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            pos0,
+        };
+        let rope = RopeQkv {
+            tokens: t,
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            pos0,
+            layout: PairLayout::Adjacent,
+        };
+        for layer in &self.layers {
+            op("rms_norm", norm(t).cost(dt, true));
+            let (n, cost) = product(QMatmul::new(t), &layer.qkv);
+            op(n, cost);
+            op("rope_qkv", rope.cost(dt));
+            op("kv_attention", attention.cost(dt));
+            if attention.split().0 > 1 {
+                let merge = (t * c.heads * attention.split().0 * (c.head_dim + 2) * 4) as f64;
+                op("kv_attention_merge", ridge_model::OpCost::new(0.0, merge));
+            }
+            let residual = QMatmul {
+                residual: true,
+                ..QMatmul::new(t)
+            };
+            let (n, cost) = product(residual, &layer.out);
+            op(n, cost);
+            op("rms_norm", norm(t).cost(dt, true));
+            let (n, cost) = product(
+                QMatmul {
+                    glu: true,
+                    ..QMatmul::new(t)
+                },
+                &layer.gate_up,
+            );
+            op(n, cost);
+            let (n, cost) = product(residual, &layer.down);
+            op(n, cost);
+        }
+        op("rms_norm", norm(1).cost(dt, true));
+        let (n, cost) = product(QMatmul::new(1), &self.output);
+        op(n, cost);
+        op("argmax", ridge_kernels::argmax::cost(1, c.vocab, dt));
+        ops
+    }
+}
+
 fn is_used(name: &str, layers: usize) -> bool {
     const PARTS: [&str; 9] = [
         "attn_norm",

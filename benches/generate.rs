@@ -1,0 +1,186 @@
+//! SmolLM2-135M generation speed, the way llama-bench reports it: prefill tokens/s for
+//! prompts of `--prompts` tokens (default 128 and 1024: llama-bench's pp128 and pp1024),
+//! decode tokens/s at batch 1 after contexts of `--contexts` tokens (default 128 and 4096:
+//! tg at depth), time to first token, dispatches per token, and one decode step's GPU time
+//! per op beside the roofline model's prediction (ceilings measured on this adapter). Not a
+//! test: `cargo bench --bench generate [-- --random-weights] [--f16] [--tokens 32]`.
+//!
+//! Uses the GGUF in the cache (`cargo xtask fetch-model`), or with `--random-weights` a file
+//! of the same shape and formats (Q4_1 linear weights, Q8_0 embedding) with seeded random
+//! weights, for the GPU machine, where the 98 MB file cannot travel. Greedy decoding: each
+//! token is the GPU's argmax, read back (4 bytes) before the next step is recorded.
+
+mod common;
+
+use std::path::Path;
+use std::time::Instant;
+
+use ridge::core::{Context, DType, Tensor, profiler};
+use ridge::kernels::quant::QuantFormat;
+use ridge::kernels::{argmax, ceilings};
+use ridge::nn::file::FileBytes;
+use ridge::nn::gguf::Gguf;
+use ridge::nn::llama::random::random_gguf;
+use ridge::nn::{KvCache, Llama, LlamaConfig, fetch};
+
+fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
+    let file = if random {
+        let bytes = random_gguf(
+            &LlamaConfig::smollm2_135m(),
+            QuantFormat::Q4_1,
+            QuantFormat::Q8_0,
+            7,
+        );
+        FileBytes::from_bytes(Path::new("random"), bytes)
+    } else {
+        FileBytes::open(&fetch::smollm2_path()).expect("model (run cargo xtask fetch-model)")
+    };
+    let g = Gguf::parse(file).expect("GGUF");
+    Llama::load(ctx, &g, dtype).expect("upload")
+}
+
+/// Prompt-like ids: a fixed walk through the vocabulary.
+fn ids(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n).map(|i| ((i * 7919 + 13) % vocab) as u32).collect()
+}
+
+/// One step: the forward of `ids`, the argmax on the GPU, the id read back.
+fn step(ctx: &Context, model: &Llama, cache: &mut KvCache, ids: &[u32]) -> u32 {
+    let fwd = model.forward(ctx, cache, ids, false).expect("forward");
+    let id = Tensor::empty(ctx, &[1], DType::U32).expect("id");
+    argmax::argmax(ctx, &fwd.logits, &id).expect("argmax");
+    pollster::block_on(id.to_vec::<u32>(ctx)).expect("read back")[0]
+}
+
+fn main() {
+    let random = common::flag("--random-weights");
+    let dtype = if common::flag("--f16") {
+        DType::F16
+    } else {
+        DType::F32
+    };
+    let prompts = common::list("--prompts", &[128, 1024]);
+    let contexts = common::list("--contexts", &[128, 4096]);
+    let tokens = common::list("--tokens", &[32])[0];
+    let start = Instant::now();
+    let ctx = common::context();
+    let model = load(&ctx, random, dtype);
+    let vocab = model.config().vocab;
+    println!(
+        "SmolLM2-135M on {} ({}, {dtype} activations), weights {:.1} MB loaded in {:.2} s",
+        ctx.describe(),
+        if random {
+            "random weights"
+        } else {
+            "real weights"
+        },
+        model.weight_bytes() as f64 / 1e6,
+        start.elapsed().as_secs_f64()
+    );
+    let repeats = if ctx.info().device_type == ridge::core::wgpu::DeviceType::Cpu {
+        2
+    } else {
+        10
+    };
+
+    // Prefill: time to first token = the prompt's forward + the argmax read back.
+    for &p in &prompts {
+        let prompt = ids(p, vocab);
+        let mut cache = model.cache(&ctx, p + 1).expect("cache");
+        let first = Instant::now();
+        step(&ctx, &model, &mut cache, &prompt); // compiles pipelines
+        let cold = first.elapsed().as_secs_f64() * 1e3;
+        let mut times: Vec<f64> = (0..repeats)
+            .map(|_| {
+                cache.clear();
+                let t = Instant::now();
+                step(&ctx, &model, &mut cache, &prompt);
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let ms = times[times.len() / 2];
+        println!(
+            "pp{p}: {:.0} tokens/s, time to first token {ms:.2} ms (median of {repeats}; first run {cold:.0} ms with pipeline compilation)",
+            p as f64 / (ms * 1e-3)
+        );
+    }
+
+    // Decode at depth: the cache filled by a prefill of `c` tokens, then `tokens` steps.
+    let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
+    for &c in &contexts {
+        let mut cache = model.cache(&ctx, c + tokens + 2).expect("cache");
+        let mut id = step(&ctx, &model, &mut cache, &ids(c, vocab));
+        id = step(&ctx, &model, &mut cache, &[id]); // warm the decode pipelines
+        let t = Instant::now();
+        for _ in 0..tokens {
+            id = step(&ctx, &model, &mut cache, &[id]);
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "tg{tokens} at depth {c}: {:.1} tokens/s ({:.2} ms a token, wall clock, read-back included)",
+            tokens as f64 / s,
+            s * 1e3 / tokens as f64
+        );
+        // One more step, profiled.
+        let pos0 = cache.len();
+        ctx.start_profiling();
+        let rec = Instant::now();
+        let fwd = model
+            .forward(&ctx, &mut cache, &[id], false)
+            .expect("forward");
+        let out = Tensor::empty(&ctx, &[1], DType::U32).expect("id");
+        argmax::argmax(&ctx, &fwd.logits, &out).expect("argmax");
+        let recorded = rec.elapsed().as_secs_f64() * 1e3;
+        let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
+        let plan = model.plan(1, pos0);
+        let ceil = measured.ceilings(dtype == DType::F16);
+        println!(
+            "  one token at depth {pos0}: {} ({:.1} per layer), host recording {recorded:.2} ms ({:.1} µs a dispatch), GPU elapsed {}",
+            profiler::dispatches(profile.spans.len()),
+            profile.spans.len() as f64 / model.config().layers as f64,
+            recorded * 1e3 / profile.spans.len().max(1) as f64,
+            profile
+                .elapsed_ms()
+                .map_or("n/a".into(), |ms| format!("{ms:.3} ms")),
+        );
+        println!(
+            "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured):",
+            profile.method,
+            measured.bandwidth_gbps,
+            ceil.peak_flops / 1e12
+        );
+        let mut ops = profile.by_name();
+        ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+        let (mut total, mut predicted_total) = (0.0, 0.0);
+        for (name, count, ms) in ops {
+            let p: f64 = plan
+                .iter()
+                .filter(|o| o.name == name)
+                .map(|o| ceil.predict(&o.cost).seconds * 1e3)
+                .sum();
+            predicted_total += p;
+            total += ms.unwrap_or(0.0);
+            let (ms, ratio) = match ms {
+                Some(ms) => (format!("{ms:.4}"), format!("{:.2}×", ms / p)),
+                None => ("n/a".into(), String::new()),
+            };
+            println!(
+                "    {name:<19} {} {ms:>9} ms  predicted {p:>8.4} ms  {ratio:>7}",
+                profiler::dispatches(count)
+            );
+        }
+        println!(
+            "    {:<19} {} {total:>9.4} ms  predicted {predicted_total:>8.4} ms  {:>6.2}×",
+            "total",
+            profiler::dispatches(profile.spans.len()),
+            total / predicted_total
+        );
+        if plan.len() != profile.spans.len() {
+            println!(
+                "    (the plan lists {} dispatches: it is out of date)",
+                plan.len()
+            );
+        }
+    }
+}
