@@ -19,7 +19,8 @@ cp "$(ls -t target/release/deps/gemm-* | grep -v '\.d$' | head -1)" .devbin/gemm
 cp "$(ls -t target/release/deps/attention-* | grep -v '\.d$' | head -1)" .devbin/attention
 cp "$(ls -t target/release/deps/transpose-* | grep -v '\.d$' | head -1)" .devbin/transpose
 cp "$(ls -t target/release/deps/registers-* | grep -v '\.d$' | head -1)" .devbin/registers
+cp "$(ls -t target/release/deps/generate-* | grep -v '\.d$' | head -1)" .devbin/generate
 cp "$gpu_test" .devbin/gpu-tests
-strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/gpu-tests
-cp benches/device/sweep.sh benches/device/minilm_torch.py benches/device/ratios.py .devbin/
+strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/gpu-tests
+cp benches/device/sweep.sh benches/device/decode.sh benches/device/minilm_torch.py benches/device/ratios.py .devbin/
 du -sh .devbin .gl
