@@ -5,11 +5,11 @@
 # KV attention, argmax and the random-weight decoder), then the generation bench on a
 # SmolLM2-shaped GGUF with random weights (the real file does not travel), f32 and f16.
 set -uo pipefail
-source .devbin/gpu-env.sh
+source ${B:-.devbin}/gpu-env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 W=/tmp/ridge-work; mkdir -p "$W"
 export RIDGE_CACHE_DIR=$W/cache
-B=.devbin
+B=${B:-.devbin}
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 echo "== decoder GPU tests on Vulkan"

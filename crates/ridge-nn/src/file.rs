@@ -2,8 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
-
 enum Bytes {
     #[cfg(not(target_arch = "wasm32"))]
     Mapped(memmap2::Mmap),
@@ -21,7 +19,7 @@ impl FileBytes {
     ///
     /// Errors: [`crate::Error::Io`] when it cannot be opened or mapped.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn open(path: &Path) -> Result<Self> {
+    pub fn open(path: &Path) -> crate::Result<Self> {
         let file = std::fs::File::open(path).map_err(crate::error::io(path))?;
         // SAFETY: the mapping is read-only and lives as long as `self`; a model file being
         // rewritten underneath a running process is outside what Ridge defends against.

@@ -2,7 +2,7 @@
 //! token handed to the caller as soon as it exists, until the end-of-sequence token, a
 //! token limit, a full context, or the caller says stop.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ridge_core::{Context, DType, Tensor};
 use web_time::Instant;
@@ -95,7 +95,7 @@ impl TextGenerator {
     ///
     /// Errors: as [`TextGenerator::from_file`], and [`Error::Io`] when it cannot be read.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn load(ctx: &Context, path: &Path, dtype: DType) -> Result<Self> {
+    pub fn load(ctx: &Context, path: &std::path::Path, dtype: DType) -> Result<Self> {
         Self::from_file(ctx, FileBytes::open(path)?, dtype)
     }
 
