@@ -73,7 +73,7 @@ fn build() -> Result {
     )
 }
 
-/// The local model folder (fetched when missing), as the CLI reports it.
+/// The local all-MiniLM-L6-v2 folder (fetched when missing), as the CLI reports it.
 pub fn model_dir() -> Result<PathBuf> {
     let out = Command::new("cargo")
         .args([
@@ -84,6 +84,8 @@ pub fn model_dir() -> Result<PathBuf> {
             "ridge-cli",
             "--",
             "fetch-model",
+            "--model",
+            "minilm",
             "--print-dir",
         ])
         .current_dir(root())
