@@ -280,3 +280,42 @@ fn requests_past_the_model_are_refused() {
         Ok(())
     });
 }
+
+/// The model's plan of dispatches (what the bench prices with the roofline) names exactly the
+/// dispatches a forward and its argmax record, in order, for a prefill and a split decode.
+#[test]
+fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
+    on_every_adapter("decoder_plan", |ctx| {
+        let model = Llama::load(
+            ctx,
+            &parse(random_gguf(
+                &tiny(),
+                QuantFormat::Q4_1,
+                QuantFormat::Q8_0,
+                3,
+            )),
+            DType::F32,
+        )
+        .map_err(nn)?;
+        let mut cache = model.cache(ctx, 80).map_err(nn)?;
+        // 70 tokens at once (one span), then one at depth 70 (two spans and the merge).
+        for tokens in [70, 1] {
+            let pos0 = cache.len();
+            let ids = vec![5u32; tokens];
+            ctx.start_profiling();
+            let fwd = model.forward(ctx, &mut cache, &ids, false).map_err(nn)?;
+            let id = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;
+            ridge::kernels::argmax::argmax(ctx, &fwd.logits, &id)?;
+            let profile = block(ctx.finish_profiling())?;
+            let got: Vec<&str> = profile.spans.iter().map(|s| s.name.as_str()).collect();
+            let want: Vec<&str> = model.plan(tokens, pos0).iter().map(|o| o.name).collect();
+            if got != want {
+                return Err(Error::invalid(
+                    "plan",
+                    format!("{tokens} tokens: ran {got:?}, planned {want:?}"),
+                ));
+            }
+        }
+        Ok(())
+    });
+}

@@ -19,28 +19,20 @@
 
 use ridge_core::{Context, DType, Tensor};
 use ridge_kernels::attention::Attention;
-use ridge_kernels::{Gemm, Norm, NormKind, binary, embedding};
+use ridge_kernels::{binary, embedding};
 
 use crate::config::BertConfig;
 use crate::error::{Error, Result};
+use crate::layers::{Epilogue, Linear, Norm};
 use crate::weights::Weights;
 
-struct LayerNormWeights {
-    gamma: Tensor,
-    beta: Tensor,
-}
-
 struct Layer {
-    qkv_w: Tensor,
-    qkv_b: Tensor,
-    out_w: Tensor,
-    out_b: Tensor,
-    norm1: LayerNormWeights,
-    up_w: Tensor,
-    up_b: Tensor,
-    down_w: Tensor,
-    down_b: Tensor,
-    norm2: LayerNormWeights,
+    qkv: Linear,
+    out: Linear,
+    norm1: Norm,
+    up: Linear,
+    down: Linear,
+    norm2: Norm,
 }
 
 /// A BERT encoder on the GPU.
@@ -50,7 +42,7 @@ pub struct Bert {
     word: Tensor,
     position: Tensor,
     token_type0: Tensor,
-    norm: LayerNormWeights,
+    norm: Norm,
     layers: Vec<Layer>,
 }
 
@@ -106,17 +98,19 @@ pub struct Encoded {
     pub lengths: Tensor,
 }
 
-fn norm_weights(
+fn layer_norm(
     ctx: &Context,
     w: &Weights,
     prefix: &str,
-    h: usize,
+    config: &BertConfig,
     dtype: DType,
-) -> Result<LayerNormWeights> {
-    Ok(LayerNormWeights {
-        gamma: upload(ctx, &w.get(&format!("{prefix}.weight"), &[h])?, &[h], dtype)?,
-        beta: upload(ctx, &w.get(&format!("{prefix}.bias"), &[h])?, &[h], dtype)?,
-    })
+) -> Result<Norm> {
+    let h = config.hidden_size;
+    Ok(Norm::layer(
+        upload(ctx, &w.get(&format!("{prefix}.weight"), &[h])?, &[h], dtype)?,
+        upload(ctx, &w.get(&format!("{prefix}.bias"), &[h])?, &[h], dtype)?,
+        config.layer_norm_eps as f32,
+    ))
 }
 
 fn upload(ctx: &Context, data: &[f32], shape: &[usize], dtype: DType) -> Result<Tensor> {
@@ -160,6 +154,12 @@ impl Bert {
         let get = |name: &str, shape: &[usize]| -> Result<Tensor> {
             upload(ctx, &w.get(name, shape)?, shape, dtype)
         };
+        let linear = |name: &str, out: usize, inp: usize| -> Result<Linear> {
+            Ok(Linear::Dense {
+                weight: get(&format!("{name}.weight"), &[out, inp])?,
+                bias: Some(get(&format!("{name}.bias"), &[out])?),
+            })
+        };
         let token_types = w.get(
             "embeddings.token_type_embeddings.weight",
             &[config.type_vocab_size, h],
@@ -175,16 +175,21 @@ impl Bert {
                 qkv_b.extend(w.get(&format!("{p}.attention.self.{part}.bias"), &[h])?);
             }
             layers.push(Layer {
-                qkv_w: upload(ctx, &qkv_w, &[3 * h, h], dtype)?,
-                qkv_b: upload(ctx, &qkv_b, &[3 * h], dtype)?,
-                out_w: get(&format!("{p}.attention.output.dense.weight"), &[h, h])?,
-                out_b: get(&format!("{p}.attention.output.dense.bias"), &[h])?,
-                norm1: norm_weights(ctx, w, &format!("{p}.attention.output.LayerNorm"), h, dtype)?,
-                up_w: get(&format!("{p}.intermediate.dense.weight"), &[i, h])?,
-                up_b: get(&format!("{p}.intermediate.dense.bias"), &[i])?,
-                down_w: get(&format!("{p}.output.dense.weight"), &[h, i])?,
-                down_b: get(&format!("{p}.output.dense.bias"), &[h])?,
-                norm2: norm_weights(ctx, w, &format!("{p}.output.LayerNorm"), h, dtype)?,
+                qkv: Linear::Dense {
+                    weight: upload(ctx, &qkv_w, &[3 * h, h], dtype)?,
+                    bias: Some(upload(ctx, &qkv_b, &[3 * h], dtype)?),
+                },
+                out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                norm1: layer_norm(
+                    ctx,
+                    w,
+                    &format!("{p}.attention.output.LayerNorm"),
+                    &config,
+                    dtype,
+                )?,
+                up: linear(&format!("{p}.intermediate.dense"), i, h)?,
+                down: linear(&format!("{p}.output.dense"), h, i)?,
+                norm2: layer_norm(ctx, w, &format!("{p}.output.LayerNorm"), &config, dtype)?,
             });
         }
         Ok(Self {
@@ -194,7 +199,7 @@ impl Bert {
                 &[config.max_position_embeddings, h],
             )?,
             token_type0: upload(ctx, &token_types[..h], &[h], dtype)?,
-            norm: norm_weights(ctx, w, "embeddings.LayerNorm", h, dtype)?,
+            norm: layer_norm(ctx, w, "embeddings.LayerNorm", &config, dtype)?,
             layers,
             config,
             dtype,
@@ -235,13 +240,6 @@ impl Bert {
             )));
         }
         let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
-        let eps = c.layer_norm_eps as f32;
-        let layer_norm = Norm {
-            kind: NormKind::LayerNorm,
-            rows: t,
-            cols: h,
-            eps,
-        };
         let mut hidden = Vec::new();
 
         // Embeddings: word + position + token type 0, then layer norm.
@@ -267,31 +265,15 @@ impl Bert {
             &summed,
         )?;
         let mut x = new(&[b, s, h])?;
-        layer_norm.run(
-            ctx,
-            &summed,
-            Some(&self.norm.gamma),
-            Some(&self.norm.beta),
-            &x,
-        )?;
+        self.norm.forward(ctx, &summed, &x)?;
         if keep_hidden {
             hidden.push(x.clone());
         }
 
-        let linear = |n: usize, k: usize| Gemm {
-            trans_b: true,
-            ..Gemm::new(t, n, k)
-        };
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope(&format!("layer {l} · attention"));
             let qkv = new(&[b, s, 3, nh, dh])?;
-            linear(3 * h, h).run(
-                ctx,
-                &x.reshape(&[t, h])?,
-                &layer.qkv_w,
-                Some(&layer.qkv_b),
-                &qkv.reshape(&[t, 3 * h])?,
-            )?;
+            layer.qkv.forward(ctx, &x, &qkv, Epilogue::None)?;
             // Fused attention reads Q, K and V straight out of the packed projection and writes
             // the heads side by side: no permutes, no score matrix in memory.
             let merged = new(&[b, s, nh, dh])?;
@@ -304,50 +286,19 @@ impl Bert {
             } else {
                 x.clone()
             };
-            let residual = residual.reshape(&[t, h])?;
-            Gemm {
-                beta: 1.0,
-                ..linear(h, h)
-            }
-            .run(
-                ctx,
-                &merged.reshape(&[t, h])?,
-                &layer.out_w,
-                Some(&layer.out_b),
-                &residual,
-            )?;
+            layer
+                .out
+                .forward(ctx, &merged, &residual, Epilogue::Residual)?;
             let x1 = new(&[t, h])?;
-            layer_norm.run(
-                ctx,
-                &residual,
-                Some(&layer.norm1.gamma),
-                Some(&layer.norm1.beta),
-                &x1,
-            )?;
+            layer.norm1.forward(ctx, &residual, &x1)?;
 
             ctx.set_scope(&format!("layer {l} · feed-forward"));
-            let i = c.intermediate_size;
-            let act = new(&[t, i])?;
-            Gemm {
-                gelu: true,
-                ..linear(i, h)
-            }
-            .run(ctx, &x1, &layer.up_w, Some(&layer.up_b), &act)?;
+            let act = new(&[t, c.intermediate_size])?;
+            layer.up.forward(ctx, &x1, &act, Epilogue::Gelu)?;
             // x1 is needed only as the residual: the down projection accumulates into it.
-            Gemm {
-                beta: 1.0,
-                ..linear(h, i)
-            }
-            .run(ctx, &act, &layer.down_w, Some(&layer.down_b), &x1)?;
-            let residual = x1;
+            layer.down.forward(ctx, &act, &x1, Epilogue::Residual)?;
             x = new(&[b, s, h])?;
-            layer_norm.run(
-                ctx,
-                &residual,
-                Some(&layer.norm2.gamma),
-                Some(&layer.norm2.beta),
-                &x.reshape(&[t, h])?,
-            )?;
+            layer.norm2.forward(ctx, &x1, &x)?;
             if keep_hidden {
                 hidden.push(x.clone());
             }

@@ -19,6 +19,7 @@ pub mod fetch;
 pub mod file;
 pub mod generate;
 pub mod gguf;
+pub mod layers;
 pub mod llama;
 pub mod sampling;
 pub mod sentence;

@@ -26,29 +26,34 @@ pub mod tokenizer;
 use ridge_core::{Context, DType, Tensor};
 use ridge_kernels::qmatmul::gather_rows;
 use ridge_kernels::quant::{QuantFormat, QuantMatrix, interleave_rows};
-use ridge_kernels::{KvAttention, Norm, NormKind, PairLayout, QMatmul, RopeQkv, RopeTable};
+use ridge_kernels::{KvAttention, PairLayout, RopeQkv, RopeTable};
 
 pub use config::LlamaConfig;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Gguf, TensorInfo};
+use crate::layers::{Epilogue, Linear, Norm};
 
 struct Layer {
-    attn_norm: Tensor,
-    qkv: QuantMatrix,
-    out: QuantMatrix,
-    ffn_norm: Tensor,
-    gate_up: QuantMatrix,
-    down: QuantMatrix,
+    attn_norm: Norm,
+    /// Q, K and V as one product: `[(nh + 2·nkv)·dh, H]`.
+    qkv: Linear,
+    out: Linear,
+    ffn_norm: Norm,
+    /// Gate and up interleaved row by row, SwiGLU in the epilogue: `[2·F, H]`.
+    gate_up: Linear,
+    down: Linear,
 }
 
 /// A Llama-family decoder on the GPU.
 pub struct Llama {
     config: LlamaConfig,
     dtype: DType,
+    /// The token embedding, looked up by id.
     embed: QuantMatrix,
-    output: QuantMatrix,
-    output_norm: Tensor,
+    /// The output projection (the embedding itself when tied).
+    output: Linear,
+    output_norm: Norm,
     layers: Vec<Layer>,
     rope: RopeTable,
 }
@@ -150,24 +155,35 @@ impl Llama {
             let gate_up = interleave_rows(gate, up, h / 32 * gu_format.block_bytes())?;
             let (of, out) = loader.quant(&p("attn_output"), h, h)?;
             let (df, down) = loader.quant(&p("ffn_down"), h, f)?;
+            let quantized = |format, rows, cols, bytes: &[u8]| -> Result<Linear> {
+                Ok(Linear::Quantized(QuantMatrix::upload(
+                    ctx, format, rows, cols, bytes,
+                )?))
+            };
+            let norm = |name: &str| -> Result<Norm> {
+                Ok(Norm::rms(
+                    loader.vector(ctx, &p(name), h, dtype)?,
+                    c.rms_eps,
+                ))
+            };
             layers.push(Layer {
-                attn_norm: loader.vector(ctx, &p("attn_norm"), h, dtype)?,
-                qkv: QuantMatrix::upload(ctx, qkv_format, h + 2 * kv, h, &qkv)?,
-                out: QuantMatrix::upload(ctx, of, h, h, out)?,
-                ffn_norm: loader.vector(ctx, &p("ffn_norm"), h, dtype)?,
-                gate_up: QuantMatrix::upload(ctx, gu_format, 2 * f, h, &gate_up)?,
-                down: QuantMatrix::upload(ctx, df, h, f, down)?,
+                attn_norm: norm("attn_norm")?,
+                qkv: quantized(qkv_format, h + 2 * kv, h, &qkv)?,
+                out: quantized(of, h, h, out)?,
+                ffn_norm: norm("ffn_norm")?,
+                gate_up: quantized(gu_format, 2 * f, h, &gate_up)?,
+                down: quantized(df, h, f, down)?,
             });
         }
         let (ef, embed) = loader.quant("token_embd.weight", c.vocab, h)?;
         let embed = QuantMatrix::upload(ctx, ef, c.vocab, h, embed)?;
-        let output = match g.tensor("output.weight") {
+        let output = Linear::Quantized(match g.tensor("output.weight") {
             Some(_) => {
                 let (of, out) = loader.quant("output.weight", c.vocab, h)?;
                 QuantMatrix::upload(ctx, of, c.vocab, h, out)?
             }
             None => embed.clone(),
-        };
+        });
         let used = 2 + c.layers * 9 + usize::from(g.tensor("output.weight").is_some());
         if g.tensors().len() != used {
             let unused: Vec<&str> = g
@@ -183,7 +199,10 @@ impl Llama {
             )));
         }
         Ok(Self {
-            output_norm: loader.vector(ctx, "output_norm.weight", h, dtype)?,
+            output_norm: Norm::rms(
+                loader.vector(ctx, "output_norm.weight", h, dtype)?,
+                c.rms_eps,
+            ),
             rope: RopeTable::new(ctx, c.context, c.head_dim, c.rope_base)?,
             embed,
             output,
@@ -205,13 +224,13 @@ impl Llama {
 
     /// Bytes of weights on the GPU.
     pub fn weight_bytes(&self) -> u64 {
-        let tied = std::ptr::eq(self.output.quants.buffer(), self.embed.quants.buffer());
+        let tied = matches!(&self.output, Linear::Quantized(w) if w.quants.buffer() == self.embed.quants.buffer());
         let mut b = self.embed.bytes() + if tied { 0 } else { self.output.bytes() };
         for l in &self.layers {
             b += l.qkv.bytes() + l.out.bytes() + l.gate_up.bytes() + l.down.bytes();
-            b += l.attn_norm.size_bytes() + l.ffn_norm.size_bytes();
+            b += l.attn_norm.bytes() + l.ffn_norm.bytes();
         }
-        b + self.output_norm.size_bytes()
+        b + self.output_norm.bytes()
     }
 
     /// A KV cache for `capacity` positions.
@@ -277,12 +296,6 @@ impl Llama {
         }
         let (h, nh, nkv, dh) = (c.hidden, c.heads, c.kv_heads, c.head_dim);
         let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
-        let rms = |rows: usize| Norm {
-            kind: NormKind::RmsNorm,
-            rows,
-            cols: h,
-            eps: c.rms_eps,
-        };
         let mut hidden = Vec::new();
         ctx.set_scope("embedding");
         let ids_t = Tensor::from_slice(ctx, ids, &[t])?;
@@ -295,47 +308,27 @@ impl Llama {
             Ok(())
         };
         keep(&x, &mut hidden)?;
-        let attention = KvAttention {
-            tokens: t,
-            heads: nh,
-            kv_heads: nkv,
-            head_dim: dh,
-            pos0,
-        };
-        let rope = RopeQkv {
-            tokens: t,
-            heads: nh,
-            kv_heads: nkv,
-            head_dim: dh,
-            pos0,
-            layout: PairLayout::Adjacent,
-        };
-        let residual = QMatmul {
-            residual: true,
-            ..QMatmul::new(t)
-        };
-        let gated = QMatmul {
-            glu: true,
-            ..QMatmul::new(t)
-        };
+        let (rope, attention) = self.attention_ops(t, pos0);
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope(&format!("layer {l} · attention"));
             let normed = new(&[t, h])?;
-            rms(t).run(ctx, &x, Some(&layer.attn_norm), None, &normed)?;
+            layer.attn_norm.forward(ctx, &x, &normed)?;
             let qkv = new(&[t, h + 2 * nkv * dh])?;
-            QMatmul::new(t).run(ctx, &normed, &layer.qkv, &qkv)?;
+            layer.qkv.forward(ctx, &normed, &qkv, Epilogue::None)?;
             let q = new(&[t, nh, dh])?;
             rope.run(ctx, &qkv, &self.rope, &q, &cache.k[l], &cache.v[l])?;
             let a = new(&[t, nh, dh])?;
             attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
-            residual.run(ctx, &a.reshape(&[t, h])?, &layer.out, &x)?;
+            layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
 
             ctx.set_scope(&format!("layer {l} · feed-forward"));
             let normed = new(&[t, h])?;
-            rms(t).run(ctx, &x, Some(&layer.ffn_norm), None, &normed)?;
+            layer.ffn_norm.forward(ctx, &x, &normed)?;
             let act = new(&[t, c.ffn])?;
-            gated.run(ctx, &normed, &layer.gate_up, &act)?;
-            residual.run(ctx, &act, &layer.down, &x)?;
+            layer
+                .gate_up
+                .forward(ctx, &normed, &act, Epilogue::SwiGlu)?;
+            layer.down.forward(ctx, &act, &x, Epilogue::Residual)?;
             keep(&x, &mut hidden)?;
         }
         ctx.set_scope("output");
@@ -345,9 +338,9 @@ impl Llama {
             x.narrow(t - 1, 1)?.duplicate(ctx)?
         };
         let normed = new(&[1, h])?;
-        rms(1).run(ctx, &last, Some(&self.output_norm), None, &normed)?;
+        self.output_norm.forward(ctx, &last, &normed)?;
         let logits = new(&[1, c.vocab])?;
-        QMatmul::new(1).run(ctx, &normed, &self.output, &logits)?;
+        self.output.forward(ctx, &normed, &logits, Epilogue::None)?;
         ctx.set_scope("");
         cache.len = pos0 + t;
         Ok(Forward { logits, hidden })
@@ -368,70 +361,65 @@ impl Llama {
     /// `pos0..pos0 + tokens`, in order, with each kernel's own cost (and the argmax of greedy
     /// decoding after it): for comparing a profile with the roofline, op by op.
     pub fn plan(&self, tokens: usize, pos0: usize) -> Vec<PlannedOp> {
-        let c = &self.config;
-        let (t, h, dt) = (tokens, c.hidden, self.dtype);
+        let (t, dt) = (tokens, self.dtype);
         let mut ops = Vec::new();
         let mut op = |name: &'static str, cost| ops.push(PlannedOp { name, cost });
-        let norm = |rows| Norm {
-            kind: NormKind::RmsNorm,
-            rows,
-            cols: h,
-            eps: c.rms_eps,
-        };
-        let product =
-            |q: QMatmul, w: &QuantMatrix| (q.name(), q.cost(w.format, w.rows, w.cols, dt));
+        let linear = |l: &Linear, m: usize, e: Epilogue| (l.op_name(m, e), l.cost(m, e, dt));
         op(
             "qembedding",
-            ridge_kernels::qmatmul::gather_cost(self.embed.format, t, h, dt),
+            ridge_kernels::qmatmul::gather_cost(self.embed.format, t, self.config.hidden, dt),
         );
-        let attention = KvAttention {
-            tokens: t,
-            heads: c.heads,
-            kv_heads: c.kv_heads,
-            head_dim: c.head_dim,
-            pos0,
-        };
-        let rope = RopeQkv {
-            tokens: t,
-            heads: c.heads,
-            kv_heads: c.kv_heads,
-            head_dim: c.head_dim,
-            pos0,
-            layout: PairLayout::Adjacent,
-        };
+        let (rope, attention) = self.attention_ops(t, pos0);
+        let spans = attention.split().0;
         for layer in &self.layers {
-            op("rms_norm", norm(t).cost(dt, true));
-            let (n, cost) = product(QMatmul::new(t), &layer.qkv);
+            op(layer.attn_norm.op_name(), layer.attn_norm.cost(t, dt));
+            let (n, cost) = linear(&layer.qkv, t, Epilogue::None);
             op(n, cost);
             op("rope_qkv", rope.cost(dt));
             op("kv_attention", attention.cost(dt));
-            if attention.split().0 > 1 {
-                let merge = (t * c.heads * attention.split().0 * (c.head_dim + 2) * 4) as f64;
+            if spans > 1 {
+                let c = &self.config;
+                let merge = (t * c.heads * spans * (c.head_dim + 2) * 4) as f64;
                 op("kv_attention_merge", ridge_model::OpCost::new(0.0, merge));
             }
-            let residual = QMatmul {
-                residual: true,
-                ..QMatmul::new(t)
-            };
-            let (n, cost) = product(residual, &layer.out);
+            let (n, cost) = linear(&layer.out, t, Epilogue::Residual);
             op(n, cost);
-            op("rms_norm", norm(t).cost(dt, true));
-            let (n, cost) = product(
-                QMatmul {
-                    glu: true,
-                    ..QMatmul::new(t)
-                },
-                &layer.gate_up,
-            );
+            op(layer.ffn_norm.op_name(), layer.ffn_norm.cost(t, dt));
+            let (n, cost) = linear(&layer.gate_up, t, Epilogue::SwiGlu);
             op(n, cost);
-            let (n, cost) = product(residual, &layer.down);
+            let (n, cost) = linear(&layer.down, t, Epilogue::Residual);
             op(n, cost);
         }
-        op("rms_norm", norm(1).cost(dt, true));
-        let (n, cost) = product(QMatmul::new(1), &self.output);
+        op(self.output_norm.op_name(), self.output_norm.cost(1, dt));
+        let (n, cost) = linear(&self.output, 1, Epilogue::None);
         op(n, cost);
-        op("argmax", ridge_kernels::argmax::cost(1, c.vocab, dt));
+        op(
+            "argmax",
+            ridge_kernels::argmax::cost(1, self.config.vocab, dt),
+        );
         ops
+    }
+
+    /// The RoPE + KV-append and attention ops of a forward over `t` tokens from `pos0`.
+    fn attention_ops(&self, t: usize, pos0: usize) -> (RopeQkv, KvAttention) {
+        let c = &self.config;
+        (
+            RopeQkv {
+                tokens: t,
+                heads: c.heads,
+                kv_heads: c.kv_heads,
+                head_dim: c.head_dim,
+                pos0,
+                layout: PairLayout::Adjacent,
+            },
+            KvAttention {
+                tokens: t,
+                heads: c.heads,
+                kv_heads: c.kv_heads,
+                head_dim: c.head_dim,
+                pos0,
+            },
+        )
     }
 }
 

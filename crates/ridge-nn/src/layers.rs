@@ -1,0 +1,211 @@
+//! The layers both models are built from. Each owns its weights on the GPU and records its
+//! dispatches; the models (the BERT encoder, the Llama decoder) are these in a row, plus their
+//! attention.
+//!
+//! - [`Linear`]: `y = x·Wᵀ (+ b)` with dense weights (the GEMM, f32 or f16) or block-quantized
+//!   ones (the quantized products, Q8_0/Q4_0/Q4_1), and an [`Epilogue`] fused into the same
+//!   dispatch.
+//! - [`Norm`]: layer norm (γ, β) or RMS norm (γ) over the last axis.
+
+use ridge_core::{Context, DType, Tensor};
+use ridge_kernels::quant::QuantMatrix;
+use ridge_kernels::{Gemm, NormKind, QMatmul};
+use ridge_model::OpCost;
+
+use crate::error::{Error, Result};
+
+/// What a linear layer does with its product in the same dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Epilogue {
+    /// `y = x·Wᵀ + b`.
+    None,
+    /// `y = gelu(x·Wᵀ + b)` (erf form; dense weights).
+    Gelu,
+    /// `y += x·Wᵀ + b`: the residual stream, already in `y`.
+    Residual,
+    /// `y[:, i] = silu(g_i)·u_i` over the (gate, up) row pairs of an interleaved `W`
+    /// (quantized weights; [`ridge_kernels::quant::interleave_rows`]).
+    SwiGlu,
+}
+
+/// The weights of a linear layer.
+#[derive(Clone, Debug)]
+pub enum Linear {
+    /// `W` `[N, K]` in f32 or f16, an optional bias `[N]`.
+    Dense {
+        /// The weight, `[out, in]` as PyTorch stores it.
+        weight: Tensor,
+        /// The bias.
+        bias: Option<Tensor>,
+    },
+    /// `W` `[N, K]` block-quantized, packed as the file stores it; no bias.
+    Quantized(QuantMatrix),
+}
+
+impl Linear {
+    /// Output features `N` (rows of `W`).
+    pub fn out_features(&self) -> usize {
+        match self {
+            Linear::Dense { weight, .. } => weight.shape()[0],
+            Linear::Quantized(w) => w.rows,
+        }
+    }
+
+    /// Input features `K`.
+    pub fn in_features(&self) -> usize {
+        match self {
+            Linear::Dense { weight, .. } => weight.shape()[1],
+            Linear::Quantized(w) => w.cols,
+        }
+    }
+
+    /// Columns of `y` with `epilogue`: `N`, or `N/2` gated.
+    pub fn out_cols(&self, epilogue: Epilogue) -> usize {
+        match epilogue {
+            Epilogue::SwiGlu => self.out_features() / 2,
+            _ => self.out_features(),
+        }
+    }
+
+    /// Bytes of the weights (and bias) on the GPU.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Linear::Dense { weight, bias } => {
+                weight.size_bytes() + bias.as_ref().map_or(0, Tensor::size_bytes)
+            }
+            Linear::Quantized(w) => w.bytes(),
+        }
+    }
+
+    fn gemm(&self, m: usize, epilogue: Epilogue) -> Gemm {
+        Gemm {
+            trans_b: true,
+            gelu: epilogue == Epilogue::Gelu,
+            beta: if epilogue == Epilogue::Residual {
+                1.0
+            } else {
+                0.0
+            },
+            ..Gemm::new(m, self.out_features(), self.in_features())
+        }
+    }
+
+    fn qmatmul(m: usize, epilogue: Epilogue) -> QMatmul {
+        QMatmul {
+            m,
+            residual: epilogue == Epilogue::Residual,
+            glu: epilogue == Epilogue::SwiGlu,
+        }
+    }
+
+    /// The dispatch's name in profiles, for `m` rows of `x`.
+    pub fn op_name(&self, m: usize, epilogue: Epilogue) -> &'static str {
+        match self {
+            Linear::Dense { .. } => "gemm",
+            Linear::Quantized(_) => Self::qmatmul(m, epilogue).name(),
+        }
+    }
+
+    /// The dispatch's cost for `m` rows of `x` in `dtype`.
+    pub fn cost(&self, m: usize, epilogue: Epilogue, dtype: DType) -> OpCost {
+        match self {
+            Linear::Dense { bias, .. } => self.gemm(m, epilogue).cost(dtype, 1, 1, bias.is_some()),
+            Linear::Quantized(w) => {
+                Self::qmatmul(m, epilogue).cost(w.format, w.rows, w.cols, dtype)
+            }
+        }
+    }
+
+    /// `y = x·Wᵀ (+ b)` with `epilogue`, one dispatch. `x` is `[.., K]` (its rows are `M`),
+    /// `y` `[M, out_cols]` in any shape of that size.
+    ///
+    /// Errors: [`Error::Input`] for an epilogue the weights do not have (GELU on quantized
+    /// weights, SwiGLU on dense ones); the kernels' shape, dtype and limit errors.
+    pub fn forward(&self, ctx: &Context, x: &Tensor, y: &Tensor, epilogue: Epilogue) -> Result<()> {
+        let k = self.in_features();
+        let m = x.numel() / k.max(1);
+        let x2 = x.reshape(&[m, k])?;
+        let y2 = y.reshape(&[m, self.out_cols(epilogue)])?;
+        match (self, epilogue) {
+            (Linear::Dense { .. }, Epilogue::SwiGlu) => Err(Error::Input(
+                "a SwiGLU epilogue needs quantized, interleaved gate/up weights".into(),
+            )),
+            (Linear::Quantized(_), Epilogue::Gelu) => Err(Error::Input(
+                "quantized products have no GELU epilogue".into(),
+            )),
+            (Linear::Dense { weight, bias }, _) => {
+                Ok(self
+                    .gemm(m, epilogue)
+                    .run(ctx, &x2, weight, bias.as_ref(), &y2)?)
+            }
+            (Linear::Quantized(w), _) => Ok(Self::qmatmul(m, epilogue).run(ctx, &x2, w, &y2)?),
+        }
+    }
+}
+
+/// A normalisation over the last axis with its learned scale (and, for layer norm, shift).
+#[derive(Clone, Debug)]
+pub struct Norm {
+    kind: NormKind,
+    gamma: Tensor,
+    beta: Option<Tensor>,
+    eps: f32,
+}
+
+impl Norm {
+    /// Layer norm with `gamma` and `beta` `[cols]` (Ba, Kiros & Hinton, 2016).
+    pub fn layer(gamma: Tensor, beta: Tensor, eps: f32) -> Self {
+        Self {
+            kind: NormKind::LayerNorm,
+            gamma,
+            beta: Some(beta),
+            eps,
+        }
+    }
+
+    /// RMS norm with `gamma` `[cols]` (Zhang & Sennrich, 2019).
+    pub fn rms(gamma: Tensor, eps: f32) -> Self {
+        Self {
+            kind: NormKind::RmsNorm,
+            gamma,
+            beta: None,
+            eps,
+        }
+    }
+
+    fn op(&self, rows: usize) -> ridge_kernels::Norm {
+        ridge_kernels::Norm {
+            kind: self.kind,
+            rows,
+            cols: self.gamma.numel(),
+            eps: self.eps,
+        }
+    }
+
+    /// Bytes of the parameters on the GPU.
+    pub fn bytes(&self) -> u64 {
+        self.gamma.size_bytes() + self.beta.as_ref().map_or(0, Tensor::size_bytes)
+    }
+
+    /// The dispatch's name in profiles (`layer_norm`, `rms_norm`).
+    pub fn op_name(&self) -> &'static str {
+        self.op(1).name()
+    }
+
+    /// The dispatch's cost over `rows` rows in `dtype`.
+    pub fn cost(&self, rows: usize, dtype: DType) -> OpCost {
+        self.op(rows).cost(dtype, true)
+    }
+
+    /// The norm of every row of `x` into `y` (same shape), one dispatch.
+    ///
+    /// Errors: the kernel's shape, dtype and limit errors.
+    pub fn forward(&self, ctx: &Context, x: &Tensor, y: &Tensor) -> Result<()> {
+        let cols = self.gamma.numel();
+        let rows = x.numel() / cols.max(1);
+        let (x, y) = (x.reshape(&[rows, cols])?, y.reshape(&[rows, cols])?);
+        Ok(self
+            .op(rows)
+            .run(ctx, &x, Some(&self.gamma), self.beta.as_ref(), &y)?)
+    }
+}
