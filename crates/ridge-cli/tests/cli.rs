@@ -312,3 +312,33 @@ fn generate_refuses_bad_input_in_one_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `ridge chat` reads turns from stdin until /exit, keeps the KV cache between turns, and
+/// answers each (greedy, short replies).
+#[test]
+fn chat_answers_two_turns_then_exits() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
+        .args(["chat", "--max-tokens", "8", "--context", "256"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ridge runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is the capital of France?\n/reset\nAnd of Italy?\n/exit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.lines().count(), 2, "two replies: {stdout:?}");
+    assert!(stdout.contains("Paris"), "{stdout}");
+    assert!(stderr.contains("a new conversation"), "{stderr}");
+    assert_eq!(stderr.matches("time to first token").count(), 2, "{stderr}");
+}

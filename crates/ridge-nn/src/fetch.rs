@@ -179,6 +179,16 @@ pub fn fetch(manifest: &Manifest, dir: &Path, progress: bool) -> Result<PathBuf>
     if wanted.is_empty() {
         return Ok(dir.to_path_buf());
     }
+    // A file that is there but differs from its digest (a bit flip, an interrupted copy) is
+    // replaced, and the user is told: silently repairing it would hide a failing disk.
+    for name in &wanted {
+        if dir.join(name).exists() {
+            eprintln!(
+                "warning: {} differs from its SHA-256 digest: replacing it",
+                dir.join(name).display()
+            );
+        }
+    }
     let fail = |m: String| Error::Fetch(m);
     let downloads = cache_dir().join("downloads");
     std::fs::create_dir_all(&downloads)
