@@ -2,9 +2,11 @@
 // Q8_0, Q4_0 or Q4_1 (ggml's blocks of 32, repacked: see crates/ridge-kernels/src/quant.rs),
 // x [M, K] and y in T (f32 or f16), f32 accumulation.
 //
-// matvec (decode, small M): TPR invocations share a row of W, each taking every TPR-th block
-//   and dotting it with x's matching 32 values; a tree over the TPR partial sums. One
-//   workgroup holds WG / TPR rows; the grid's z is x's row.
+// matvec (decode and short prompts, small M): TPR invocations share a row of W, each taking
+//   every TPR-th block and dotting it with x's matching 32 values; a tree over the TPR partial
+//   sums. One workgroup holds WG / TPR rows of W and MROWS rows of x (the grid's z counts
+//   groups of MROWS rows): with MROWS > 1 each block is dequantized once into registers and
+//   dotted with every row, so W is read once per MROWS rows of x.
 // matmul (prefill): 64 × 64 tiles of y, one block of K (32) per step: x's tile and W's
 //   dequantized tile staged in workgroup memory, a 4 × 4 register tile per invocation.
 // gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
@@ -18,7 +20,7 @@
 // A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
-// TPR (a power of two dividing WG), RESIDUAL, GLU.
+// TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RESIDUAL, GLU.
 
 struct Params { m: u32, n: u32, k: u32, blocks: u32 }
 
@@ -75,6 +77,23 @@ fn block_dot(xv: u32, b: u32) -> f32 {
     return sm.x * qx + sm.y * sx;
 }
 
+// The 32 weights of block b, dequantized: weights 4i..4i+3 in element i.
+fn block_weights(b: u32) -> array<vec4<f32>, 8> {
+    var w: array<vec4<f32>, 8>;
+    let sm = scale_min(b);
+    if FORMAT == 0u {
+        for (var i = 0u; i < 8u; i++) { w[i] = bytes_i8(quants[b * 8u + i]) * sm.x; }
+        return w;
+    }
+    let offset = select(0.0, 8.0, FORMAT == 1u);
+    for (var i = 0u; i < 4u; i++) {
+        let q = quants[b * 4u + i];
+        w[i] = (nibbles_lo(q) - offset) * sm.x + sm.y;
+        w[4u + i] = (nibbles_hi(q) - offset) * sm.x + sm.y;
+    }
+    return w;
+}
+
 fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
 }
@@ -92,7 +111,7 @@ fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
     y[m * (p.n / 2u) + n / 2u] = T(silu(gate) * up);
 }
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<f32, MROWS * WG>;
 
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -101,25 +120,44 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     let r = lid / TPR;
     let lane = lid % TPR;
     let n = (wid.x + wid.y * nwg.x) * rows + r;
-    let m = wid.z;
-    var acc = 0.0;
+    let m0 = wid.z * MROWS;
+    let kv = p.k / 4u;
+    var acc: array<f32, MROWS>;
+    for (var i = 0u; i < MROWS; i++) { acc[i] = 0.0; }
     if n < p.n {
-        let xv = m * (p.k / 4u);
         for (var b = lane; b < p.blocks; b += TPR) {
-            acc += block_dot(xv + b * 8u, n * p.blocks + b);
+            if MROWS == 1u {
+                acc[0] += block_dot(m0 * kv + b * 8u, n * p.blocks + b);
+            } else {
+                let w = block_weights(n * p.blocks + b);
+                for (var i = 0u; i < MROWS; i++) {
+                    if m0 + i < p.m {
+                        let xv = (m0 + i) * kv + b * 8u;
+                        var s = 0.0;
+                        for (var j = 0u; j < 8u; j++) { s += dot(w[j], vec4<f32>(x[xv + j])); }
+                        acc[i] += s;
+                    }
+                }
+            }
         }
     }
-    partial[lid] = acc;
+    for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] = acc[i]; }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {
-        if lane < s { partial[lid] += partial[lid + s]; }
+        if lane < s {
+            for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] += partial[i * WG + lid + s]; }
+        }
         workgroupBarrier();
     }
     if lane != 0u || n >= p.n { return; }
-    if GLU {
-        if (r & 1u) == 0u { store_glu(m, n, partial[lid], partial[lid + TPR]); }
-    } else {
-        store(m, n, partial[lid]);
+    for (var i = 0u; i < MROWS; i++) {
+        let m = m0 + i;
+        if m >= p.m { break; }
+        if GLU {
+            if (r & 1u) == 0u { store_glu(m, n, partial[i * WG + lid], partial[i * WG + lid + TPR]); }
+        } else {
+            store(m, n, partial[i * WG + lid]);
+        }
     }
 }
 

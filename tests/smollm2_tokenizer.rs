@@ -133,6 +133,9 @@ fn templates_refuse_what_transformers_refuses() {
     assert!(
         apply_chat_template("{% for %}", &[Message::new("user", "x")], true, "", "", p).is_err()
     );
+    // A template that drops the user's message is refused, not sent on without it.
+    let e = apply_chat_template("   ", &[Message::new("user", "hi")], true, "", "", p).unwrap_err();
+    assert!(e.to_string().contains("leaves out the user message"), "{e}");
     // Python string methods, as Hugging Face templates use them.
     let strip = "{{ messages[0]['content'].strip() }}";
     assert_eq!(

@@ -152,6 +152,40 @@ fn bad_files_name_the_problem() {
             load_err(ctx, arch),
             &["architecture \"gpt2\"", "llama"],
         )?;
+        let tokens = Value::Array((0..100).map(|i| Value::String(format!("t{i}"))).collect());
+        let vocab = rewrite(
+            &good,
+            |k, v| {
+                Some(match k {
+                    "llama.vocab_size" => Value::U32(10),
+                    "general.name" => tokens.clone(),
+                    _ => v.clone(),
+                })
+            },
+            keep,
+        );
+        // general.name now holds the token list: move it where the tokenizer's belongs.
+        let vocab = {
+            let g = parse(vocab);
+            let mut w = Writer::new();
+            for (k, v) in g.metadata() {
+                let k = if k == "general.name" {
+                    "tokenizer.ggml.tokens"
+                } else {
+                    k
+                };
+                w = w.meta(k, v.clone());
+            }
+            for t in g.tensors() {
+                w = w.tensor(&t.name, &t.dims, t.ggml_type.id, g.data(t).to_vec());
+            }
+            w.finish()
+        };
+        expect(
+            "vocab_size",
+            load_err(ctx, vocab),
+            &["vocab_size = 10", "100 tokens"],
+        )?;
         let wider = rewrite(
             &good,
             |k, v| {
@@ -283,39 +317,45 @@ fn requests_past_the_model_are_refused() {
 
 /// The model's plan of dispatches (what the bench prices with the roofline) names exactly the
 /// dispatches a forward and its argmax record, in order, for a prefill and a split decode.
+/// A context of its own: a profile records every dispatch on its context, and other tests
+/// run on the shared ones meanwhile.
 #[test]
 fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
-    on_every_adapter("decoder_plan", |ctx| {
-        let model = Llama::load(
-            ctx,
-            &parse(random_gguf(
-                &tiny(),
-                QuantFormat::Q4_1,
-                QuantFormat::Q8_0,
-                3,
-            )),
-            DType::F32,
-        )
-        .map_err(nn)?;
-        let mut cache = model.cache(ctx, 80).map_err(nn)?;
-        // 70 tokens at once (one span), then one at depth 70 (two spans and the merge).
-        for tokens in [70, 1] {
-            let pos0 = cache.len();
-            let ids = vec![5u32; tokens];
-            ctx.start_profiling();
-            let fwd = model.forward(ctx, &mut cache, &ids, false).map_err(nn)?;
-            let id = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;
-            ridge::kernels::argmax::argmax(ctx, &fwd.logits, &id)?;
-            let profile = block(ctx.finish_profiling())?;
-            let got: Vec<&str> = profile.spans.iter().map(|s| s.name.as_str()).collect();
-            let want: Vec<&str> = model.plan(tokens, pos0).iter().map(|o| o.name).collect();
-            if got != want {
-                return Err(Error::invalid(
-                    "plan",
-                    format!("{tokens} tokens: ran {got:?}, planned {want:?}"),
-                ));
+    on_every_adapter_with(
+        "decoder_plan",
+        |_| Default::default(),
+        |ctx| {
+            let model = Llama::load(
+                ctx,
+                &parse(random_gguf(
+                    &tiny(),
+                    QuantFormat::Q4_1,
+                    QuantFormat::Q8_0,
+                    3,
+                )),
+                DType::F32,
+            )
+            .map_err(nn)?;
+            let mut cache = model.cache(ctx, 80).map_err(nn)?;
+            // 70 tokens at once (one span), then one at depth 70 (two spans and the merge).
+            for tokens in [70, 1] {
+                let pos0 = cache.len();
+                let ids = vec![5u32; tokens];
+                ctx.start_profiling();
+                let fwd = model.forward(ctx, &mut cache, &ids, false).map_err(nn)?;
+                let id = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;
+                ridge::kernels::argmax::argmax(ctx, &fwd.logits, &id)?;
+                let profile = block(ctx.finish_profiling())?;
+                let got: Vec<&str> = profile.spans.iter().map(|s| s.name.as_str()).collect();
+                let want: Vec<&str> = model.plan(tokens, pos0).iter().map(|o| o.name).collect();
+                if got != want {
+                    return Err(Error::invalid(
+                        "plan",
+                        format!("{tokens} tokens: ran {got:?}, planned {want:?}"),
+                    ));
+                }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
 }

@@ -2,7 +2,7 @@
 //! the f64 reference on ggml's dequantized weights.
 
 use ridge::core::{Context, DType, Error, Result, Tensor};
-use ridge::kernels::qmatmul::{self, MATVEC_MAX_M, QMatmul};
+use ridge::kernels::qmatmul::{self, MATVEC_MAX_M, MATVEC_ROWS, QMatmul};
 use ridge::kernels::quant::{self, QuantFormat, QuantMatrix};
 
 use crate::harness::*;
@@ -77,13 +77,16 @@ fn every_format_both_kernels_odd_shapes() {
         let mut seed = 10;
         for dtype in dtypes(ctx) {
             for format in QuantFormat::ALL {
-                // M: 1 (decode), the matrix-vector kernel's largest, one past it, a prime past
-                // a tile; N: 1, primes, a non-multiple of the 64-wide tile; K: one block, 18
-                // blocks (SmolLM2's width), an odd block count.
+                // M: 1 (decode), a part of the matrix-vector kernel's row group, one past a
+                // group, its largest, one past it (tiled), a prime past a tile; N: 1, primes, a
+                // non-multiple of the 64-wide tile; K: one block, 18 blocks (SmolLM2's width),
+                // an odd block count.
                 for (m, n, k) in [
                     (1, 1, 32),
                     (1, 97, 576),
-                    (MATVEC_MAX_M, 130, 96),
+                    (3, 130, 96),
+                    (MATVEC_ROWS + 1, 67, 160),
+                    (MATVEC_MAX_M, 50, 64),
                     (MATVEC_MAX_M + 1, 67, 160),
                     (67, 131, 224),
                 ] {
@@ -102,7 +105,7 @@ fn residual_and_swiglu_epilogues() {
         let mut seed = 100;
         for dtype in dtypes(ctx) {
             for format in QuantFormat::ALL {
-                for m in [1, 3, 70] {
+                for m in [1, 3, MATVEC_ROWS + 3, 70] {
                     seed += 1;
                     let residual = QMatmul {
                         residual: true,

@@ -74,7 +74,7 @@ fn root() -> PathBuf {
 
 /// Runs a command in the workspace root, failing with its command line.
 fn run(program: &str, args: &[&str]) -> Result {
-    println!("\n$ {program} {}", args.join(" "));
+    println!("\n$ {program} {}", shell_words(args));
     let status = Command::new(program)
         .args(args)
         .current_dir(root())
@@ -86,6 +86,24 @@ fn run(program: &str, args: &[&str]) -> Result {
     } else {
         Err(format!("`{program} {}` failed ({status})", args.join(" ")))
     }
+}
+
+/// `args` as one would type them in a shell: an argument holding anything but letters,
+/// digits and `-_./=,:` is single-quoted, so that the printed line can be pasted.
+fn shell_words(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:".contains(c))
+            {
+                a.to_string()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Mesa's EGL (wgpu's GL backend) complains on stderr without XDG_RUNTIME_DIR; give it one.

@@ -25,6 +25,10 @@ pub struct ModelArgs {
 impl ModelArgs {
     fn path(&self) -> Result<PathBuf, String> {
         match &self.model {
+            Some(p) if p.is_dir() => Err(format!(
+                "{} is a folder: --model takes a GGUF file",
+                p.display()
+            )),
             Some(p) => Ok(p.clone()),
             None => {
                 let p = fetch::smollm2_path();
@@ -71,6 +75,16 @@ pub struct SamplingArgs {
 }
 
 impl SamplingArgs {
+    /// Greedy decoding reads no sampling parameter: say so rather than ignore them.
+    fn warn_if_unused(&self) {
+        if self.temperature == 0.0 && (self.top_k != 0 || self.top_p != 1.0 || self.seed != 0) {
+            eprintln!(
+                "warning: --top-k, --top-p and --seed have no effect with --temperature 0 (greedy); \
+                 give a temperature above 0 to sample"
+            );
+        }
+    }
+
     fn options(&self) -> Result<GenerateOptions, ridge_nn::Error> {
         let sampling = Sampling {
             temperature: self.temperature,
@@ -101,10 +115,11 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["raw", "messages"])]
     system: Option<String>,
     /// A conversation: a JSON list of {"role": "system"|"user"|"assistant", "content": …}
-    /// turns; the reply continues it.
+    /// turns; the model replies to it in a new assistant turn (the template opens one).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["prompt", "raw"])]
     messages: Option<PathBuf>,
-    /// JSON Lines on stdout: {"prompt_ids"}, then {"id", "text"} per token, then the timings.
+    /// JSON Lines on stdout: {"prompt_ids"}, then {"id", "text"} per generated token (the
+    /// end-of-text token too, with empty text), then the timings.
     #[arg(long)]
     json: bool,
     /// With --json: each token's K largest raw logits as [id, logit] pairs.
@@ -162,7 +177,8 @@ fn prompt_text(args: &GenerateArgs) -> Result<String, String> {
         Some("-") => read_text(Path::new("-"))?,
         Some(p) => p.to_string(),
     };
-    if text.trim().is_empty() {
+    // A raw prompt may be a space (it is a token); a chat message must say something.
+    if text.is_empty() || (!args.raw && text.trim().is_empty()) {
         return Err("the prompt is empty".into());
     }
     Ok(text)
@@ -178,11 +194,13 @@ fn cache_for(
     let context = model.model().config().context;
     if prompt >= context {
         return Err(format!(
-            "the prompt has {prompt} tokens; the model's context holds {context} (with room for one more)"
+            "the prompt has {prompt} tokens, but the model's context is {context} positions: \
+             it must be at most {} tokens to leave room for a reply",
+            context - 1
         )
         .into());
     }
-    Ok(model.cache(ctx, (prompt + max_tokens).min(context))?)
+    Ok(model.cache(ctx, prompt.saturating_add(max_tokens).min(context))?)
 }
 
 fn stats_line(s: &Stats) -> String {
@@ -192,18 +210,20 @@ fn stats_line(s: &Stats) -> String {
         Finish::Context => "context full",
         Finish::Stopped => "stopped",
     };
+    let decode = if s.generated > 1 {
+        format!("{:.1} tokens/s", s.decode_tokens_per_s)
+    } else {
+        "n/a (one token)".into()
+    };
     format!(
-        "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {:.0} tokens/s, decode {:.1} tokens/s",
-        s.prompt_tokens,
-        s.generated,
-        s.time_to_first_token_ms,
-        s.prefill_tokens_per_s,
-        s.decode_tokens_per_s
+        "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {:.0} tokens/s, decode {decode}",
+        s.prompt_tokens, s.generated, s.time_to_first_token_ms, s.prefill_tokens_per_s,
     )
 }
 
 pub fn generate(args: GenerateArgs) -> crate::CliResult {
     let mut options = args.sampling.options()?;
+    args.sampling.warn_if_unused();
     options.stop_at_eos = !args.ignore_eos;
     options.top_logits = args.top_logits;
     let messages = conversation(&args)?;
@@ -215,7 +235,10 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
     let prompt = match (&messages, &raw) {
-        (Some(m), _) => model.encode_chat(m)?,
+        (Some(m), _) => model.encode_chat(m).map_err(|e| match &args.messages {
+            Some(file) => format!("{}: {e}", file.display()),
+            None => e.to_string(),
+        })?,
         (None, Some(text)) => model.encode(text)?,
         (None, None) => unreachable!("a prompt or a conversation"),
     };
@@ -255,6 +278,8 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// In the conversation: a line is one user turn; `/reset` starts a new conversation,
+/// `/exit` (or Ctrl-D) leaves; Ctrl-C stops a reply in progress.
 #[derive(clap::Args)]
 pub struct ChatArgs {
     /// The system message (default: the model's own, from its chat template).
@@ -271,14 +296,18 @@ pub struct ChatArgs {
 
 pub fn chat(args: ChatArgs) -> crate::CliResult {
     let options = args.sampling.options()?;
+    args.sampling.warn_if_unused();
     let ctx = crate::context()?;
+    let path = args.model.path()?;
     let model = args.model.load(&ctx)?;
     let context = args.context.min(model.model().config().context);
     let mut cache = model.cache(&ctx, context)?;
     let interrupted = interrupt_flag();
     eprintln!(
         "{} on {}: type a message, Enter to send. Ctrl-C stops a reply, /reset starts over, Ctrl-D or /exit leaves.",
-        model.name(),
+        path.file_name().map_or(path.display().to_string(), |n| n
+            .to_string_lossy()
+            .into_owned()),
         ctx.describe()
     );
     let start = || -> Vec<Message> {
@@ -294,14 +323,18 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     let mut lines = stdin.lock();
     loop {
         eprint!("> ");
-        let mut line = String::new();
+        let mut bytes = Vec::new();
         interrupted.store(false, Ordering::Relaxed);
-        match lines.read_line(&mut line) {
+        match lines.read_until(b'\n', &mut bytes) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
             Err(e) => return Err(format!("standard input: {e}").into()),
         }
+        let Ok(line) = String::from_utf8(bytes) else {
+            eprintln!("(that line is not valid UTF-8: type it again)");
+            continue;
+        };
         let text = line.trim_end_matches(['\n', '\r']);
         match text.trim() {
             "" => continue,
@@ -311,6 +344,10 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
                 cached.clear();
                 cache.clear();
                 eprintln!("(a new conversation)");
+                continue;
+            }
+            cmd if cmd.starts_with('/') && !cmd.contains(' ') => {
+                eprintln!("(unknown command {cmd}: /reset starts over, /exit leaves)");
                 continue;
             }
             _ => {}

@@ -408,7 +408,9 @@ impl Context {
         Err(Error::MissingFeature {
             what: what.to_string(),
             feature: feature_name(feature),
-            adapter: self.info.name.clone(),
+            // Name and backend: one GPU can be present through two backends (lavapipe's
+            // Vulkan has shader-f16, llvmpipe's GL does not).
+            adapter: format!("{} ({})", self.info.name, self.info.backend.to_str()),
         })
     }
 

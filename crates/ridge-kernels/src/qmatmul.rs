@@ -6,9 +6,12 @@
 //! with [`QMatmul::glu`]. `x` and `y` share a float storage type (f32, or f16 with
 //! `shader-f16`).
 //!
-//! Two kernels: a matrix-vector product for decode (`M ≤` [`MATVEC_MAX_M`]: every weight
-//! block read once per row of `x`, the weights' bytes dominate) and a tiled product for
-//! prefill (64 × 64 tiles, one block of K per step).
+//! Two kernels: a matrix-vector product for decode and short prompts (`M ≤`
+//! [`MATVEC_MAX_M`]: each weight block read once per [`MATVEC_ROWS`] rows of `x` and
+//! dequantized once in registers; the weights' bytes dominate) and a tiled product for
+//! longer prompts (64 × 64 tiles, one block of K per step). The tiled kernel computes whole
+//! 64-row tiles: a 5-token chat turn through it would cost as much as 64 tokens (lavapipe:
+//! 2.5 s against 0.2 s for 4 tokens, before the matrix-vector product took up to 32 rows).
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
@@ -17,9 +20,10 @@ use crate::launch::{self, Launch, Params};
 use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
 use crate::shaders::{self, QMATMUL, Variant};
 
-/// Rows of `x` up to which the matrix-vector kernel runs (one pass over the weights per row);
-/// above it, the tiled kernel.
-pub const MATVEC_MAX_M: usize = 4;
+/// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
+pub const MATVEC_MAX_M: usize = 32;
+/// Rows of `x` a matrix-vector workgroup takes at once (one row alone for decode).
+pub const MATVEC_ROWS: usize = 8;
 /// Invocations per workgroup of the matrix-vector and gather kernels.
 const WG: u32 = 64;
 /// Invocations sharing one row of W in the matrix-vector kernel: SmolLM2's rows hold 18 and 48
@@ -217,12 +221,14 @@ impl QMatmul {
             .u(k as u32)
             .u((k / BLOCK) as u32);
         let matvec = self.m <= MATVEC_MAX_M;
+        let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         let defines = defines(
             launch::dtype_defines(ctx, name, x.dtype())?,
             w.format,
             self.residual,
             self.glu,
-        );
+        )
+        .u32("MROWS", mrows as u32);
         let workgroups = if matvec {
             let groups = n.div_ceil((WG / TPR) as usize) as u64;
             let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
@@ -234,7 +240,7 @@ impl QMatmul {
                     allowed: (ctx.limits().max_compute_workgroups_per_dimension as u64).pow(2),
                 });
             }
-            [gx, gy, self.m as u32]
+            [gx, gy, self.m.div_ceil(mrows) as u32]
         } else {
             [
                 launch::fits_u32(name, "column tiles", n.div_ceil(TILE))?,
@@ -311,7 +317,8 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
             table.format,
             false,
             false,
-        ),
+        )
+        .u32("MROWS", 1),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)
             .u(launch::fits_u32(name, "rows", table.rows)?)
@@ -334,7 +341,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     for format in QuantFormat::ALL {
         for (residual, glu) in [(false, false), (true, false), (false, true)] {
             let d = defines(shaders::storage_defines(dtype), format, residual, glu);
-            v.push((&QMATMUL, "matvec", d.clone()));
+            for mrows in [1, MATVEC_ROWS] {
+                v.push((&QMATMUL, "matvec", d.clone().u32("MROWS", mrows as u32)));
+            }
+            let d = d.u32("MROWS", 1);
             v.push((&QMATMUL, "matmul", d.clone()));
             if !residual && !glu {
                 v.push((&QMATMUL, "gather", d));

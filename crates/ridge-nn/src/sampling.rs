@@ -51,7 +51,7 @@ impl Sampling {
     pub fn validate(&self) -> Result<()> {
         if !(self.temperature.is_finite() && self.temperature >= 0.0) {
             return Err(Error::Input(format!(
-                "temperature {} must be ≥ 0 (0 is greedy)",
+                "temperature {} must be a finite number ≥ 0 (0 is greedy)",
                 self.temperature
             )));
         }
@@ -63,7 +63,7 @@ impl Sampling {
         }
         if !(self.repetition_penalty.is_finite() && self.repetition_penalty > 0.0) {
             return Err(Error::Input(format!(
-                "repetition penalty {} must be > 0 (1 is off)",
+                "repetition penalty {} must be a finite number > 0 (1 is off)",
                 self.repetition_penalty
             )));
         }

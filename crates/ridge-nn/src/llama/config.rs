@@ -134,7 +134,18 @@ impl LlamaConfig {
             });
         }
         let vocab = match g.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
-            Some(tokens) => tokens.len(),
+            Some(tokens) => {
+                if g.get(&format!("{arch}.vocab_size")).is_some() {
+                    let stated = int("vocab_size", MAX_CONTEXT * 16)?;
+                    if stated != tokens.len() {
+                        return Err(cfg(format!(
+                            "{arch}.vocab_size = {stated}, but the tokenizer has {} tokens",
+                            tokens.len()
+                        )));
+                    }
+                }
+                tokens.len()
+            }
             None => int("vocab_size", MAX_CONTEXT * 16)?,
         };
         let config = Self {

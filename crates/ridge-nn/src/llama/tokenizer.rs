@@ -270,9 +270,10 @@ pub fn apply_chat_template(
             ))
         },
     );
-    let tmpl_err = |e: minijinja::Error| err(path, format!("chat template: {e:#}"));
+    let tmpl_err = |e: minijinja::Error| err(path, format!("chat template: {e}"));
     env.add_template("chat", template).map_err(tmpl_err)?;
-    env.get_template("chat")
+    let text = env
+        .get_template("chat")
         .map_err(tmpl_err)?
         .render(minijinja::context! {
             messages => messages,
@@ -280,5 +281,17 @@ pub fn apply_chat_template(
             bos_token => bos_token,
             eos_token => eos_token,
         })
-        .map_err(tmpl_err)
+        .map_err(tmpl_err)?;
+    // A template that leaves a message out would let the model answer something else than
+    // what was asked, without a word.
+    if let Some(m) = messages.iter().find(|m| !text.contains(m.content.trim())) {
+        return Err(err(
+            path,
+            format!(
+                "chat template: the rendered prompt leaves out the {} message {:?}",
+                m.role, m.content
+            ),
+        ));
+    }
+    Ok(text)
 }
