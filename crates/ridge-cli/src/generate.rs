@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ridge_core::{Context, DType};
-use ridge_nn::{Finish, GenerateOptions, KvCache, Message, Sampling, Stats, TextGenerator, fetch};
+use ridge_nn::{
+    Finish, GenerateOptions, KvCache, Message, Sampling, Session, Stats, TextGenerator, fetch,
+};
 
 #[derive(clap::Args, Clone)]
 pub struct ModelArgs {
@@ -301,7 +303,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     let path = args.model.path()?;
     let model = args.model.load(&ctx)?;
     let context = args.context.min(model.model().config().context);
-    let mut cache = model.cache(&ctx, context)?;
+    let mut session = Session::new(model.cache(&ctx, context)?);
     let interrupted = interrupt_flag();
     eprintln!(
         "{} on {}: type a message, Enter to send. Ctrl-C stops a reply, /reset starts over, Ctrl-D or /exit leaves.",
@@ -317,8 +319,6 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
             .collect()
     };
     let mut messages = start();
-    // The ids whose keys and values the cache holds, to prefill only what is new.
-    let mut cached: Vec<u32> = Vec::new();
     let stdin = std::io::stdin();
     let mut lines = stdin.lock();
     loop {
@@ -341,8 +341,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
             "/exit" | "/quit" => break,
             "/reset" => {
                 messages = start();
-                cached.clear();
-                cache.clear();
+                session.clear();
                 eprintln!("(a new conversation)");
                 continue;
             }
@@ -354,37 +353,25 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
         }
         messages.push(Message::new("user", text));
         let ids = model.encode_chat(&messages)?;
-        if ids.len() + 1 >= cache.capacity() {
+        if ids.len() + 1 >= session.capacity() {
             messages.pop();
             eprintln!(
                 "(the conversation would need {} positions of the {} this chat holds: /reset, or a larger --context)",
                 ids.len() + 1,
-                cache.capacity()
+                session.capacity()
             );
             continue;
         }
-        let common = cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
-        // At least the last id runs, so that there are logits to pick from.
-        let keep = common.min(ids.len() - 1);
-        cache.truncate(keep);
-        cached.truncate(keep);
-        let mut reply = Vec::new();
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
-        let stats =
-            pollster::block_on(
-                model.generate(&ctx, &mut cache, &ids[keep..], &options, |t| {
-                    reply.push(t.id);
-                    let _ = write!(out, "{}", t.text);
-                    let _ = out.flush();
-                    !interrupted.swap(false, Ordering::Relaxed)
-                }),
-            )?;
+        let (stats, reply) =
+            pollster::block_on(session.reply(&ctx, &model, &ids, &options, |t| {
+                let _ = write!(out, "{}", t.text);
+                let _ = out.flush();
+                !interrupted.swap(false, Ordering::Relaxed)
+            }))?;
         writeln!(out)?;
         eprintln!("({})", stats_line(&stats));
-        cached.extend_from_slice(&ids[keep..]);
-        cached.extend_from_slice(&reply);
-        cached.truncate(cache.len());
         let content = model.decode(&reply, true)?;
         messages.push(Message::new("assistant", content.trim_end()));
     }

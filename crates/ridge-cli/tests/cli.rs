@@ -313,10 +313,10 @@ fn generate_refuses_bad_input_in_one_line() {
     }
 }
 
-/// `ridge chat` reads turns from stdin until /exit, keeps the KV cache between turns, and
-/// answers each (greedy, short replies).
+/// `ridge chat` reads turns from stdin until /exit; a follow-up turn prefills only what is
+/// new (the earlier turns stay in the KV cache); /reset starts over.
 #[test]
-fn chat_answers_two_turns_then_exits() {
+fn chat_keeps_the_conversation_cached_and_resets() {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
         .args(["chat", "--max-tokens", "8", "--context", "256"])
@@ -329,7 +329,7 @@ fn chat_answers_two_turns_then_exits() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"What is the capital of France?\n/reset\nAnd of Italy?\n/exit\n")
+        .write_all(b"What is the capital of France?\nAnd of Italy?\n/reset\nHi\n/exit\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     let (stdout, stderr) = (
@@ -337,8 +337,25 @@ fn chat_answers_two_turns_then_exits() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.lines().count(), 2, "two replies: {stdout:?}");
-    assert!(stdout.contains("Paris"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "three replies: {stdout:?}");
+    assert!(stdout.lines().next().unwrap().contains("Paris"), "{stdout}");
     assert!(stderr.contains("a new conversation"), "{stderr}");
-    assert_eq!(stderr.matches("time to first token").count(), 2, "{stderr}");
+    // "(N prompt tokens, …": the whole first turn, the second's few new tokens, the third
+    // from scratch (the default system prompt included).
+    let prefilled: Vec<usize> = stderr
+        .lines()
+        .filter_map(|l| {
+            l.split_once("(")?
+                .1
+                .split_once(" prompt tokens")?
+                .0
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(prefilled.len(), 3, "{stderr}");
+    assert!(
+        prefilled[0] > 30 && prefilled[1] < 20 && prefilled[2] > 25,
+        "{prefilled:?}"
+    );
 }

@@ -315,3 +315,92 @@ impl TextGenerator {
         Ok((id, top))
     }
 }
+
+/// A conversation: its KV cache and the ids whose keys and values it holds. Each turn's
+/// [`Session::reply`] takes the whole conversation's ids and prefills only what differs from
+/// what the cache already holds (the previous turns stay cached), as chat front ends do.
+pub struct Session {
+    cache: KvCache,
+    ids: Vec<u32>,
+}
+
+impl Session {
+    /// A session over `cache` (emptied).
+    pub fn new(mut cache: KvCache) -> Self {
+        cache.clear();
+        Self {
+            cache,
+            ids: Vec::new(),
+        }
+    }
+
+    /// Positions the conversation may fill.
+    pub fn capacity(&self) -> usize {
+        self.cache.capacity()
+    }
+
+    /// Positions held (the conversation so far, as run through the model).
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+
+    /// Forgets the conversation (the buffers are kept).
+    pub fn clear(&mut self) {
+        self.cache.clear();
+        self.ids.clear();
+    }
+
+    /// Replies to `conversation` (all of its ids, the chat template applied): the cache
+    /// keeps its longest common prefix with what it holds (at least the last id is run, for
+    /// logits to pick from), the rest is prefilled, then tokens stream to `on_token` as in
+    /// [`TextGenerator::generate`]. Returns the timings (prompt tokens: those prefilled) and
+    /// the reply's ids.
+    ///
+    /// Errors: [`Error::Input`] when the conversation leaves no room for a reply in the
+    /// cache; as [`TextGenerator::generate`].
+    pub async fn reply(
+        &mut self,
+        ctx: &Context,
+        model: &TextGenerator,
+        conversation: &[u32],
+        options: &GenerateOptions,
+        mut on_token: impl FnMut(&Token) -> bool,
+    ) -> Result<(Stats, Vec<u32>)> {
+        if conversation.is_empty() {
+            return Err(Error::Input("the prompt is empty".into()));
+        }
+        if conversation.len() >= self.capacity() {
+            return Err(Error::Input(format!(
+                "the conversation needs {} positions with a reply; this session holds {}",
+                conversation.len() + 1,
+                self.capacity()
+            )));
+        }
+        let common = self
+            .ids
+            .iter()
+            .zip(conversation)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let keep = common.min(conversation.len() - 1);
+        self.cache.truncate(keep);
+        self.ids.truncate(keep);
+        let mut reply = Vec::new();
+        let result = model
+            .generate(ctx, &mut self.cache, &conversation[keep..], options, |t| {
+                reply.push(t.id);
+                on_token(t)
+            })
+            .await;
+        // Whatever ran is in the cache, also when generation failed half-way.
+        self.ids.extend_from_slice(&conversation[keep..]);
+        self.ids.extend_from_slice(&reply);
+        self.ids.truncate(self.cache.len());
+        Ok((result?, reply))
+    }
+}

@@ -29,7 +29,7 @@ pub mod weights;
 pub use bert::{Batch, Bert, Encoded};
 pub use config::{BertConfig, Pipeline};
 pub use error::{Error, Result};
-pub use generate::{Finish, GenerateOptions, Stats, TextGenerator, Token};
+pub use generate::{Finish, GenerateOptions, Session, Stats, TextGenerator, Token};
 pub use llama::tokenizer::Message;
 pub use llama::{KvCache, Llama, LlamaConfig};
 pub use sampling::Sampling;
