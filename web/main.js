@@ -1,6 +1,9 @@
-// The page: a thin UI over Ridge's worker. State for tests and scripts is kept in
-// `window.ridgeState` ({ adapter, suite, model, errors }) and `window.ridge.call(cmd, args)`
-// sends a request to the worker.
+// The page: a thin UI over Ridge's JavaScript API (`pkg/ridge.js`, the package `cargo xtask
+// web` builds), which runs Ridge in a worker. State for tests and scripts is kept in
+// `window.ridgeState` ({ adapter, suite, model, errors }); `window.ridge` is the API object
+// and `window.embedder` the loaded model.
+
+import { Ridge } from "./pkg/ridge.js";
 //
 // Query parameters: `model=URL` (the model folder; default `model/`, served by
 // `cargo xtask web` from the local cache), `repeats=N` (timed launches per suite case),
@@ -15,25 +18,8 @@ const $ = (id) => document.getElementById(id);
 const state = { adapter: null, suite: null, model: null, errors: {} };
 window.ridgeState = state;
 
-const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-let nextId = 0;
-const pending = new Map();
-worker.onmessage = ({ data }) => {
-  if (data.progress) return showProgress(data.progress);
-  if (data.tuning) return showTuning(data.tuning);
-  const { resolve, reject } = pending.get(data.id);
-  pending.delete(data.id);
-  data.ok ? resolve(data.value) : reject(new Error(data.error));
-};
-worker.onerror = (e) => fail("worker", $("adapter"), e.message ?? String(e));
-
-function call(cmd, args = {}) {
-  const id = nextId++;
-  worker.postMessage({ id, cmd, args });
-  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
-}
-window.ridge = { call };
-
+let ridge = null; // the Ridge API (pkg/ridge.js); window.ridge for tests and scripts
+let embedder = null; // the sentence-embedding model; window.embedder
 function fail(part, element, message) {
   state.errors[part] = message;
   element.className = "error";
@@ -44,15 +30,6 @@ function cell(row, text, className) {
   const td = row.insertCell();
   td.textContent = text;
   if (className) td.className = className;
-}
-
-function storedTables() {
-  const tables = {};
-  for (let i = 0; i < localStorage.length; i++) {
-    const key = localStorage.key(i);
-    if (key.startsWith("ridge/tuning/")) tables[key] = localStorage.getItem(key);
-  }
-  return tables;
 }
 
 function showAdapter({ adapter, tuning_key, tuning_warnings }) {
@@ -140,18 +117,14 @@ function showTuning({ done, total, problem }) {
   $("tune-status").textContent = `${done}/${total} candidates: ${problem}`;
 }
 
-// Tunes, stores the table in localStorage (where the next load finds it) and returns it.
-async function tune(ops = "softmax,layer_norm,rms_norm", budget_s = 30) {
-  const { key, table } = await call("tune", { ops, budget_s });
-  localStorage.setItem(key, table);
-  return { key, entries: JSON.parse(table).entries.length };
-}
-window.ridge.tune = tune;
-
 async function tuneClicked() {
   $("tune").disabled = true;
   try {
-    const { key, entries } = await tune();
+    const { key, entries } = await ridge.tune({
+      ops: "softmax,layer_norm,rms_norm",
+      budgetSeconds: 30,
+      onProgress: showTuning,
+    });
     $("tune-status").className = "pass";
     $("tune-status").textContent = `${entries} measured entries stored in localStorage["${key}"]`;
   } catch (e) {
@@ -168,8 +141,9 @@ async function embedTyped() {
   $("embed").disabled = true;
   $("embed-status").textContent = "embedding…";
   try {
-    const { vectors, ms } = await call("embed", { texts });
-    $("embed-status").textContent = `${texts.length} sentences in ${ms.toFixed(0)} ms`;
+    const t0 = performance.now();
+    const vectors = await embedder.embed(texts);
+    $("embed-status").textContent = `${texts.length} sentences in ${(performance.now() - t0).toFixed(0)} ms`;
     showSimilarity(texts, vectors);
   } catch (e) {
     fail("embed", $("embed-status"), e.message);
@@ -180,7 +154,13 @@ async function embedTyped() {
 
 async function main() {
   try {
-    state.adapter = await call("init", { stored_tables: storedTables() });
+    ridge = await Ridge.create();
+    window.ridge = ridge;
+    state.adapter = {
+      adapter: ridge.adapter,
+      tuning_key: ridge.tuningKey,
+      tuning_warnings: ridge.tuningWarnings,
+    };
     showAdapter(state.adapter);
     $("tune").disabled = false;
     $("tune").onclick = tuneClicked;
@@ -192,7 +172,7 @@ async function main() {
     $("suite-status").textContent = "running every kernel against its CPU reference…";
     $("model-status").textContent = "waiting for the kernel suite…";
     try {
-      state.suite = await call("suite", { repeats });
+      state.suite = await ridge.runSuite({ repeats });
       showSuite(state.suite);
     } catch (e) {
       fail("suite", $("suite-status"), e.message);
@@ -202,7 +182,9 @@ async function main() {
   }
   $("model-status").textContent = `loading the model from ${modelBase}…`;
   try {
-    state.model = await call("load", { base: modelBase });
+    embedder = await ridge.embedder(modelBase, { onProgress: showProgress });
+    window.embedder = embedder;
+    state.model = { dim: embedder.dim, from_cache: embedder.fromCache };
     $("model-progress").hidden = true;
     $("model-status").className = "pass";
     $("model-status").textContent = `model loaded (${state.model.dim}-dimensional embeddings; ` +

@@ -359,3 +359,44 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
         },
     );
 }
+
+/// Dropping a model gives its buffers back: after `release_free_buffers`, loading and
+/// dropping it again and again leaves the device's tensor memory where it started (a context
+/// of its own, so that no other test's tensors count).
+#[test]
+fn dropped_models_give_their_memory_back() {
+    on_every_adapter_with(
+        "decoder_memory",
+        |_| Default::default(),
+        |ctx| {
+            let file = random_gguf(&tiny(), QuantFormat::Q4_1, QuantFormat::Q8_0, 4);
+            let baseline = ctx.allocated_bytes();
+            let mut loaded = 0;
+            for round in 0..4 {
+                {
+                    let model = Llama::load(ctx, &parse(file.clone()), DType::F32).map_err(nn)?;
+                    let mut cache = model.cache(ctx, 16).map_err(nn)?;
+                    model
+                        .forward(ctx, &mut cache, &[1, 2, 3], false)
+                        .map_err(nn)?;
+                    ctx.wait()?;
+                    loaded = loaded.max(ctx.allocated_bytes());
+                }
+                ctx.release_free_buffers();
+                let after = ctx.allocated_bytes();
+                if after != baseline {
+                    return Err(Error::invalid(
+                        "memory",
+                        format!(
+                            "round {round}: {after} bytes allocated after dropping, {baseline} before"
+                        ),
+                    ));
+                }
+            }
+            if loaded <= baseline {
+                return Err(Error::invalid("memory", "a loaded model allocated nothing"));
+            }
+            Ok(())
+        },
+    );
+}

@@ -1,5 +1,6 @@
-//! Ridge in the browser: the interface that `web/worker.js` drives through `wasm-bindgen`,
-//! and the dashboard's web shell ([`start_dashboard`], `web/dashboard.html`).
+//! Ridge in the browser: the interface that `web/package/worker.js` drives through
+//! `wasm-bindgen` (its page-side API is `web/package/ridge.js`), and the dashboard's web shell
+//! ([`start_dashboard`], `web/dashboard.html`).
 //!
 //! The page never runs Ridge on its main thread: a module worker owns the WebGPU device (the
 //! browser's adapter through wgpu's `webgpu` backend), fetches the model files, and answers
@@ -10,6 +11,10 @@
 //! `cargo build -p ridge-web --target wasm32-unknown-unknown` (or `cargo xtask web`).
 
 #![cfg(target_arch = "wasm32")]
+
+mod generator;
+
+pub use generator::Generator;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -229,6 +234,12 @@ impl Ridge {
         Ok(dim)
     }
 
+    /// Drops the sentence-embedding model (its GPU buffers return to the pool;
+    /// [`Ridge::release_memory`] gives them back to the device).
+    pub fn unload_model(&self) {
+        *self.model.borrow_mut() = None;
+    }
+
     /// Token ids of `text` ([CLS] … [SEP], truncated at the model's `max_seq_length`).
     pub fn token_ids(&self, text: String) -> Result<Vec<u32>, JsValue> {
         let model = self.model()?;
@@ -247,6 +258,34 @@ impl Ridge {
             let flat: Vec<f32> = vectors.concat();
             Ok(js_sys::Float32Array::from(flat.as_slice()).into())
         })
+    }
+
+    /// Loads a GGUF text model (a Llama-architecture file with Q8_0, Q4_0 or Q4_1 weights,
+    /// such as SmolLM2-135M-Instruct) from its bytes; `url` names it in errors. `f16` runs
+    /// activations and the KV cache in f16 (needs `shader-f16`); `context` is the positions a
+    /// conversation may fill (at most the model's).
+    ///
+    /// Errors name the problem: not GGUF, truncated, another architecture, unsupported
+    /// tensor types, shapes against the metadata, limits of this adapter.
+    pub fn load_generator(
+        &self,
+        bytes: Vec<u8>,
+        url: String,
+        f16: bool,
+        context: usize,
+    ) -> Result<Generator, JsValue> {
+        Generator::load(self.ctx.clone(), bytes, &url, f16, context)
+    }
+
+    /// Bytes of device memory in tensor buffers (in use and free).
+    pub fn gpu_bytes(&self) -> f64 {
+        self.ctx.allocated_bytes() as f64
+    }
+
+    /// Gives free tensor buffers back to the device (after a model is freed); returns the
+    /// bytes released.
+    pub fn release_memory(&self) -> f64 {
+        self.ctx.release_free_buffers() as f64
     }
 
     fn model(&self) -> Result<Rc<SentenceEmbedder>, JsValue> {

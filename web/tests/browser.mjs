@@ -102,12 +102,16 @@ try {
   check(!modelError && model?.dim === 384, `model loaded ${modelError ?? ""}`);
   if (modelError) throw new Error(modelError);
   const texts = fixture.sentences.map((s) => s.text);
-  const ids = await page.evaluate((t) => window.ridge.call("tokens", { texts: t }), texts);
+  const ids = await page.evaluate((t) => window.embedder.tokenIds(t), texts);
   fixture.sentences.forEach((s, i) =>
     check(JSON.stringify(ids[i]) === JSON.stringify(s.input_ids), `token ids of sentence ${i} (${s.label})`),
   );
   // Time how long the main thread takes to answer while the worker embeds.
-  const embedding = page.evaluate((t) => window.ridge.call("embed", { texts: t, batch_size: 4 }), texts);
+  const embedding = page.evaluate(async (t) => {
+    const t0 = performance.now();
+    const vectors = await window.embedder.embed(t, { batchSize: 4 });
+    return { vectors, ms: performance.now() - t0 };
+  }, texts);
   let slowest = 0;
   let done = false;
   embedding.then(
@@ -153,7 +157,7 @@ try {
   //    corrupt stored table gives a warning, not a failure.
   const tuning = await open("?suite=0");
   await settled(tuning, "adapter", 2);
-  const tuned = await tuning.evaluate(() => window.ridge.tune("softmax", 20));
+  const tuned = await tuning.evaluate(() => window.ridge.tune({ ops: "softmax", budgetSeconds: 20 }));
   const stored = await tuning.evaluate((k) => JSON.parse(localStorage.getItem(k)), tuned.key);
   check(
     tuned.entries > 0 && stored.entries.every((e) => e.op === "softmax" && e.origin.measured),

@@ -53,7 +53,9 @@ fn ensure_wasm_tools() -> Result {
     Ok(())
 }
 
-/// Builds `web/pkg/` (the wasm module and its JS bindings); call [`ensure_wasm_tools`] first.
+/// Builds `web/pkg/`, the npm-style package: the wasm module, its JS bindings and their
+/// TypeScript declarations (wasm-bindgen), and `web/package/` (the API `ridge.js` with its
+/// declarations, the worker, `package.json`, the README). Call [`ensure_wasm_tools`] first.
 fn build() -> Result {
     run(
         "cargo",
@@ -65,16 +67,24 @@ fn build() -> Result {
         &[
             "--target",
             "web",
-            "--no-typescript",
             "--out-dir",
             "web/pkg",
             wasm.to_str().ok_or("non-UTF-8 target path")?,
         ],
-    )
+    )?;
+    let package = root().join("web/package");
+    for entry in std::fs::read_dir(&package).map_err(|e| format!("{}: {e}", package.display()))? {
+        let from = entry.map_err(|e| e.to_string())?.path();
+        let to = root().join("web/pkg").join(from.file_name().ok_or("a nameless file")?);
+        std::fs::copy(&from, &to).map_err(|e| format!("{} → {}: {e}", from.display(), to.display()))?;
+    }
+    println!("xtask: the package is in web/pkg/ (ridge.js, ridge.d.ts, the worker and the wasm module)");
+    Ok(())
 }
 
-/// The local all-MiniLM-L6-v2 folder (fetched when missing), as the CLI reports it.
-pub fn model_dir() -> Result<PathBuf> {
+/// The local folder of `model` (`minilm`, `smollm2`; fetched when missing), as the CLI
+/// reports it.
+pub fn model_dir(model: &str) -> Result<PathBuf> {
     let out = Command::new("cargo")
         .args([
             "run",
@@ -85,7 +95,7 @@ pub fn model_dir() -> Result<PathBuf> {
             "--",
             "fetch-model",
             "--model",
-            "minilm",
+            model,
             "--print-dir",
         ])
         .current_dir(root())
@@ -100,10 +110,33 @@ pub fn model_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// Serves `web/` and, under `/model/`, `model`; returns the bound address and the thread.
-/// `/model-without/NAME/…` serves the model folder without its file `NAME` (the browser
-/// tests' broken model).
-pub fn serve(port: u16, model: PathBuf) -> Result<(String, std::thread::JoinHandle<()>)> {
+/// The model folders the server mounts: all-MiniLM-L6-v2 under `/model/`, SmolLM2's GGUF
+/// under `/models/smollm2/`.
+pub struct Models {
+    /// all-MiniLM-L6-v2's folder.
+    pub minilm: PathBuf,
+    /// The folder holding SmolLM2-135M-Instruct's GGUF file.
+    pub smollm2: PathBuf,
+}
+
+impl Models {
+    /// Both, fetched when missing.
+    pub fn fetch() -> Result<Self> {
+        Ok(Self {
+            minilm: model_dir("minilm")?,
+            smollm2: model_dir("smollm2")?,
+        })
+    }
+}
+
+/// Serves `web/`, all-MiniLM-L6-v2 under `/model/` and SmolLM2 under `/models/smollm2/`;
+/// returns the bound address and the thread. `/model-without/NAME/…` serves the MiniLM folder
+/// without its file `NAME` (the browser tests' broken model).
+pub fn serve(port: u16, models: Models) -> Result<(String, std::thread::JoinHandle<()>)> {
+    let Models {
+        minilm: model,
+        smollm2,
+    } = models;
     let server = tiny_http::Server::http(("127.0.0.1", port))
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     let addr = server
@@ -123,6 +156,9 @@ pub fn serve(port: u16, model: PathBuf) -> Result<(String, std::thread::JoinHand
                 .strip_prefix("/model-without/")
                 .and_then(|r| r.split_once('/'));
             let file = match (url.strip_prefix("/model/"), without) {
+                _ if url.starts_with("/models/smollm2/") => {
+                    safe_join(&smollm2, &url["/models/smollm2/".len()..])
+                }
                 (Some(rest), _) => safe_join(&model, rest),
                 (_, Some((omitted, rest))) if rest != omitted => safe_join(&model, rest),
                 (_, Some(_)) => None,
@@ -176,11 +212,11 @@ pub fn web(args: &[String]) -> Result {
     };
     ensure_wasm_tools()?;
     build()?;
-    let model = model_dir()?;
-    let (url, handle) = serve(port, model)?;
+    let (url, handle) = serve(port, Models::fetch()?)?;
     println!(
-        "\nRidge's page is at {url} and the dashboard at {url}dashboard.html\n\
-         (Chrome or Edge with WebGPU; Ctrl-C stops the server)"
+        "\nRidge's page is at {url}, the chat at {url}chat.html and the dashboard at \
+         {url}dashboard.html\n(Chrome or Edge with WebGPU; Ctrl-C stops the server; the \
+         JavaScript package is in web/pkg/)"
     );
     handle
         .join()
@@ -232,6 +268,6 @@ pub fn browser_tests() -> Result {
         ],
     )?;
     build()?;
-    let (url, _server) = serve(0, model_dir()?)?;
+    let (url, _server) = serve(0, Models::fetch()?)?;
     run("node", &["web/tests/browser.mjs", &url])
 }

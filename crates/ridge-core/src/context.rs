@@ -355,6 +355,15 @@ impl Context {
     pub fn pooled_bytes(&self) -> u64 {
         self.buffers.pooled_bytes()
     }
+    /// Bytes of device memory in tensor buffers: those tensors use and the free ones.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.buffers.allocated_bytes()
+    }
+    /// Gives every free tensor buffer back to the device (after a model is dropped, say);
+    /// returns the bytes released. Later tensors allocate afresh.
+    pub fn release_free_buffers(&self) -> u64 {
+        self.buffers.trim()
+    }
     /// `name (backend, device type)`, for messages.
     pub fn describe(&self) -> String {
         describe(&self.info)

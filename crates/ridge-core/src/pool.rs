@@ -35,6 +35,8 @@ fn create(device: &wgpu::Device, size: u64) -> wgpu::Buffer {
 #[derive(Default)]
 pub(crate) struct BufferPool {
     free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
+    /// Bytes of the pool's buffers that exist, in use or free.
+    allocated: std::sync::atomic::AtomicU64,
 }
 
 /// A buffer that returns to its pool when the last tensor using it is dropped.
@@ -83,7 +85,11 @@ impl BufferPool {
             }
             b
         };
-        let buffer = reused.unwrap_or_else(|| create(device, class));
+        let buffer = reused.unwrap_or_else(|| {
+            self.allocated
+                .fetch_add(class, std::sync::atomic::Ordering::Relaxed);
+            create(device, class)
+        });
         PooledBuffer {
             buffer,
             pool: Arc::downgrade(self),
@@ -96,7 +102,31 @@ impl BufferPool {
         if free.1 + class <= MAX_POOLED_BYTES {
             free.1 += class;
             free.0.entry(class).or_default().push(buffer);
+        } else {
+            self.release(&buffer);
+            drop(buffer);
         }
+    }
+
+    /// Forgets a buffer: wgpu frees it once no recorded or submitted work uses it (an
+    /// explicit `destroy` would break dispatches recorded but not yet submitted).
+    fn release(&self, buffer: &wgpu::Buffer) {
+        self.allocated
+            .fetch_sub(buffer.size(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Releases every free buffer to the device; returns the bytes released.
+    pub(crate) fn trim(&self) -> u64 {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        for buffer in free.0.drain().flat_map(|(_, v)| v) {
+            self.release(&buffer);
+        }
+        std::mem::take(&mut free.1)
+    }
+
+    /// Bytes of the pool's buffers that exist, in use by tensors or free.
+    pub(crate) fn allocated_bytes(&self) -> u64 {
+        self.allocated.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Bytes held in free buffers.

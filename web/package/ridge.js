@@ -1,0 +1,275 @@
+// Ridge in a web page: WebGPU kernels, sentence embeddings and a quantized chat model, with
+// one import. Ridge runs in a module worker that owns the WebGPU device, so the page never
+// freezes; every call returns a promise, and `generate` an async iterator of tokens.
+//
+//   import { Ridge } from "./ridge/ridge.js";
+//   const ridge = await Ridge.create();
+//   const llm = await ridge.generator("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+//   for await (const t of llm.generate("What is WebGPU?", { maxTokens: 64 })) out.textContent += t.text;
+//
+// Errors are `Error`s with a message that names the problem (a missing file by URL, an
+// unsupported model, a limit of this GPU).
+
+const CACHE_NAME = "ridge-model-v1";
+
+export class Ridge {
+  #worker;
+  #pending = new Map();
+  #nextId = 0;
+
+  /** The adapter: name, backend, features, limits, subgroup sizes (as `ridge info --json`). */
+  adapter = null;
+  /** The localStorage key of this adapter's tuning table. */
+  tuningKey = "";
+  /** Warnings about a stored tuning table that could not be used. */
+  tuningWarnings = [];
+
+  /**
+   * Starts Ridge's worker and opens this browser's WebGPU adapter. The adapter's stored
+   * tuning table (localStorage) is installed when there is one.
+   * @param {{ workerUrl?: string | URL }} [options]
+   */
+  static async create({ workerUrl } = {}) {
+    const ridge = new Ridge();
+    ridge.#worker = new Worker(workerUrl ?? new URL("./worker.js", import.meta.url), { type: "module" });
+    ridge.#worker.onmessage = ({ data }) => ridge.#receive(data);
+    ridge.#worker.onerror = (e) => {
+      const error = new Error(`Ridge's worker failed: ${e.message ?? e}`);
+      for (const p of ridge.#pending.values()) p.reject(error);
+      ridge.#pending.clear();
+    };
+    const init = await ridge.#call("init", { stored_tables: storedTables() });
+    ridge.adapter = init.adapter;
+    ridge.tuningKey = init.tuning_key;
+    ridge.tuningWarnings = init.tuning_warnings;
+    return ridge;
+  }
+
+  #receive({ id, ok, value, error, event }) {
+    const p = this.#pending.get(id);
+    if (!p) return;
+    if (event) return p.onEvent?.(event);
+    this.#pending.delete(id);
+    ok ? p.resolve(value) : p.reject(new Error(error));
+  }
+
+  #call(cmd, args = {}, onEvent) {
+    const id = this.#nextId++;
+    this.#worker.postMessage({ id, cmd, args });
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, onEvent }));
+  }
+
+  /** @internal */
+  _call(cmd, args, onEvent) {
+    return this.#call(cmd, args, onEvent);
+  }
+
+  /**
+   * Every kernel on seeded random data against its f64 CPU reference, timed.
+   * @returns {Promise<object[]>} one result per case: op, shape, dtype, max_abs_error, worst_ratio, passed, ms, cost
+   */
+  runSuite({ repeats = 3 } = {}) {
+    return this.#call("suite", { repeats });
+  }
+
+  /**
+   * The autotuner: times every variant of `ops` (comma separated; empty: all) on this
+   * adapter, stores the fastest in localStorage and installs them.
+   * @returns {Promise<{ key: string, entries: number }>}
+   */
+  async tune({ ops = "", budgetSeconds = 30, onProgress } = {}) {
+    const { key, table } = await this.#call("tune", { ops, budget_s: budgetSeconds }, (e) =>
+      onProgress?.(e.tuning),
+    );
+    localStorage.setItem(key, table);
+    return { key, entries: JSON.parse(table).entries.length };
+  }
+
+  /**
+   * A sentence-transformers model (a folder URL: config.json, tokenizer.json,
+   * model.safetensors, …), fetched once and kept in the browser's Cache API.
+   * @param {string | URL} url
+   * @param {{ onProgress?: (p: { file: string, loaded: number, total: number }) => void }} [options]
+   */
+  async embedder(url, { onProgress } = {}) {
+    const base = new URL(url, location.href);
+    if (!base.pathname.endsWith("/")) base.pathname += "/";
+    const info = await this.#call("load_embedder", { base: base.href }, (e) => onProgress?.(e.progress));
+    return new Embedder(this, info);
+  }
+
+  /**
+   * A GGUF text model (SmolLM2-135M-Instruct, or any Llama GGUF with Q8_0/Q4_0/Q4_1
+   * weights), fetched once with progress and kept in the browser's Cache API.
+   * @param {string | URL} url
+   * @param {{ f16?: boolean, context?: number, onProgress?: (p: { file: string, loaded: number, total: number }) => void }} [options]
+   */
+  async generator(url, { f16 = false, context = 4096, onProgress } = {}) {
+    const href = new URL(url, location.href).href;
+    const info = await this.#call("load_generator", { url: href, f16, context }, (e) =>
+      onProgress?.(e.progress),
+    );
+    return new Generator(this, info);
+  }
+
+  /** Bytes of GPU memory in Ridge's tensor buffers (in use and free). */
+  gpuBytes() {
+    return this.#call("gpu_bytes");
+  }
+
+  /** Stops the worker; the device and every model go with it. */
+  terminate() {
+    this.#worker.terminate();
+  }
+}
+
+/** A sentence-embedding model in Ridge's worker. */
+export class Embedder {
+  #ridge;
+  #handle;
+  /** Embedding width. */
+  dim;
+  /** Files that came from the browser's cache. */
+  fromCache;
+
+  constructor(ridge, { handle, dim, from_cache }) {
+    this.#ridge = ridge;
+    this.#handle = handle;
+    this.dim = dim;
+    this.fromCache = from_cache;
+  }
+
+  /**
+   * Embeddings of `texts`, L2-normalised as sentence-transformers makes them.
+   * @returns {Promise<number[][]>}
+   */
+  async embed(texts, { batchSize = 16 } = {}) {
+    const { vectors } = await this.#ridge._call("embed", { handle: this.#handle, texts, batch_size: batchSize });
+    return vectors;
+  }
+
+  /** Token ids of each text, as the model's tokenizer makes them. */
+  tokenIds(texts) {
+    return this.#ridge._call("tokens", { handle: this.#handle, texts });
+  }
+
+  /** Frees the model's GPU memory. */
+  dispose() {
+    return this.#ridge._call("free", { handle: this.#handle });
+  }
+}
+
+/** A text-generation model in Ridge's worker, with its conversation's KV cache. */
+export class Generator {
+  #ridge;
+  #handle;
+  /** name, layers, hidden, heads, kv_heads, vocab, parameters, weight_bytes, context, dtype */
+  info;
+  /** Whether the file came from the browser's cache. */
+  fromCache;
+  /** The timings of the last reply: prompt_tokens, generated, time_to_first_token_ms, prefill_tokens_per_s, decode_tokens_per_s, finish. */
+  lastStats = null;
+
+  constructor(ridge, { handle, info, from_cache }) {
+    this.#ridge = ridge;
+    this.#handle = handle;
+    this.info = info;
+    this.fromCache = from_cache;
+  }
+
+  /**
+   * Streams a reply, token by token. `prompt` is a user message (the chat template is
+   * applied, unless `raw`), a conversation (`[{ role, content }, …]`), or `{ ids }`. What the
+   * conversation shares with the previous call stays in the KV cache; only the rest is
+   * prefilled. Breaking out of the loop stops the reply. After the loop, `lastStats` holds
+   * the timings.
+   * @param {string | {role: string, content: string}[] | { ids: number[] }} prompt
+   * @param {{ maxTokens?: number, temperature?: number, topK?: number, topP?: number, repetitionPenalty?: number, seed?: number, ignoreEos?: boolean, raw?: boolean }} [options]
+   * @returns {AsyncGenerator<{ id: number, text: string }>}
+   */
+  async *generate(prompt, options = {}) {
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    const args = {
+      handle: this.#handle,
+      prompt,
+      raw: options.raw ?? false,
+      options: JSON.stringify({
+        max_tokens: options.maxTokens ?? 256,
+        temperature: options.temperature ?? 0,
+        top_k: options.topK ?? 0,
+        top_p: options.topP ?? 1,
+        repetition_penalty: options.repetitionPenalty ?? 1,
+        seed: options.seed ?? 0,
+        ignore_eos: options.ignoreEos ?? false,
+      }),
+    };
+    const done = this.#ridge._call("generate", args, (e) => {
+      queue.push(e.token);
+      wake?.();
+    });
+    done.then(
+      (stats) => {
+        this.lastStats = stats;
+        finished = true;
+        wake?.();
+      },
+      (e) => {
+        failure = e;
+        finished = true;
+        wake?.();
+      },
+    );
+    try {
+      for (;;) {
+        while (queue.length) yield queue.shift();
+        if (finished) {
+          if (failure) throw failure;
+          return;
+        }
+        await new Promise((r) => (wake = r));
+        wake = null;
+      }
+    } finally {
+      if (!finished) {
+        this.stop();
+        await done.catch(() => {});
+      }
+    }
+  }
+
+  /** Stops the reply in progress after its current token. */
+  stop() {
+    this.#ridge._call("stop", { handle: this.#handle });
+  }
+
+  /** Forgets the conversation. */
+  reset() {
+    return this.#ridge._call("reset", { handle: this.#handle });
+  }
+
+  /** The roofline model's decode speed on this adapter at a context of `depth`, tokens/s. */
+  predictedTokensPerSecond(depth = 128) {
+    return this.#ridge._call("predict", { handle: this.#handle, depth });
+  }
+
+  /** Frees the model's GPU memory. */
+  dispose() {
+    return this.#ridge._call("free", { handle: this.#handle });
+  }
+}
+
+/** The tuning tables this page stored (workers have no localStorage). */
+function storedTables() {
+  const tables = {};
+  if (typeof localStorage === "undefined") return tables;
+  for (let i = 0; i < localStorage.length; i++) {
+    const key = localStorage.key(i);
+    if (key.startsWith("ridge/tuning/")) tables[key] = localStorage.getItem(key);
+  }
+  return tables;
+}
+
+export { CACHE_NAME };
