@@ -10,7 +10,13 @@
 //   6.–7. a missing model folder or a single missing file gives a clear error in the page;
 //   8. the dashboard (dashboard.html) starts on the page's WebGPU canvas, finds the adapter,
 //      measures its ceilings and draws the roofline (a non-blank screenshot with the roof's
-//      colour in it), and its quick sweep plots measured kernel runs.
+//      colour in it), and its quick sweep plots measured kernel runs;
+//   9. the JavaScript package, imported by a plain page (api-test.html) as a web developer
+//      would: SmolLM2's greedy reply to the first fixture prompt gives the fixture's first 8
+//      tokens, an embedding matches MiniLM's fixture, and a generator loaded and freed three
+//      times leaves the GPU memory where it was;
+//  10. the chat page (chat.html): tokens appear one by one, Stop ends a reply, a second turn
+//      prefills only what is new, and a missing model file is a clear error on the page.
 // Usage: node web/tests/browser.mjs http://127.0.0.1:PORT/ (SCREENSHOT=file.png saves the web
 // dashboard after its sweep: docs/screenshots/roofline-web.png)
 
@@ -23,6 +29,10 @@ if (!base) throw new Error("usage: node browser.mjs URL");
 const fixture = JSON.parse(
   readFileSync(new URL("../../tests/fixtures/minilm/public.json", import.meta.url), "utf8"),
 );
+const smollm2 = JSON.parse(
+  readFileSync(new URL("../../tests/fixtures/smollm2/public.json", import.meta.url), "utf8"),
+);
+const GGUF = "/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 const failures = [];
 const check = (ok, what) => {
@@ -193,6 +203,123 @@ try {
     /model-without\/tokenizer\.json\/tokenizer\.json: file not found/.test(partialError ?? ""),
     `missing tokenizer.json: "${partialError}"`,
   );
+
+  // 9. The package as a web developer uses it.
+  const api = await open("api-test.html");
+  await api.waitForFunction(() => window.apiReady, null, { timeout: 60_000 });
+  const first = smollm2.cases[0];
+  const generated = await api.evaluate(
+    async ({ gguf, messages, sentence }) => {
+      const ridge = await window.Ridge.create();
+      const llm = await ridge.generator(gguf);
+      const ids = [];
+      const at = [];
+      for await (const t of llm.generate(messages, { maxTokens: 8, ignoreEos: true })) {
+        ids.push(t.id);
+        at.push(performance.now());
+      }
+      const stats = llm.lastStats;
+      await llm.dispose();
+      const embedder = await ridge.embedder("/model/");
+      const [v] = await embedder.embed([sentence]);
+      ridge.terminate();
+      return { ids, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v };
+    },
+    { gguf: GGUF, messages: first.messages, sentence: fixture.sentences[0].text },
+  ).catch((e) => ({ error: e.message }));
+  check(!generated.error, `package: generator and embedder (${generated.error ?? "no error"})`);
+  const want = first.greedy_ids.slice(0, 8);
+  check(
+    JSON.stringify(generated.ids) === JSON.stringify(want),
+    `package: SmolLM2's first 8 greedy tokens ${JSON.stringify(generated.ids)} = the fixture's ${JSON.stringify(want)}`,
+  );
+  console.log(`SmolLM2 in this browser: ${JSON.stringify(generated.stats)}`);
+  check(generated.spread_ms > 0, `package: tokens arrive one by one (${generated.spread_ms?.toFixed(0)} ms from first to last)`);
+  const reference = fixture.sentences[0].embedding;
+  const maxAbs = Math.max(...reference.map((x, k) => Math.abs(x - (generated.v?.[k] ?? NaN))));
+  check(maxAbs <= 1e-5, `package: an embedding within 1e-5 of the fixture (${maxAbs.toExponential(2)})`);
+  const memory = await api.evaluate(async (gguf) => {
+    const ridge = await window.Ridge.create();
+    const before = await ridge.gpuBytes();
+    const after = [];
+    let loaded = 0;
+    for (let i = 0; i < 3; i++) {
+      const llm = await ridge.generator(gguf, { context: 256 });
+      for await (const _ of llm.generate({ ids: [1, 2, 3] }, { maxTokens: 1 }));
+      loaded = Math.max(loaded, await ridge.gpuBytes());
+      await llm.dispose();
+      after.push(await ridge.gpuBytes());
+    }
+    ridge.terminate();
+    return { before, after, loaded };
+  }, GGUF).catch((e) => ({ error: e.message }));
+  check(
+    !memory.error && memory.loaded > 9e7 && memory.after.every((b) => b === memory.before),
+    `package: a generator (${((memory.loaded ?? 0) / 1e6).toFixed(0)} MB on the GPU) loaded and freed 3 times ` +
+      `leaves GPU memory at ${memory.before} bytes (${JSON.stringify(memory.after ?? memory.error)})`,
+  );
+  await api.close();
+
+  // 10. The chat page.
+  const chat = await open("chat.html");
+  await chat.waitForFunction(() => window.chatState.ready || window.chatState.error, null, {
+    timeout: 3 * 60_000,
+  });
+  check(!(await chat.evaluate(() => window.chatState.error)), `chat page loaded the model`);
+  await chat.fill("#max-tokens", "3");
+  await chat.fill("#input", "What is the capital of France?");
+  await chat.click("#send");
+  await chat.waitForFunction(
+    () => {
+      const s = window.chatState;
+      return s.turns.length === 1 && !s.busy;
+    },
+    null,
+    { timeout: 3 * 60_000, polling: 100 },
+  );
+  const turn1 = await chat.evaluate(() => window.chatState.turns[0]);
+  const firstReply = await chat.locator(".turn.assistant").first().textContent();
+  check(turn1.tokens === 3 && firstReply === turn1.reply && firstReply.length > 0, `chat: a 3-token reply shown ("${firstReply}")`);
+  // Stop: a long reply stopped after its first tokens.
+  await chat.fill("#max-tokens", "200");
+  await chat.fill("#input", "Tell me a long story about a dragon.");
+  await chat.click("#send");
+  await chat.waitForFunction(() => window.chatState.turns[1]?.tokens >= 2, null, {
+    timeout: 3 * 60_000,
+    polling: 100,
+  });
+  // Mid-reply: the page already shows the tokens so far, and is still generating.
+  const midway = await chat.evaluate(() => ({
+    busy: window.chatState.busy,
+    reply: window.chatState.turns[1].reply,
+    shown: document.querySelectorAll(".turn.assistant")[1].textContent,
+  }));
+  check(
+    midway.busy && midway.shown === midway.reply && midway.reply.length > 0,
+    `chat: tokens appear as they are made ("${midway.shown}" while generating)`,
+  );
+  await chat.click("#stop");
+  await chat.waitForFunction(() => !window.chatState.busy, null, { timeout: 2 * 60_000 });
+  const stopped = await chat.evaluate(() => ({ turn: window.chatState.turns[1], stats: window.chatState.stats }));
+  check(
+    stopped.stats.finish === "stopped" && stopped.turn.tokens < 20,
+    `chat: Stop ends the reply (${stopped.turn.tokens} tokens, finish ${stopped.stats.finish})`,
+  );
+  check(
+    stopped.stats.prompt_tokens < 30,
+    `chat: the second turn prefills only what is new (${stopped.stats.prompt_tokens} tokens)`,
+  );
+  check((await chat.locator("#ttft").textContent()).includes("ms"), `chat: time to first token shown`);
+  await chat.waitForFunction(() => document.getElementById("predicted").textContent !== "–", null, {
+    timeout: 2 * 60_000,
+  });
+  console.log(`chat: predicted ${await chat.locator("#predicted").textContent()}`);
+  await chat.close();
+  const nochat = await open("chat.html?model=/no-such-model.gguf");
+  await nochat.waitForFunction(() => window.chatState.error, null, { timeout: 60_000 });
+  const chatError = await nochat.locator("#status").textContent();
+  check(/no-such-model\.gguf: file not found/.test(chatError), `chat: a missing model file: "${chatError}"`);
+  await nochat.close();
 
   // 8. The dashboard (egui on WebGPU): adapter, measured ceilings, the roofline drawn.
   const dash = await open("dashboard.html");
