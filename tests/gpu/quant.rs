@@ -189,3 +189,20 @@ fn bad_shapes_are_refused() {
         Ok(())
     });
 }
+
+/// A weight larger than the adapter's storage binding is refused at upload, naming the limit.
+#[test]
+fn a_weight_past_the_binding_limit_is_refused_at_upload() {
+    on_every_adapter_with(
+        "qmatmul_binding_limit",
+        |a| with_limits(a, |l| l.max_storage_buffer_binding_size = 1 << 16),
+        |ctx| {
+            let bytes = weights(QuantFormat::Q8_0, 512, 256, 3, 1.0);
+            expect_err(
+                "a 128 KiB Q8_0 weight against a 64 KiB binding",
+                QuantMatrix::upload(ctx, QuantFormat::Q8_0, 512, 256, &bytes),
+                |e| matches!(e, Error::LimitExceeded { limit, .. } if limit.contains("maxStorageBufferBindingSize")),
+            )
+        },
+    );
+}

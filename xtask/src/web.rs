@@ -75,10 +75,15 @@ fn build() -> Result {
     let package = root().join("web/package");
     for entry in std::fs::read_dir(&package).map_err(|e| format!("{}: {e}", package.display()))? {
         let from = entry.map_err(|e| e.to_string())?.path();
-        let to = root().join("web/pkg").join(from.file_name().ok_or("a nameless file")?);
-        std::fs::copy(&from, &to).map_err(|e| format!("{} → {}: {e}", from.display(), to.display()))?;
+        let to = root()
+            .join("web/pkg")
+            .join(from.file_name().ok_or("a nameless file")?);
+        std::fs::copy(&from, &to)
+            .map_err(|e| format!("{} → {}: {e}", from.display(), to.display()))?;
     }
-    println!("xtask: the package is in web/pkg/ (ridge.js, ridge.d.ts, the worker and the wasm module)");
+    println!(
+        "xtask: the package is in web/pkg/ (ridge.js, ridge.d.ts, the worker and the wasm module)"
+    );
     Ok(())
 }
 

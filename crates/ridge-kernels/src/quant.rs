@@ -254,7 +254,8 @@ impl QuantMatrix {
     /// Uploads a `rows × cols` matrix given as ggml blocks, row-major.
     ///
     /// Errors: [`Error::Shape`] when `cols` is not a multiple of 32 or `bytes` is not
-    /// `rows·cols/32` blocks; limit errors when a buffer exceeds the adapter's.
+    /// `rows·cols/32` blocks; [`Error::LimitExceeded`] naming `maxStorageBufferBindingSize`
+    /// (or `maxBufferSize`) when the packed quants exceed what the adapter can bind.
     pub fn upload(
         ctx: &Context,
         format: QuantFormat,
@@ -281,6 +282,12 @@ impl QuantMatrix {
                 ),
             ));
         }
+        // A weight larger than one storage binding cannot be bound at all: say so at load,
+        // naming the limit, rather than at the first product.
+        ctx.check_binding(
+            &format!("a {rows} × {cols} {format} weight"),
+            (rows * cols / BLOCK * format.quant_words() * 4) as u64,
+        )?;
         let packed = pack(format, bytes)?;
         let q = packed.quants.len();
         let s = packed.scales.len();
