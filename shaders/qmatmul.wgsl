@@ -11,6 +11,11 @@
 //   dequantized tile staged in workgroup memory, a 4 × 4 register tile per invocation.
 // gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
 //
+// Prologue: NORM multiplies each row of x by its inverse RMS, 1/√(mean(x²) + eps), and by γ
+// (RMSNorm, Zhang & Sennrich 2019) as it is read: the norm before a product costs no dispatch
+// and no round trip through memory. The workgroup computes its rows' RMS itself (a row of
+// K values is a few KB).
+//
 // Epilogues: RESIDUAL adds the product to y (y += x·Wᵀ: the residual stream); GLU takes
 // W's rows in pairs (2i: gate, 2i + 1: up, interleaved at load) and writes
 // y[:, i] = silu(gate)·up (SwiGLU; Shazeer, "GLU Variants Improve Transformer", 2020), so y
@@ -20,9 +25,10 @@
 // A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
-// TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RESIDUAL, GLU.
+// TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), NORM, RESIDUAL,
+// GLU.
 
-struct Params { m: u32, n: u32, k: u32, blocks: u32 }
+struct Params { m: u32, n: u32, k: u32, blocks: u32, eps: f32, pad0: u32, pad1: u32, pad2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<T>>;
@@ -30,6 +36,14 @@ struct Params { m: u32, n: u32, k: u32, blocks: u32 }
 @group(0) @binding(3) var<storage, read> scales: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<T>;
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
+@group(0) @binding(6) var<storage, read> gamma: array<vec4<T>>;
+
+// Vec4 c (of K/4) of row `row` of x, times γ under NORM (the inverse RMS is applied later).
+fn xval(row: u32, c: u32) -> vec4<f32> {
+    var v = vec4<f32>(x[row * (p.k / 4u) + c]);
+    if NORM { v *= vec4<f32>(gamma[c]); }
+    return v;
+}
 
 // The scale d (x) and minimum m (y, 0 but for Q4_1) of block b (counted row-major).
 fn scale_min(b: u32) -> vec2<f32> {
@@ -54,23 +68,23 @@ fn nibbles_hi(w: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
 }
 
-// Σ w·x over block b of W and the 32 values of x starting at vec4 index xv.
-fn block_dot(xv: u32, b: u32) -> f32 {
+// Σ w·x over block b of W (counted row-major) and block `kb` of row `row` of x.
+fn block_dot(row: u32, kb: u32, b: u32) -> f32 {
     let base = b * QW;
     let sm = scale_min(b);
     var qx = 0.0;
     var sx = 0.0;
     if FORMAT == 0u {
         for (var i = 0u; i < 8u; i++) {
-            qx += dot(bytes_i8(quants[base + i]), vec4<f32>(x[xv + i]));
+            qx += dot(bytes_i8(quants[base + i]), xval(row, kb * 8u + i));
         }
         return sm.x * qx;
     }
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
         let w = quants[base + i];
-        let x0 = vec4<f32>(x[xv + i]);
-        let x1 = vec4<f32>(x[xv + 4u + i]);
+        let x0 = xval(row, kb * 8u + i);
+        let x1 = xval(row, kb * 8u + 4u + i);
         qx += dot(nibbles_lo(w) - offset, x0) + dot(nibbles_hi(w) - offset, x1);
         sx += dot(x0 + x1, vec4<f32>(1.0));
     }
@@ -122,26 +136,49 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     let n = (wid.x + wid.y * nwg.x) * rows + r;
     let m0 = wid.z * MROWS;
     let kv = p.k / 4u;
+    var inv: array<f32, MROWS>;
+    for (var i = 0u; i < MROWS; i++) { inv[i] = 1.0; }
+    if NORM {
+        // Σ x² of each row, the whole workgroup on it.
+        for (var i = 0u; i < MROWS; i++) {
+            var s = 0.0;
+            if m0 + i < p.m {
+                for (var c = lid; c < kv; c += WG) {
+                    let v = vec4<f32>(x[(m0 + i) * kv + c]);
+                    s += dot(v, v);
+                }
+            }
+            partial[i * WG + lid] = s;
+        }
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if lid < s {
+                for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] += partial[i * WG + lid + s]; }
+            }
+            workgroupBarrier();
+        }
+        for (var i = 0u; i < MROWS; i++) { inv[i] = inverseSqrt(partial[i * WG] / f32(p.k) + p.eps); }
+        workgroupBarrier();
+    }
     var acc: array<f32, MROWS>;
     for (var i = 0u; i < MROWS; i++) { acc[i] = 0.0; }
     if n < p.n {
         for (var b = lane; b < p.blocks; b += TPR) {
             if MROWS == 1u {
-                acc[0] += block_dot(m0 * kv + b * 8u, n * p.blocks + b);
+                acc[0] += block_dot(m0, b, n * p.blocks + b);
             } else {
                 let w = block_weights(n * p.blocks + b);
                 for (var i = 0u; i < MROWS; i++) {
                     if m0 + i < p.m {
-                        let xv = (m0 + i) * kv + b * 8u;
                         var s = 0.0;
-                        for (var j = 0u; j < 8u; j++) { s += dot(w[j], vec4<f32>(x[xv + j])); }
+                        for (var j = 0u; j < 8u; j++) { s += dot(w[j], xval(m0 + i, b * 8u + j)); }
                         acc[i] += s;
                     }
                 }
             }
         }
     }
-    for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] = acc[i]; }
+    for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] = acc[i] * inv[i]; }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {
         if lane < s {
@@ -165,6 +202,7 @@ const BM: u32 = 64u;
 const BN: u32 = 64u;
 var<workgroup> xs: array<f32, 2048>; // [32][BM]: x's tile, k-major
 var<workgroup> ws: array<f32, 2048>; // [32][BN]: W's tile dequantized, k-major
+var<workgroup> row_inv: array<f32, BM>; // NORM: the inverse RMS of the tile's rows
 
 // Dequantizes part `part` (0..3) of block b, 8 weights, into column `col` of ws; zeros
 // when `live` is false (rows past N).
@@ -205,13 +243,34 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     var acc: array<f32, 16>;
     for (var i = 0u; i < 16u; i++) { acc[i] = 0.0; }
     let kv = p.k / 4u;
+    if NORM {
+        // Four invocations a row: Σ x² over a quarter of its vec4s each (ws as scratch).
+        let row = lid / 4u;
+        var s = 0.0;
+        if m0 + row < p.m {
+            for (var c = lid % 4u; c < kv; c += 4u) {
+                let v = vec4<f32>(x[(m0 + row) * kv + c]);
+                s += dot(v, v);
+            }
+        }
+        ws[lid] = s;
+        workgroupBarrier();
+        if lid % 4u == 0u {
+            let total = ws[lid] + ws[lid + 1u] + ws[lid + 2u] + ws[lid + 3u];
+            row_inv[row] = inverseSqrt(total / f32(p.k) + p.eps);
+        }
+        workgroupBarrier();
+    }
     for (var b = 0u; b < p.blocks; b++) {
         // x's tile: BM rows × 8 vec4s.
         for (var i = lid; i < BM * 8u; i += 256u) {
             let row = i / 8u;
             let c = i % 8u;
             var v = vec4<f32>(0.0);
-            if m0 + row < p.m { v = vec4<f32>(x[(m0 + row) * kv + b * 8u + c]); }
+            if m0 + row < p.m {
+                v = xval(m0 + row, b * 8u + c);
+                if NORM { v *= row_inv[row]; }
+            }
             xs[(4u * c) * BM + row] = v.x;
             xs[(4u * c + 1u) * BM + row] = v.y;
             xs[(4u * c + 2u) * BM + row] = v.z;

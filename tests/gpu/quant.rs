@@ -206,3 +206,77 @@ fn a_weight_past_the_binding_limit_is_refused_at_upload() {
         },
     );
 }
+
+/// The RMSNorm prologue: `RMSNorm(x)·γ·Wᵀ` in one dispatch against the norm's reference
+/// followed by the product's. Bound: the product's on the normalised rows, plus the prologue's
+/// own error, relative: its inverse RMS comes from an f32 sum of K squares (γ_K) and a
+/// square root (a few u), which scales every term of a row alike.
+#[test]
+fn rms_norm_prologue_matches_norm_then_product() {
+    use ridge::kernels::{Norm, NormKind};
+    on_every_adapter("qmatmul_rms_norm", |ctx| {
+        let mut seed = 300;
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                for (m, glu) in [
+                    (1, false),
+                    (3, true),
+                    (MATVEC_ROWS + 1, false),
+                    (40, true),
+                    (70, false),
+                ] {
+                    seed += 1;
+                    let (n, k) = (if glu { 134 } else { 75 }, 96);
+                    let bytes = weights(format, n, k, seed, 20.0);
+                    let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+                    let wf = quant::dequantize(format, &bytes)?;
+                    let mag = qmatmul::weight_magnitudes(format, &bytes)?;
+                    // Rows of different scales, one with a large mean: the RMS must not care.
+                    let mut xs = random(seed + 1, m * k, -2.0, 2.0);
+                    for (r, row) in xs.chunks_mut(k).enumerate() {
+                        let s = [1.0, 30.0, 0.01][r % 3];
+                        row.iter_mut()
+                            .for_each(|v| *v = *v * s + if r % 4 == 1 { 5.0 * s } else { 0.0 });
+                    }
+                    let (x, xv) = upload(ctx, &xs, &[m, k], dtype)?;
+                    let (g, gv) = upload(ctx, &random(seed + 2, k, 0.5, 1.5), &[k], dtype)?;
+                    let op = QMatmul {
+                        glu,
+                        rms_norm: true,
+                        ..QMatmul::new(m)
+                    };
+                    let cols = op.out_cols(n);
+                    let y = poisoned(ctx, &[m, cols], dtype)?;
+                    op.run_with_norm(ctx, &x, &g, 1e-5, &w, &y)?;
+                    let got = block(y.to_f32(ctx))?;
+                    let norm = Norm {
+                        kind: NormKind::RmsNorm,
+                        rows: m,
+                        cols: k,
+                        eps: 1e-5,
+                    };
+                    let xn = norm.reference(&xv, Some(&gv), None);
+                    let plain = QMatmul {
+                        rms_norm: false,
+                        ..op
+                    };
+                    let want = plain.reference(&xn, &wf, n, k, &[]);
+                    let bounds = plain.error_bounds(dtype, &xn, &mag, n, k, &[], &want);
+                    let eps = ridge::kernels::check::gamma(k) + 8.0 * ridge::kernels::check::U32;
+                    // Gated outputs are products of two scaled dots: twice the relative error.
+                    let rel = if glu { 2.5 * eps } else { eps };
+                    assert_close(op.name(), &got, &want, |i| {
+                        bounds[i] + rel * want[i].abs() as f64
+                    })
+                    .map_err(|e| {
+                        Error::invalid(
+                            "rms prologue",
+                            format!("{format} m={m} glu={glu} {dtype}: {e}"),
+                        )
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    });
+}

@@ -42,6 +42,9 @@ pub struct QMatmul {
     /// SwiGLU: `W`'s rows are (gate, up) pairs, `y[:, i] = silu(gate_i)·up_i`
     /// (see [`crate::quant::interleave_rows`]).
     pub glu: bool,
+    /// RMSNorm of each row of `x` (with a γ) as it is read: the norm before the product
+    /// costs no dispatch of its own. Run with [`QMatmul::run_with_norm`].
+    pub rms_norm: bool,
 }
 
 impl QMatmul {
@@ -51,16 +54,21 @@ impl QMatmul {
             m,
             residual: false,
             glu: false,
+            rms_norm: false,
         }
     }
 
     /// The op's name in profiles and reports.
     pub fn name(&self) -> &'static str {
-        match (self.m <= MATVEC_MAX_M, self.glu) {
-            (true, false) => "qmatvec",
-            (true, true) => "qmatvec_swiglu",
-            (false, false) => "qmatmul",
-            (false, true) => "qmatmul_swiglu",
+        match (self.rms_norm, self.m <= MATVEC_MAX_M, self.glu) {
+            (false, true, false) => "qmatvec",
+            (false, true, true) => "qmatvec_swiglu",
+            (false, false, false) => "qmatmul",
+            (false, false, true) => "qmatmul_swiglu",
+            (true, true, false) => "rms_qmatvec",
+            (true, true, true) => "rms_qmatvec_swiglu",
+            (true, false, false) => "rms_qmatmul",
+            (true, false, true) => "rms_qmatmul_swiglu",
         }
     }
 
@@ -71,9 +79,10 @@ impl QMatmul {
 
     /// Cost for `W` `[n, k]` in `format`: 2·M·N·K FLOPs (+ M·N for a residual add, + 4 per
     /// gated output for silu and the product); bytes: the packed weights once, `x` once, `y`
-    /// written once (and read once for a residual).
+    /// written once (and read once for a residual). The RMSNorm prologue adds 3 FLOPs per
+    /// element of `x` (square-accumulate, scale, γ) and γ's bytes.
     pub fn cost(&self, format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpCost {
-        ridge_model::ops::quantized_matmul(
+        let product = ridge_model::ops::quantized_matmul(
             self.m,
             n,
             k,
@@ -81,7 +90,12 @@ impl QMatmul {
             self.residual,
             self.glu,
             dtype.size(),
-        )
+        );
+        if self.rms_norm {
+            product + OpCost::new(3.0 * (self.m * k) as f64, (k * dtype.size()) as f64)
+        } else {
+            product
+        }
     }
 
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);
@@ -172,6 +186,60 @@ impl QMatmul {
     /// `x` or `W`; dtype errors unless `x` and `y` share a float type the adapter runs; limit
     /// errors (binding size, workgroups) as every op.
     pub fn run(&self, ctx: &Context, x: &Tensor, w: &QuantMatrix, y: &Tensor) -> Result<()> {
+        if self.rms_norm {
+            return Err(Error::invalid(
+                self.name(),
+                "an RMSNorm prologue needs its γ: run_with_norm",
+            ));
+        }
+        self.launch(ctx, x, None, w, y)
+    }
+
+    /// `y = RMSNorm(x)·γ·Wᵀ` (with the epilogue): each row of `x` scaled by
+    /// 1/√(mean(x²) + eps) and by `gamma` `[K]` as the kernel reads it.
+    ///
+    /// Errors: as [`QMatmul::run`], and [`Error::Shape`] unless `gamma` is `[K]` of `x`'s
+    /// type; [`Error::InvalidArgument`] for a negative or NaN `eps` or without `rms_norm`.
+    pub fn run_with_norm(
+        &self,
+        ctx: &Context,
+        x: &Tensor,
+        gamma: &Tensor,
+        eps: f32,
+        w: &QuantMatrix,
+        y: &Tensor,
+    ) -> Result<()> {
+        if !self.rms_norm {
+            return Err(Error::invalid(
+                self.name(),
+                "set rms_norm to run a norm first",
+            ));
+        }
+        if eps.is_nan() || eps < 0.0 {
+            return Err(Error::invalid(
+                self.name(),
+                format!("eps must be ≥ 0, got {eps}"),
+            ));
+        }
+        gamma.expect_shape(self.name(), "gamma", &[w.cols])?;
+        launch::same_dtype(self.name(), x.dtype(), &[gamma])?;
+        if !launch::starts_on_vector(gamma, 4) {
+            return Err(Error::invalid(
+                self.name(),
+                "gamma must start on a 4-element boundary",
+            ));
+        }
+        self.launch(ctx, x, Some((gamma, eps)), w, y)
+    }
+
+    fn launch(
+        &self,
+        ctx: &Context,
+        x: &Tensor,
+        norm: Option<(&Tensor, f32)>,
+        w: &QuantMatrix,
+        y: &Tensor,
+    ) -> Result<()> {
         let name = self.name();
         w.check(name)?;
         let (n, k) = (w.rows, w.cols);
@@ -219,7 +287,8 @@ impl QMatmul {
             .u(launch::fits_u32(name, "M", self.m)?)
             .u(launch::fits_u32(name, "N", n)?)
             .u(k as u32)
-            .u((k / BLOCK) as u32);
+            .u((k / BLOCK) as u32)
+            .f(norm.map_or(0.0, |n| n.1));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         let defines = defines(
@@ -227,6 +296,7 @@ impl QMatmul {
             w.format,
             self.residual,
             self.glu,
+            norm.is_some(),
         )
         .u32("MROWS", mrows as u32);
         let workgroups = if matvec {
@@ -254,7 +324,13 @@ impl QMatmul {
             entry: if matvec { "matvec" } else { "matmul" },
             defines,
             params,
-            buffers: vec![(1, x), (2, &w.quants), (3, &w.scales), (4, y)],
+            buffers: vec![
+                (1, x),
+                (2, &w.quants),
+                (3, &w.scales),
+                (4, y),
+                (6, norm.map_or(ctx.placeholder(), |n| n.0)),
+            ],
             workgroups,
         }
         .run(ctx)
@@ -266,8 +342,10 @@ fn defines(
     format: QuantFormat,
     residual: bool,
     glu: bool,
+    norm: bool,
 ) -> ridge_core::Defines {
     base.u32("FORMAT", format.shader_id())
+        .bool("NORM", norm)
         .u32("QW", format.quant_words() as u32)
         .u32("WG", WG)
         .u32("TPR", TPR)
@@ -317,13 +395,15 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
             table.format,
             false,
             false,
+            false,
         )
         .u32("MROWS", 1),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)
             .u(launch::fits_u32(name, "rows", table.rows)?)
             .u(table.cols as u32)
-            .u((table.cols / BLOCK) as u32),
+            .u((table.cols / BLOCK) as u32)
+            .f(0.0), // eps: the shader's parameters are one struct for every entry
         buffers: vec![(2, &table.quants), (3, &table.scales), (4, out), (5, ids)],
         workgroups: ctx.fold_workgroups(name, total.div_ceil(WG) as u64)?,
     }
@@ -339,14 +419,20 @@ pub fn gather_cost(format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpC
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for format in QuantFormat::ALL {
-        for (residual, glu) in [(false, false), (true, false), (false, true)] {
-            let d = defines(shaders::storage_defines(dtype), format, residual, glu);
+        for (residual, glu, norm) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+            (false, true, true),
+        ] {
+            let d = defines(shaders::storage_defines(dtype), format, residual, glu, norm);
             for mrows in [1, MATVEC_ROWS] {
                 v.push((&QMATMUL, "matvec", d.clone().u32("MROWS", mrows as u32)));
             }
             let d = d.u32("MROWS", 1);
             v.push((&QMATMUL, "matmul", d.clone()));
-            if !residual && !glu {
+            if !residual && !glu && !norm {
                 v.push((&QMATMUL, "gather", d));
             }
         }

@@ -95,6 +95,68 @@ impl Linear {
             m,
             residual: epilogue == Epilogue::Residual,
             glu: epilogue == Epilogue::SwiGlu,
+            rms_norm: false,
+        }
+    }
+
+    /// Whether `norm` before this layer runs inside the product (quantized weights after an
+    /// RMS norm) rather than as a dispatch of its own.
+    fn fuses(&self, norm: &Norm) -> bool {
+        matches!(self, Linear::Quantized(_)) && norm.kind == NormKind::RmsNorm
+    }
+
+    /// The dispatches of [`Linear::forward_normed`] over `m` rows: names and costs, in order.
+    pub fn normed_ops(
+        &self,
+        norm: &Norm,
+        m: usize,
+        epilogue: Epilogue,
+        dtype: DType,
+    ) -> Vec<(&'static str, OpCost)> {
+        match self {
+            Linear::Quantized(w) if self.fuses(norm) => {
+                let q = QMatmul {
+                    rms_norm: true,
+                    ..Self::qmatmul(m, epilogue)
+                };
+                vec![(q.name(), q.cost(w.format, w.rows, w.cols, dtype))]
+            }
+            _ => vec![
+                (norm.op_name(), norm.cost(m, dtype)),
+                (self.op_name(m, epilogue), self.cost(m, epilogue, dtype)),
+            ],
+        }
+    }
+
+    /// `y = norm(x)·Wᵀ (+ b)` with `epilogue`: one dispatch where the weights are quantized
+    /// and the norm is an RMS norm (the product normalises each row as it reads it), else the
+    /// norm's dispatch into a temporary, then the product's.
+    ///
+    /// Errors: as [`Linear::forward`] and [`Norm::forward`].
+    pub fn forward_normed(
+        &self,
+        ctx: &Context,
+        norm: &Norm,
+        x: &Tensor,
+        y: &Tensor,
+        epilogue: Epilogue,
+    ) -> Result<()> {
+        match self {
+            Linear::Quantized(w) if self.fuses(norm) => {
+                let k = self.in_features();
+                let m = x.numel() / k.max(1);
+                let q = QMatmul {
+                    rms_norm: true,
+                    ..Self::qmatmul(m, epilogue)
+                };
+                let y2 = y.reshape(&[m, self.out_cols(epilogue)])?;
+                Ok(q.run_with_norm(ctx, &x.reshape(&[m, k])?, &norm.gamma, norm.eps, w, &y2)?)
+            }
+            _ => {
+                let normed = Tensor::empty(ctx, x.shape(), x.dtype())?;
+                norm.forward(ctx, x, &normed)?;
+                self.forward(ctx, &normed, y, epilogue)
+            }
         }
     }
 

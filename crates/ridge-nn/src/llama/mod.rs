@@ -4,17 +4,17 @@
 //! Per layer, for `T` new tokens at positions `pos0..pos0 + T` (width `H`, `nh` query heads
 //! and `nkv` KV heads of width `dh`, feed-forward `F`):
 //! ```text
-//! h     = RMSNorm(x)·γ_attn                              rms_norm
-//! qkv   = h·[W_q; W_k; W_v]ᵀ                              qmatmul       [T, (nh + 2·nkv)·dh]
+//! qkv   = RMSNorm(x)·γ_attn·[W_q; W_k; W_v]ᵀ              rms_qmatmul   [T, (nh + 2·nkv)·dh]
 //! q, K[pos0..], V[pos0..] = RoPE(q), RoPE(k), v           rope_qkv      (KV-cache append)
 //! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention  [T, nh·dh]
 //! x    += a·W_oᵀ                                          qmatmul (residual epilogue)
-//! h     = RMSNorm(x)·γ_ffn                                rms_norm
-//! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ)                     qmatmul (SwiGLU epilogue)  [T, F]
+//! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ), h = RMSNorm(x)·γ_ffn  rms_qmatmul (SwiGLU)  [T, F]
 //! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
 //! ```
 //! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
-//! embedding when the file has no `output.weight`: tied). 7 dispatches per layer.
+//! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (6 when
+//! attention splits its keys across workgroups and merges them): each RMSNorm runs inside
+//! the product after it, which normalises its rows of `x` as it reads them.
 //!
 //! Precision: f32 activations and KV cache, or (opt-in, adapters with `shader-f16`) f16;
 //! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
@@ -311,10 +311,10 @@ impl Llama {
         let (rope, attention) = self.attention_ops(t, pos0);
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope(&format!("layer {l} · attention"));
-            let normed = new(&[t, h])?;
-            layer.attn_norm.forward(ctx, &x, &normed)?;
             let qkv = new(&[t, h + 2 * nkv * dh])?;
-            layer.qkv.forward(ctx, &normed, &qkv, Epilogue::None)?;
+            layer
+                .qkv
+                .forward_normed(ctx, &layer.attn_norm, &x, &qkv, Epilogue::None)?;
             let q = new(&[t, nh, dh])?;
             rope.run(ctx, &qkv, &self.rope, &q, &cache.k[l], &cache.v[l])?;
             let a = new(&[t, nh, dh])?;
@@ -322,12 +322,10 @@ impl Llama {
             layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
 
             ctx.set_scope(&format!("layer {l} · feed-forward"));
-            let normed = new(&[t, h])?;
-            layer.ffn_norm.forward(ctx, &x, &normed)?;
             let act = new(&[t, c.ffn])?;
             layer
                 .gate_up
-                .forward(ctx, &normed, &act, Epilogue::SwiGlu)?;
+                .forward_normed(ctx, &layer.ffn_norm, &x, &act, Epilogue::SwiGlu)?;
             layer.down.forward(ctx, &act, &x, Epilogue::Residual)?;
             keep(&x, &mut hidden)?;
         }
@@ -337,10 +335,9 @@ impl Llama {
         } else {
             x.narrow(t - 1, 1)?.duplicate(ctx)?
         };
-        let normed = new(&[1, h])?;
-        self.output_norm.forward(ctx, &last, &normed)?;
         let logits = new(&[1, c.vocab])?;
-        self.output.forward(ctx, &normed, &logits, Epilogue::None)?;
+        self.output
+            .forward_normed(ctx, &self.output_norm, &last, &logits, Epilogue::None)?;
         ctx.set_scope("");
         cache.len = pos0 + t;
         Ok(Forward { logits, hidden })
@@ -372,9 +369,12 @@ impl Llama {
         let (rope, attention) = self.attention_ops(t, pos0);
         let spans = attention.split().0;
         for layer in &self.layers {
-            op(layer.attn_norm.op_name(), layer.attn_norm.cost(t, dt));
-            let (n, cost) = linear(&layer.qkv, t, Epilogue::None);
-            op(n, cost);
+            for (n, cost) in layer
+                .qkv
+                .normed_ops(&layer.attn_norm, t, Epilogue::None, dt)
+            {
+                op(n, cost);
+            }
             op("rope_qkv", rope.cost(dt));
             op("kv_attention", attention.cost(dt));
             if spans > 1 {
@@ -384,15 +384,21 @@ impl Llama {
             }
             let (n, cost) = linear(&layer.out, t, Epilogue::Residual);
             op(n, cost);
-            op(layer.ffn_norm.op_name(), layer.ffn_norm.cost(t, dt));
-            let (n, cost) = linear(&layer.gate_up, t, Epilogue::SwiGlu);
-            op(n, cost);
+            for (n, cost) in layer
+                .gate_up
+                .normed_ops(&layer.ffn_norm, t, Epilogue::SwiGlu, dt)
+            {
+                op(n, cost);
+            }
             let (n, cost) = linear(&layer.down, t, Epilogue::Residual);
             op(n, cost);
         }
-        op(self.output_norm.op_name(), self.output_norm.cost(1, dt));
-        let (n, cost) = linear(&self.output, 1, Epilogue::None);
-        op(n, cost);
+        for (n, cost) in self
+            .output
+            .normed_ops(&self.output_norm, 1, Epilogue::None, dt)
+        {
+            op(n, cost);
+        }
         op(
             "argmax",
             ridge_kernels::argmax::cost(1, self.config.vocab, dt),
