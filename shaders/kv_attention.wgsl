@@ -34,11 +34,17 @@ const TILE: u32 = WG;
 const DPAD: u32 = DPT * WG;
 const MASKED: f32 = -1e30;
 
+// Query heads in quads: one reduction over the workgroup serves four heads' maxima (or sums)
+// at once, so a tile costs two reductions per four heads, not two per head.
+const HQ: u32 = (G + 3u) / 4u;
+
 var<workgroup> qs: array<f32, G * DPAD>;
 var<workgroup> scores: array<f32, G * TILE>;
-var<workgroup> red: array<f32, WG>;
+var<workgroup> red: array<vec4<f32>, WG>;
+// The merge's single lanes.
+var<workgroup> red1: array<f32, WG>;
 
-fn reduce_max(v: f32, lid: u32) -> f32 {
+fn reduce_max(v: vec4<f32>, lid: u32) -> vec4<f32> {
     red[lid] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
@@ -50,7 +56,7 @@ fn reduce_max(v: f32, lid: u32) -> f32 {
     return r;
 }
 
-fn reduce_sum(v: f32, lid: u32) -> f32 {
+fn reduce_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
     red[lid] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
@@ -106,16 +112,30 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 for (var h = 0u; h < G; h++) { s[h] += qs[h * DPAD + d] * kd; }
             }
         }
-        for (var h = 0u; h < G; h++) {
-            let score = select(MASKED, s[h], j < end);
-            let m_new = max(m[h], reduce_max(score, lid));
-            let weight = select(0.0, exp(score - m_new), j < end);
-            let rescale = exp(m[h] - m_new);
+        for (var quad = 0u; quad < HQ; quad++) {
+            // Lane c holds head 4·quad + c; lanes past G stay masked and weigh 0.
+            var score = vec4<f32>(MASKED);
+            var m_old = vec4<f32>(MASKED);
+            for (var c = 0u; c < 4u; c++) {
+                let h = 4u * quad + c;
+                if h < G {
+                    m_old[c] = m[h];
+                    if j < end { score[c] = s[h]; }
+                }
+            }
+            let m_new = max(m_old, reduce_max(score, lid));
+            let weight = select(vec4<f32>(0.0), exp(score - m_new), score > vec4<f32>(MASKED));
+            let rescale = exp(m_old - m_new);
             let total = reduce_sum(weight, lid);
-            scores[h * TILE + lid] = weight;
-            l[h] = l[h] * rescale + total;
-            m[h] = m_new;
-            for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] *= rescale; }
+            for (var c = 0u; c < 4u; c++) {
+                let h = 4u * quad + c;
+                if h < G {
+                    scores[h * TILE + lid] = weight[c];
+                    l[h] = l[h] * rescale[c] + total[c];
+                    m[h] = m_new[c];
+                    for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] *= rescale[c]; }
+                }
+            }
         }
         workgroupBarrier();
         // Values: invocation lid takes its dimensions of every key of the tile.
@@ -155,25 +175,45 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }
 }
 
-// One workgroup per (head, token): the spans rescaled to their common maximum.
+fn reduce1(v: f32, lid: u32, take_max: bool) -> f32 {
+    red1[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if lid < s {
+            red1[lid] = select(red1[lid] + red1[lid + s], max(red1[lid], red1[lid + s]), take_max);
+        }
+        workgroupBarrier();
+    }
+    let r = red1[0];
+    workgroupBarrier();
+    return r;
+}
+
+// One workgroup per (head, token): the spans (at most WG) rescaled to their common maximum.
+// Invocation s reads span s's maximum and denominator; the weights land in workgroup memory,
+// then each invocation sums its dimensions over the spans.
 @compute @workgroup_size(WG)
 fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let head = wid.x;
     let t = wid.y;
-    var m = MASKED;
-    for (var s = 0u; s < p.splits; s++) {
-        let r = record(t, head, s);
-        if part[r + 1u] > 0.0 { m = max(m, part[r]); }
+    var ml = vec2<f32>(MASKED, 0.0);
+    if lid < p.splits {
+        let r = record(t, head, lid);
+        ml = vec2<f32>(part[r], part[r + 1u]);
     }
-    var l = 0.0;
+    // A span with no visible key (l = 0) weighs nothing.
+    let live = ml.y > 0.0;
+    let m = reduce1(select(MASKED, ml.x, live), lid, true);
+    let w = select(0.0, exp(ml.x - m), live);
+    let l = reduce1(w * ml.y, lid, false);
+    red1[lid] = w;
+    workgroupBarrier();
     var acc: array<f32, DPT>;
     for (var e = 0u; e < DPT; e++) { acc[e] = 0.0; }
     for (var s = 0u; s < p.splits; s++) {
-        let r = record(t, head, s);
-        // A span with no visible key (l = 0) weighs nothing.
-        let w = select(0.0, exp(part[r] - m), part[r + 1u] > 0.0);
-        l += w * part[r + 1u];
-        for (var e = 0u; e < DPT; e++) { acc[e] += w * part[r + 2u + lid + e * WG]; }
+        let ws = red1[s];
+        let r = record(t, head, s) + 2u + lid;
+        for (var e = 0u; e < DPT; e++) { acc[e] += ws * part[r + e * WG]; }
     }
     for (var e = 0u; e < DPT; e++) {
         let d = lid + e * WG;

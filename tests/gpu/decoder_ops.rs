@@ -95,16 +95,21 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
     on_every_adapter("kv_attention", |ctx| {
         let mut seed = 40;
         for dtype in dtypes(ctx) {
+            // Decode at depths of one tile, a few, and past 64 tiles (spans of two tiles);
+            // prefills whole, split, and long. Heads: SmolLM2's 9 over 3 (one quad of
+            // heads), plain multi-head, a width of 80 (two slices a lane), 5 per KV head and 8
+            // (two quads).
             for (tokens, pos0) in [
                 (1, 0),
                 (1, 1),
                 (1, 200),
                 (1, 1500),
+                (1, 5000),
                 (13, 0),
                 (17, 50),
                 (130, 3),
             ] {
-                for (nh, nkv, dh) in [(9, 3, 64), (4, 4, 32), (6, 2, 80)] {
+                for (nh, nkv, dh) in [(9, 3, 64), (4, 4, 32), (6, 2, 80), (10, 2, 64), (8, 1, 32)] {
                     seed += 1;
                     let op = KvAttention {
                         tokens,
