@@ -106,8 +106,19 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         var s: array<f32, G>;
         for (var h = 0u; h < G; h++) { s[h] = 0.0; }
         if j < end {
+            // Four loads in flight per step: a lone workgroup per span cannot hide one load's
+            // latency behind other warps, so each step issues four before using any.
             let row = (j * p.nkv + g) * p.dh;
-            for (var d = 0u; d < p.dh; d++) {
+            var d = 0u;
+            for (; d + 4u <= p.dh; d += 4u) {
+                let k = vec4<f32>(f32(k_cache[row + d]), f32(k_cache[row + d + 1u]),
+                                  f32(k_cache[row + d + 2u]), f32(k_cache[row + d + 3u]));
+                for (var h = 0u; h < G; h++) {
+                    let q = h * DPAD + d;
+                    s[h] += dot(vec4<f32>(qs[q], qs[q + 1u], qs[q + 2u], qs[q + 3u]), k);
+                }
+            }
+            for (; d < p.dh; d++) {
                 let kd = f32(k_cache[row + d]);
                 for (var h = 0u; h < G; h++) { s[h] += qs[h * DPAD + d] * kd; }
             }
@@ -140,7 +151,25 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         workgroupBarrier();
         // Values: invocation lid takes its dimensions of every key of the tile.
         let n = min(TILE, end - j0);
-        for (var jj = 0u; jj < n; jj++) {
+        let stride = p.nkv * p.dh;
+        var jj = 0u;
+        for (; jj + 4u <= n; jj += 4u) {
+            let row = ((j0 + jj) * p.nkv + g) * p.dh;
+            for (var e = 0u; e < DPT; e++) {
+                let d = lid + e * WG;
+                if d < p.dh {
+                    let v = vec4<f32>(f32(v_cache[row + d]), f32(v_cache[row + stride + d]),
+                                      f32(v_cache[row + 2u * stride + d]),
+                                      f32(v_cache[row + 3u * stride + d]));
+                    for (var h = 0u; h < G; h++) {
+                        let w = h * TILE + jj;
+                        acc[h * DPT + e] += dot(vec4<f32>(scores[w], scores[w + 1u], scores[w + 2u],
+                                                          scores[w + 3u]), v);
+                    }
+                }
+            }
+        }
+        for (; jj < n; jj++) {
             let row = ((j0 + jj) * p.nkv + g) * p.dh;
             for (var e = 0u; e < DPT; e++) {
                 let d = lid + e * WG;
@@ -189,32 +218,40 @@ fn reduce1(v: f32, lid: u32, take_max: bool) -> f32 {
     return r;
 }
 
-// One workgroup per (head, token): the spans (at most WG) rescaled to their common maximum.
-// Invocation s reads span s's maximum and denominator; the weights land in workgroup memory,
-// then each invocation sums its dimensions over the spans.
+// One workgroup per (head, token): the spans rescaled to their common maximum. Invocations
+// read the spans' maxima and denominators in parallel; the weights of WG spans at a time
+// land in workgroup memory, then each invocation sums its dimensions over them.
 @compute @workgroup_size(WG)
 fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let head = wid.x;
     let t = wid.y;
-    var ml = vec2<f32>(MASKED, 0.0);
-    if lid < p.splits {
-        let r = record(t, head, lid);
-        ml = vec2<f32>(part[r], part[r + 1u]);
-    }
     // A span with no visible key (l = 0) weighs nothing.
-    let live = ml.y > 0.0;
-    let m = reduce1(select(MASKED, ml.x, live), lid, true);
-    let w = select(0.0, exp(ml.x - m), live);
-    let l = reduce1(w * ml.y, lid, false);
-    red1[lid] = w;
-    workgroupBarrier();
+    var m_local = MASKED;
+    for (var s = lid; s < p.splits; s += WG) {
+        let r = record(t, head, s);
+        if part[r + 1u] > 0.0 { m_local = max(m_local, part[r]); }
+    }
+    let m = reduce1(m_local, lid, true);
+    var l = 0.0;
     var acc: array<f32, DPT>;
     for (var e = 0u; e < DPT; e++) { acc[e] = 0.0; }
-    for (var s = 0u; s < p.splits; s++) {
-        let ws = red1[s];
-        let r = record(t, head, s) + 2u + lid;
-        for (var e = 0u; e < DPT; e++) { acc[e] += ws * part[r + e * WG]; }
+    for (var s0 = 0u; s0 < p.splits; s0 += WG) {
+        var w = 0.0;
+        if s0 + lid < p.splits {
+            let r = record(t, head, s0 + lid);
+            w = select(0.0, exp(part[r] - m), part[r + 1u] > 0.0);
+            l += w * part[r + 1u];
+        }
+        red1[lid] = w;
+        workgroupBarrier();
+        for (var s = s0; s < min(s0 + WG, p.splits); s++) {
+            let ws = red1[s - s0];
+            let r = record(t, head, s) + 2u + lid;
+            for (var e = 0u; e < DPT; e++) { acc[e] += ws * part[r + e * WG]; }
+        }
+        workgroupBarrier();
     }
+    l = reduce1(l, lid, false);
     for (var e = 0u; e < DPT; e++) {
         let d = lid + e * WG;
         if d < p.dh { out[(t * p.nh + head) * p.dh + d] = T(acc[e] / l); }

@@ -52,13 +52,12 @@ impl KvAttention {
     }
 
     /// (spans, keys per span): spans of a multiple of 64 keys, as many as bring the grid to
-    /// about [`TARGET_WORKGROUPS`] (one span when the tokens alone do), at most 64.
+    /// about [`TARGET_WORKGROUPS`] (one span when the tokens alone do).
     pub fn split(&self) -> (usize, usize) {
         let len = self.context().max(1);
         let tiles = len.div_ceil(WG as usize);
         let want = TARGET_WORKGROUPS.div_ceil(self.tokens.max(1) * self.kv_heads.max(1));
-        // The merge takes one span per invocation: at most WG of them.
-        let spans = want.clamp(1, tiles).min(WG as usize);
+        let spans = want.clamp(1, tiles);
         let chunk = tiles.div_ceil(spans) * WG as usize;
         (len.div_ceil(chunk), chunk)
     }
