@@ -25,7 +25,7 @@ fn tensors_round_trip_every_length_and_dtype() {
 }
 
 /// Read-backs in flight while more work is recorded: each sees the tensor as it was when it
-/// started, whichever is waited for first; f32 and f16; a u32 tensor is refused.
+/// started, whichever is waited for first; f32 and f16; a u32 tensor as u32 and only so.
 #[test]
 fn read_backs_overlap_later_work_and_keep_their_order() {
     on_every_adapter("core_read_back_in_flight", |ctx| {
@@ -45,8 +45,13 @@ fn read_backs_overlap_later_work_and_keep_their_order() {
             })?;
             assert_close("before", &block(before.to_f32(ctx))?, &tv, |_| 0.0)?;
         }
+        // u32 tensors (token ids) read back as u32, and only so.
         let ids = Tensor::from_slice(ctx, &[1u32, 2, 3], &[3])?;
-        expect_err("u32", ids.read_back(ctx).map(|_| ()), |e| {
+        let got = block(ids.read_back(ctx)?.to_u32(ctx))?;
+        if got != [1, 2, 3] {
+            return Err(Error::invalid("u32 read-back", format!("{got:?}")));
+        }
+        expect_err("u32 as f32", block(ids.read_back(ctx)?.to_f32(ctx)), |e| {
             matches!(e, Error::DType { .. })
         })
     });

@@ -222,3 +222,65 @@ fn smollm2_hidden_states_layer_by_layer() {
         Ok(())
     });
 }
+
+/// `generate` (greedy: each step recorded from the previous step's argmax on the GPU before
+/// its id is read back) gives the reference's tokens, stops at EOS, at the token limit and when
+/// the caller says so, and leaves in the cache exactly the positions that ran a kept token.
+#[test]
+fn generate_streams_the_reference_tokens_and_keeps_the_cache_exact() {
+    use ridge::nn::{Finish, GenerateOptions, Sampling};
+    on_every_adapter("smollm2_generate", |ctx| {
+        let model = load(ctx, DType::F32)?;
+        let nn = |e: ridge::nn::Error| Error::invalid("smollm2", e.to_string());
+        let case = &cases()[0];
+        let prompt = prompt(&model, case)?;
+        let greedy = ids(&case["greedy_ids"]);
+        let eos = case["eos_index"].as_u64().expect("case 0 ends") as usize;
+        let run = |stop_at_eos: bool,
+                   max_tokens: usize,
+                   stop_after: usize|
+         -> Result<(Vec<u32>, Finish, usize)> {
+            let mut cache = model.cache(ctx, 64).map_err(nn)?;
+            let mut got = Vec::new();
+            let options = GenerateOptions {
+                max_tokens,
+                sampling: Sampling::greedy(),
+                stop_at_eos,
+                top_logits: 0,
+            };
+            let stats = block(model.generate(ctx, &mut cache, &prompt, &options, |t| {
+                got.push(t.id);
+                got.len() < stop_after
+            }))
+            .map_err(nn)?;
+            Ok((got, stats.finish, cache.len()))
+        };
+        let p = prompt.len();
+        let (got, finish, len) = run(true, 20, usize::MAX)?;
+        let want = &greedy[..=eos];
+        if got != want || finish != Finish::Eos || len != p + eos {
+            return Err(Error::invalid(
+                "eos",
+                format!(
+                    "{got:?} {finish:?} cache {len}; want {want:?} and {}",
+                    p + eos
+                ),
+            ));
+        }
+        let (got, finish, len) = run(false, 10, usize::MAX)?;
+        if got != greedy[..10] || finish != Finish::Length || len != p + 9 {
+            return Err(Error::invalid(
+                "length",
+                format!("{got:?} {finish:?} cache {len}"),
+            ));
+        }
+        let (got, finish, len) = run(false, 10, 3)?;
+        if got != greedy[..3] || finish != Finish::Stopped || len != p + 2 {
+            return Err(Error::invalid(
+                "stopped",
+                format!("{got:?} {finish:?} cache {len}"),
+            ));
+        }
+        Ok(())
+    });
+}

@@ -223,22 +223,13 @@ impl Tensor {
         self.read_back(ctx)?.to_f32(ctx).await
     }
 
-    /// Starts downloading the tensor (f32 or f16) after everything recorded so far and
-    /// returns at once; [`ReadBack::to_f32`] waits for it. Work recorded in between runs
-    /// on the GPU meanwhile.
-    ///
-    /// Errors: [`Error::DType`] for a u32 tensor.
+    /// Starts downloading the tensor after everything recorded so far and returns at once;
+    /// [`ReadBack::to_f32`] (or [`ReadBack::to_u32`]) waits for it. Work recorded in between
+    /// runs on the GPU meanwhile.
     pub fn read_back(&self, ctx: &Context) -> Result<ReadBack> {
-        if self.dtype == DType::U32 {
-            return Err(Error::DType {
-                op: "Tensor::read_back".into(),
-                expected: DType::F32,
-                got: DType::U32,
-            });
-        }
         Ok(ReadBack {
             copy: PendingCopy::start(ctx, self.buffer(), self.offset, self.padded_bytes()),
-            half: self.dtype == DType::F16,
+            dtype: self.dtype,
             numel: self.numel(),
         })
     }
@@ -468,18 +459,24 @@ impl PendingCopy {
 /// the host waits (a stream of batches then keeps the GPU busy between them).
 pub struct ReadBack {
     copy: PendingCopy,
-    /// f16 storage (else f32).
-    half: bool,
+    dtype: DType,
     numel: usize,
 }
 
 impl ReadBack {
     /// Waits for this copy and returns the tensor's values as f32, as [`Tensor::to_f32`].
     ///
-    /// Errors: GPU errors, as [`Tensor::to_f32`].
+    /// Errors: [`Error::DType`] for a u32 tensor; GPU errors, as [`Tensor::to_f32`].
     pub async fn to_f32(self, ctx: &Context) -> Result<Vec<f32>> {
+        if self.dtype == DType::U32 {
+            return Err(Error::DType {
+                op: "ReadBack::to_f32".into(),
+                expected: DType::F32,
+                got: DType::U32,
+            });
+        }
         let raw = self.copy.finish(ctx).await?;
-        let mut out: Vec<f32> = if self.half {
+        let mut out: Vec<f32> = if self.dtype == DType::F16 {
             bytemuck::pod_collect_to_vec::<u8, f16>(&raw)
                 .into_iter()
                 .map(f16::to_f32)
@@ -487,6 +484,22 @@ impl ReadBack {
         } else {
             bytemuck::pod_collect_to_vec(&raw)
         };
+        out.truncate(self.numel);
+        Ok(out)
+    }
+
+    /// Waits for this copy and returns a u32 tensor's values (token ids).
+    ///
+    /// Errors: [`Error::DType`] unless the tensor is u32; GPU errors.
+    pub async fn to_u32(self, ctx: &Context) -> Result<Vec<u32>> {
+        if self.dtype != DType::U32 {
+            return Err(Error::DType {
+                op: "ReadBack::to_u32".into(),
+                expected: DType::U32,
+                got: self.dtype,
+            });
+        }
+        let mut out: Vec<u32> = bytemuck::pod_collect_to_vec(&self.copy.finish(ctx).await?);
         out.truncate(self.numel);
         Ok(out)
     }

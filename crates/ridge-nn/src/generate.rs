@@ -82,6 +82,20 @@ pub struct Stats {
     pub finish: Finish,
 }
 
+/// A token still on the GPU: the argmax's output (the next step's input) and its read-back.
+struct PendingId {
+    ids: Tensor,
+    read: ridge_core::ReadBack,
+}
+
+/// What the next token comes from.
+enum Next {
+    /// Greedy: an argmax on the GPU.
+    Id(PendingId),
+    /// Sampling, or logits the caller wants: the logits, read back to pick from.
+    Logits(Tensor),
+}
+
 /// A GGUF chat or text model on the GPU: decoder, tokenizer and chat template.
 pub struct TextGenerator {
     model: Llama,
@@ -235,13 +249,35 @@ impl TextGenerator {
         let start = Instant::now();
         let mut seen: Vec<u32> = prompt.to_vec();
         let mut stream = self.tokenizer.tokenizer.decode_stream(true);
-        let mut fwd = self.model.forward(ctx, cache, prompt, false)?;
+        // Greedy decoding without logits for the caller stays on the GPU: each step's argmax
+        // feeds the next step directly, so the host records step t + 1 while the GPU runs
+        // step t and only waits for the 4 bytes of t's id (a step recorded past the end is
+        // dropped from the cache).
+        let on_gpu = sampler.sampling().is_greedy() && options.top_logits == 0;
+        let fwd = self.model.forward(ctx, cache, prompt, false)?;
+        let mut next = if on_gpu {
+            Next::Id(self.argmax(ctx, &fwd.logits)?)
+        } else {
+            Next::Logits(fwd.logits)
+        };
         let mut first_ms = 0.0;
         let mut generated = 0;
         let finish = loop {
-            let (id, top_logits) = self
-                .pick(ctx, &fwd.logits, &mut sampler, &seen, options)
-                .await?;
+            let room = generated + 1 < options.max_tokens && cache.len() < cache.capacity();
+            let ahead = match (&next, room) {
+                (Next::Id(p), true) => {
+                    let fwd = self.model.forward_ids(ctx, cache, &p.ids, false)?;
+                    Some(self.argmax(ctx, &fwd.logits)?)
+                }
+                _ => None,
+            };
+            let (id, top_logits) = match next {
+                Next::Id(p) => (self.read_id(ctx, p).await?, Vec::new()),
+                Next::Logits(logits) => {
+                    self.pick(ctx, &logits, &mut sampler, &seen, options)
+                        .await?
+                }
+            };
             if generated == 0 {
                 first_ms = start.elapsed().as_secs_f64() * 1e3;
             }
@@ -254,23 +290,32 @@ impl TextGenerator {
                     message: e.to_string(),
                 })?
                 .unwrap_or_default();
-            if !on_token(&Token {
+            let finish = if !on_token(&Token {
                 id,
                 text,
                 top_logits,
             }) {
-                break Finish::Stopped;
+                Some(Finish::Stopped)
+            } else if options.stop_at_eos && Some(id) == self.tokenizer.eos {
+                Some(Finish::Eos)
+            } else if generated == options.max_tokens {
+                Some(Finish::Length)
+            } else if cache.len() >= cache.capacity() {
+                Some(Finish::Context)
+            } else {
+                None
+            };
+            if let Some(finish) = finish {
+                if ahead.is_some() {
+                    // The step recorded ahead ran this token, which is not kept.
+                    cache.truncate(cache.len() - 1);
+                }
+                break finish;
             }
-            if options.stop_at_eos && Some(id) == self.tokenizer.eos {
-                break Finish::Eos;
-            }
-            if generated == options.max_tokens {
-                break Finish::Length;
-            }
-            if cache.len() >= cache.capacity() {
-                break Finish::Context;
-            }
-            fwd = self.model.forward(ctx, cache, &[id], false)?;
+            next = match ahead {
+                Some(p) => Next::Id(p),
+                None => Next::Logits(self.model.forward(ctx, cache, &[id], false)?.logits),
+            };
         };
         let total_ms = start.elapsed().as_secs_f64() * 1e3;
         let decode_ms = total_ms - first_ms;
@@ -288,8 +333,28 @@ impl TextGenerator {
         })
     }
 
-    /// The next token from `logits`: the GPU's argmax when greedy and no logits are wanted,
-    /// else the sampler over the logits read back.
+    /// The argmax of `logits` into a u32 tensor on the GPU, its read-back started.
+    fn argmax(&self, ctx: &Context, logits: &Tensor) -> Result<PendingId> {
+        let ids = Tensor::empty(ctx, &[1], DType::U32)?;
+        ridge_kernels::argmax::argmax(ctx, logits, &ids)?;
+        let read = ids.read_back(ctx)?;
+        Ok(PendingId { ids, read })
+    }
+
+    /// The id of a pending argmax, once on the host.
+    ///
+    /// Errors: [`Error::Input`] when the logits held NaN or an infinity.
+    async fn read_id(&self, ctx: &Context, p: PendingId) -> Result<u32> {
+        let id = p.read.to_u32(ctx).await?[0];
+        if id == ridge_kernels::argmax::NON_FINITE {
+            return Err(Error::Input(
+                "the model produced non-finite logits: the weights may be corrupt".into(),
+            ));
+        }
+        Ok(id)
+    }
+
+    /// The next token from `logits` read back: the sampler's pick and the largest logits.
     async fn pick(
         &self,
         ctx: &Context,
@@ -298,17 +363,6 @@ impl TextGenerator {
         seen: &[u32],
         options: &GenerateOptions,
     ) -> Result<(u32, Vec<(u32, f32)>)> {
-        if sampler.sampling().is_greedy() && options.top_logits == 0 {
-            let ids = Tensor::empty(ctx, &[1], DType::U32)?;
-            ridge_kernels::argmax::argmax(ctx, logits, &ids)?;
-            let id = ids.to_vec::<u32>(ctx).await?[0];
-            if id == ridge_kernels::argmax::NON_FINITE {
-                return Err(Error::Input(
-                    "the model produced non-finite logits: the weights may be corrupt".into(),
-                ));
-            }
-            return Ok((id, Vec::new()));
-        }
         let mut values = logits.to_f32(ctx).await?;
         let top = top_k(&values, options.top_logits);
         let id = sampler.pick(&mut values, seen)?;

@@ -276,14 +276,40 @@ impl Llama {
         keep_hidden: bool,
     ) -> Result<Forward> {
         let c = &self.config;
-        let t = ids.len();
-        if t == 0 {
-            return Err(Error::Input("no tokens to run".into()));
-        }
         if let Some(bad) = ids.iter().find(|&&id| id as usize >= c.vocab) {
             return Err(Error::Input(format!(
                 "token id {bad} is outside the vocabulary of {}",
                 c.vocab
+            )));
+        }
+        if ids.is_empty() {
+            return Err(Error::Input("no tokens to run".into()));
+        }
+        let ids_t = Tensor::from_slice(ctx, ids, &[ids.len()])?;
+        self.forward_ids(ctx, cache, &ids_t, keep_hidden)
+    }
+
+    /// As [`Llama::forward`], with the ids already on the GPU (u32 `[T]`): greedy decoding
+    /// feeds the argmax of one step straight into the next, so the host records step t + 1
+    /// while the GPU runs step t. An id past the vocabulary embeds as zeros (the caller checks
+    /// the ids it reads back).
+    ///
+    /// Errors: [`Error::Input`] for no ids, ids not u32, or more positions than the cache
+    /// holds; GPU errors.
+    pub fn forward_ids(
+        &self,
+        ctx: &Context,
+        cache: &mut KvCache,
+        ids_t: &Tensor,
+        keep_hidden: bool,
+    ) -> Result<Forward> {
+        let c = &self.config;
+        let t = ids_t.numel();
+        if t == 0 || ids_t.dtype() != DType::U32 {
+            return Err(Error::Input(format!(
+                "the ids to run must be a non-empty u32 tensor, not {} {}",
+                ids_t.numel(),
+                ids_t.dtype()
             )));
         }
         let pos0 = cache.len;
@@ -298,9 +324,8 @@ impl Llama {
         let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
         let mut hidden = Vec::new();
         ctx.set_scope("embedding");
-        let ids_t = Tensor::from_slice(ctx, ids, &[t])?;
         let x = new(&[t, h])?;
-        gather_rows(ctx, &self.embed, &ids_t, &x)?;
+        gather_rows(ctx, &self.embed, &ids_t.reshape(&[t])?, &x)?;
         let keep = |x: &Tensor, hidden: &mut Vec<Tensor>| -> Result<()> {
             if keep_hidden {
                 hidden.push(x.narrow(t - 1, 1)?.duplicate(ctx)?);
