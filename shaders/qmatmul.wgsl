@@ -32,8 +32,7 @@ struct Params { m: u32, n: u32, k: u32, blocks: u32, eps: f32, pad0: u32, pad1: 
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<T>>;
-// A block's quants as 16-byte loads: one vec4 a Q4 block, two a Q8_0 block.
-@group(0) @binding(2) var<storage, read> quants: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> quants: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<T>;
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
@@ -69,28 +68,21 @@ fn nibbles_hi(w: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
 }
 
-// Quant word i (of QW) of block b.
-fn qword(b: u32, i: u32) -> u32 {
-    if FORMAT == 0u { return quants[2u * b + i / 4u][i % 4u]; }
-    return quants[b][i];
-}
-
 // Σ w·x over block b of W (counted row-major) and block `kb` of row `row` of x.
 fn block_dot(row: u32, kb: u32, b: u32) -> f32 {
+    let base = b * QW;
     let sm = scale_min(b);
     var qx = 0.0;
     var sx = 0.0;
     if FORMAT == 0u {
-        let q = array<vec4<u32>, 2>(quants[2u * b], quants[2u * b + 1u]);
         for (var i = 0u; i < 8u; i++) {
-            qx += dot(bytes_i8(q[i / 4u][i % 4u]), xval(row, kb * 8u + i));
+            qx += dot(bytes_i8(quants[base + i]), xval(row, kb * 8u + i));
         }
         return sm.x * qx;
     }
     let offset = select(0.0, 8.0, FORMAT == 1u);
-    let q = quants[b];
     for (var i = 0u; i < 4u; i++) {
-        let w = q[i];
+        let w = quants[base + i];
         let x0 = xval(row, kb * 8u + i);
         let x1 = xval(row, kb * 8u + 4u + i);
         qx += dot(nibbles_lo(w) - offset, x0) + dot(nibbles_hi(w) - offset, x1);
@@ -104,15 +96,14 @@ fn block_weights(b: u32) -> array<vec4<f32>, 8> {
     var w: array<vec4<f32>, 8>;
     let sm = scale_min(b);
     if FORMAT == 0u {
-        let q = array<vec4<u32>, 2>(quants[2u * b], quants[2u * b + 1u]);
-        for (var i = 0u; i < 8u; i++) { w[i] = bytes_i8(q[i / 4u][i % 4u]) * sm.x; }
+        for (var i = 0u; i < 8u; i++) { w[i] = bytes_i8(quants[b * 8u + i]) * sm.x; }
         return w;
     }
     let offset = select(0.0, 8.0, FORMAT == 1u);
-    let q = quants[b];
     for (var i = 0u; i < 4u; i++) {
-        w[i] = (nibbles_lo(q[i]) - offset) * sm.x + sm.y;
-        w[4u + i] = (nibbles_hi(q[i]) - offset) * sm.x + sm.y;
+        let q = quants[b * 4u + i];
+        w[i] = (nibbles_lo(q) - offset) * sm.x + sm.y;
+        w[4u + i] = (nibbles_hi(q) - offset) * sm.x + sm.y;
     }
     return w;
 }
@@ -225,15 +216,15 @@ fn stage_weights(b: u32, part: u32, col: u32, live: bool) {
     }
     let sm = scale_min(b);
     if FORMAT == 0u {
-        let lo = bytes_i8(qword(b, 2u * part)) * sm.x;
-        let hi = bytes_i8(qword(b, 2u * part + 1u)) * sm.x;
+        let lo = bytes_i8(quants[b * 8u + 2u * part]) * sm.x;
+        let hi = bytes_i8(quants[b * 8u + 2u * part + 1u]) * sm.x;
         for (var j = 0u; j < 4u; j++) {
             ws[(8u * part + j) * BN + col] = lo[j];
             ws[(8u * part + 4u + j) * BN + col] = hi[j];
         }
         return;
     }
-    let w = qword(b, part);
+    let w = quants[b * 4u + part];
     let offset = select(0.0, 8.0, FORMAT == 1u);
     let lo = (nibbles_lo(w) - offset) * sm.x + sm.y;
     let hi = (nibbles_hi(w) - offset) * sm.x + sm.y;
@@ -322,10 +313,10 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 fn weight(b: u32, c: u32) -> f32 {
     let sm = scale_min(b);
     if FORMAT == 0u {
-        let w = qword(b, c / 4u);
+        let w = quants[b * 8u + c / 4u];
         return sm.x * f32(bitcast<i32>(w << (24u - (c % 4u) * 8u)) >> 24u);
     }
-    let w = qword(b, (c % 16u) / 4u);
+    let w = quants[b * 4u + (c % 16u) / 4u];
     let q = f32((w >> ((c % 4u) * 8u + (c / 16u) * 4u)) & 15u);
     if FORMAT == 1u { return sm.x * (q - 8.0); }
     return q * sm.x + sm.y;
