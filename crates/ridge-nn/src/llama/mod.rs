@@ -12,7 +12,7 @@
 //! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
 //! ```
 //! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
-//! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (6 when
+//! embedding when the file has no `output.weight`: tied). 6 dispatches per layer (7 when
 //! attention splits its keys across workgroups and merges them): each RMSNorm runs inside
 //! the product after it, which normalises its rows of `x` as it reads them.
 //!
