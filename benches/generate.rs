@@ -156,7 +156,9 @@ fn main() {
         // The host's recording of one token, not timed by the GPU (a profile puts every
         // dispatch in a pass of its own).
         let rec = Instant::now();
-        let fwd = model.forward(&ctx, &mut cache, &[id], false).expect("forward");
+        let fwd = model
+            .forward(&ctx, &mut cache, &[id], false)
+            .expect("forward");
         let out = Tensor::empty(&ctx, &[1], DType::U32).expect("id");
         argmax::argmax(&ctx, &fwd.logits, &out).expect("argmax");
         let recorded = rec.elapsed().as_secs_f64() * 1e3;
