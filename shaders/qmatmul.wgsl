@@ -16,6 +16,11 @@
 // and no round trip through memory. The workgroup computes its rows' RMS itself (a row of
 // K values is a few KB).
 //
+// Epilogue ROPE (W is [W_q; W_k; W_v], rows permuted for RoPE on adjacent pairs as llama.cpp
+// stores them): row pairs (2j, 2j + 1) of a Q or K head are rotated by the angle of x's row's
+// position, pos0 + m, from an f64 table; Q goes to y [M, heads, head_dim], K and V to the KV
+// cache at that position (the //@ROPE block: its bindings exist only in ROPE variants).
+//
 // Epilogues: RESIDUAL adds the product to y (y += x·Wᵀ: the residual stream); GLU takes
 // W's rows in pairs (2i: gate, 2i + 1: up, interleaved at load) and writes
 // y[:, i] = silu(gate)·up (SwiGLU; Shazeer, "GLU Variants Improve Transformer", 2020), so y
@@ -26,9 +31,13 @@
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), NORM, RESIDUAL,
-// GLU.
+// GLU, ROPE; the //@ROPE block defines rope_store.
 
-struct Params { m: u32, n: u32, k: u32, blocks: u32, eps: f32, pad0: u32, pad1: u32, pad2: u32 }
+struct Params {
+    m: u32, n: u32, k: u32, blocks: u32,
+    eps: f32, pos0: u32, heads: u32, kv_heads: u32,
+    head_dim: u32, pad0: u32, pad1: u32, pad2: u32,
+}
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<T>>;
@@ -125,6 +134,8 @@ fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
     y[m * (p.n / 2u) + n / 2u] = T(silu(gate) * up);
 }
 
+//@ROPE
+
 var<workgroup> partial: array<f32, MROWS * WG>;
 
 @compute @workgroup_size(WG)
@@ -192,6 +203,8 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         if m >= p.m { break; }
         if GLU {
             if (r & 1u) == 0u { store_glu(m, n, partial[i * WG + lid], partial[i * WG + lid + TPR]); }
+        } else if ROPE {
+            if (r & 1u) == 0u { rope_store(m, n, partial[i * WG + lid], partial[i * WG + lid + TPR]); }
         } else {
             store(m, n, partial[i * WG + lid]);
         }
@@ -302,6 +315,8 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             if n >= p.n { break; }
             if GLU {
                 if (j & 1u) == 0u { store_glu(m, n, acc[4u * i + j], acc[4u * i + j + 1u]); }
+            } else if ROPE {
+                if (j & 1u) == 0u { rope_store(m, n, acc[4u * i + j], acc[4u * i + j + 1u]); }
             } else {
                 store(m, n, acc[4u * i + j]);
             }

@@ -182,6 +182,17 @@ fn bad_shapes_are_refused() {
             ..QMatmul::new(2)
         };
         expect_err("gated y of N columns", glu.run(ctx, &x, &w, &y), shape)?;
+        let invalid = |e: &Error| matches!(e, Error::InvalidArgument { .. });
+        let rope = QMatmul {
+            rope: true,
+            ..QMatmul::new(2)
+        };
+        expect_err("RoPE without its table", rope.run(ctx, &x, &w, &y), invalid)?;
+        let normed = QMatmul {
+            rms_norm: true,
+            ..QMatmul::new(2)
+        };
+        expect_err("a norm without γ", normed.run(ctx, &x, &w, &y), invalid)?;
         let yh = Tensor::empty(ctx, &[2, 4], DType::U32)?;
         expect_err("u32 output", QMatmul::new(2).run(ctx, &x, &w, &yh), |e| {
             matches!(e, Error::DType { .. })
@@ -274,6 +285,127 @@ fn rms_norm_prologue_matches_norm_then_product() {
                             format!("{format} m={m} glu={glu} {dtype}: {e}"),
                         )
                     })?;
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+/// The RoPE + KV-append epilogue of a Q/K/V product against the product's reference followed
+/// by RoPE's: q, and the cache rows it appends (the rest of the caches stays untouched).
+#[test]
+fn qkv_product_with_rope_in_its_epilogue() {
+    use ridge::kernels::qmatmul::RopeAppend;
+    use ridge::kernels::{PairLayout, RopeQkv, RopeTable};
+    on_every_adapter("qmatmul_rope", |ctx| {
+        let mut seed = 500;
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                // SmolLM2's heads (9 over 3 of 64) at decode and in a prefill past the
+                // matrix-vector kernel; a small odd layout (3 over 1 of 8).
+                for (m, nh, nkv, dh, pos0, norm) in [
+                    (1, 9, 3, 64, 37, true),
+                    (5, 3, 1, 8, 0, false),
+                    (MATVEC_MAX_M + 3, 9, 3, 64, 4, true),
+                ] {
+                    seed += 1;
+                    let k = 96;
+                    let n = (nh + 2 * nkv) * dh;
+                    let bytes = weights(format, n, k, seed, 20.0);
+                    let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+                    let wf = quant::dequantize(format, &bytes)?;
+                    let mag = qmatmul::weight_magnitudes(format, &bytes)?;
+                    let (x, xv) = upload(ctx, &random(seed + 1, m * k, -1.0, 1.0), &[m, k], dtype)?;
+                    let (g, gv) = upload(ctx, &vec![1.0; k], &[k], dtype)?;
+                    let capacity = pos0 + m + 2;
+                    let table = RopeTable::new(ctx, capacity, dh, 10_000.0)?;
+                    let q = poisoned(ctx, &[m, nh, dh], dtype)?;
+                    let kc = poisoned(ctx, &[capacity, nkv, dh], dtype)?;
+                    let vc = poisoned(ctx, &[capacity, nkv, dh], dtype)?;
+                    let op = QMatmul {
+                        rms_norm: norm,
+                        rope: true,
+                        ..QMatmul::new(m)
+                    };
+                    let append = RopeAppend {
+                        table: &table,
+                        k_cache: &kc,
+                        v_cache: &vc,
+                        heads: nh,
+                        kv_heads: nkv,
+                        pos0,
+                    };
+                    op.run_fused(ctx, &x, norm.then_some((&g, 1e-5)), Some(&append), &w, &q)?;
+                    // The reference: (norm), the product, then RoPE on adjacent pairs.
+                    let xn = if norm {
+                        ridge::kernels::Norm {
+                            kind: ridge::kernels::NormKind::RmsNorm,
+                            rows: m,
+                            cols: k,
+                            eps: 1e-5,
+                        }
+                        .reference(&xv, Some(&gv), None)
+                    } else {
+                        xv.clone()
+                    };
+                    let plain = QMatmul::new(m);
+                    let qkv = plain.reference(&xn, &wf, n, k, &[]);
+                    let bounds = plain.error_bounds(dtype, &xn, &mag, n, k, &[], &qkv);
+                    let rope = RopeQkv {
+                        tokens: m,
+                        heads: nh,
+                        kv_heads: nkv,
+                        head_dim: dh,
+                        pos0,
+                        layout: PairLayout::Adjacent,
+                    };
+                    let (wq, wk, wv) = rope.reference(&qkv, 10_000.0);
+                    // Each output mixes a pair of products: their bounds, rotated, plus RoPE's own.
+                    let heads = nh + 2 * nkv;
+                    let pair = |t: usize, h: usize, d: usize| {
+                        let i = (t * heads + h) * dh + d - d % 2;
+                        bounds[i] + bounds[i + 1]
+                    };
+                    let rel = if norm {
+                        ridge::kernels::check::gamma(k) + 8.0 * ridge::kernels::check::U32
+                    } else {
+                        0.0
+                    };
+                    let check = |what: &str, got: &[f32], want: &[f32], head0: usize, hn: usize| {
+                        assert_close(&format!("{what} {format} m={m} {dtype}"), got, want, |i| {
+                            let (t, h, d) = (i / (hn * dh), (i / dh) % hn, i % dh);
+                            pair(t, head0 + h, d)
+                                + rel * 2.0 * want[i].abs() as f64
+                                + RopeQkv::error_bound(
+                                    dtype,
+                                    qkv[(t * heads + head0 + h) * dh + d - d % 2],
+                                    qkv[(t * heads + head0 + h) * dh + d - d % 2 + 1],
+                                    want[i],
+                                )
+                        })
+                    };
+                    let rows = pos0 * nkv * dh..(pos0 + m) * nkv * dh;
+                    check("q", &block(q.to_f32(ctx))?, &wq, 0, nh)?;
+                    let kall = block(kc.to_f32(ctx))?;
+                    check("k", &kall[rows.clone()], &wk, nh, nkv)?;
+                    check(
+                        "v",
+                        &block(vc.to_f32(ctx))?[rows.clone()],
+                        &wv,
+                        nh + nkv,
+                        nkv,
+                    )?;
+                    if kall[..rows.start]
+                        .iter()
+                        .chain(&kall[rows.end..])
+                        .any(|v| !v.is_nan())
+                    {
+                        return Err(Error::invalid(
+                            "rope epilogue",
+                            "wrote cache rows outside its positions",
+                        ));
+                    }
                 }
             }
         }

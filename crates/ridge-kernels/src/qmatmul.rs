@@ -18,6 +18,7 @@ use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
 use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
+use crate::rope::RopeTable;
 use crate::shaders::{self, QMATMUL, Variant};
 
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
@@ -45,6 +46,29 @@ pub struct QMatmul {
     /// RMSNorm of each row of `x` (with a γ) as it is read: the norm before the product
     /// costs no dispatch of its own. Run with [`QMatmul::run_with_norm`].
     pub rms_norm: bool,
+    /// RoPE and the KV-cache append in the epilogue of a Q/K/V product (see [`RopeAppend`]):
+    /// no dispatch of their own. Run with [`QMatmul::run_fused`].
+    pub rope: bool,
+}
+
+/// What a Q/K/V product's RoPE epilogue needs: `W` is `[W_q; W_k; W_v]`, `[(nh + 2·nkv)·dh,
+/// K]`, its Q and K rows in llama.cpp's order (RoPE on adjacent pairs). Row `m` of `x` is the
+/// token at position `pos0 + m`; Q goes to `y` `[M, nh, dh]`, K and V to the caches
+/// `[capacity, nkv, dh]` at that position (as [`crate::RopeQkv`] does as a separate pass).
+#[derive(Clone, Copy, Debug)]
+pub struct RopeAppend<'a> {
+    /// The angles' table ([`RopeTable`]).
+    pub table: &'a RopeTable,
+    /// The K cache.
+    pub k_cache: &'a Tensor,
+    /// The V cache.
+    pub v_cache: &'a Tensor,
+    /// Query heads `nh`.
+    pub heads: usize,
+    /// Key/value heads `nkv`.
+    pub kv_heads: usize,
+    /// Position of `x`'s first row.
+    pub pos0: usize,
 }
 
 impl QMatmul {
@@ -55,11 +79,20 @@ impl QMatmul {
             residual: false,
             glu: false,
             rms_norm: false,
+            rope: false,
         }
     }
 
     /// The op's name in profiles and reports.
     pub fn name(&self) -> &'static str {
+        if self.rope {
+            return match (self.rms_norm, self.m <= MATVEC_MAX_M) {
+                (false, true) => "qmatvec_rope",
+                (false, false) => "qmatmul_rope",
+                (true, true) => "rms_qmatvec_rope",
+                (true, false) => "rms_qmatmul_rope",
+            };
+        }
         match (self.rms_norm, self.m <= MATVEC_MAX_M, self.glu) {
             (false, true, false) => "qmatvec",
             (false, true, true) => "qmatvec_swiglu",
@@ -186,13 +219,7 @@ impl QMatmul {
     /// `x` or `W`; dtype errors unless `x` and `y` share a float type the adapter runs; limit
     /// errors (binding size, workgroups) as every op.
     pub fn run(&self, ctx: &Context, x: &Tensor, w: &QuantMatrix, y: &Tensor) -> Result<()> {
-        if self.rms_norm {
-            return Err(Error::invalid(
-                self.name(),
-                "an RMSNorm prologue needs its γ: run_with_norm",
-            ));
-        }
-        self.launch(ctx, x, None, w, y)
+        self.run_fused(ctx, x, None, None, w, y)
     }
 
     /// `y = RMSNorm(x)·γ·Wᵀ` (with the epilogue): each row of `x` scaled by
@@ -209,12 +236,93 @@ impl QMatmul {
         w: &QuantMatrix,
         y: &Tensor,
     ) -> Result<()> {
-        if !self.rms_norm {
+        self.run_fused(ctx, x, Some((gamma, eps)), None, w, y)
+    }
+
+    /// The product with whichever of the RMSNorm prologue (`norm`: γ and eps, with
+    /// `rms_norm`) and the RoPE + KV-append epilogue (`rope`, with `rope`) its flags name.
+    ///
+    /// Errors: as [`QMatmul::run_with_norm`]; [`Error::InvalidArgument`] when the flags and
+    /// the arguments disagree, or RoPE with another epilogue; [`Error::Shape`] when `W`'s rows
+    /// are not `(nh + 2·nkv)·dh` with an even `dh` matching the table, `y` is not
+    /// `[M, nh, dh]`, the caches are not `[capacity, nkv, dh]`, or positions `pos0..pos0 + M`
+    /// run past the caches or the table.
+    pub fn run_fused(
+        &self,
+        ctx: &Context,
+        x: &Tensor,
+        norm: Option<(&Tensor, f32)>,
+        rope: Option<&RopeAppend<'_>>,
+        w: &QuantMatrix,
+        y: &Tensor,
+    ) -> Result<()> {
+        if self.rms_norm != norm.is_some() || self.rope != rope.is_some() {
             return Err(Error::invalid(
                 self.name(),
-                "set rms_norm to run a norm first",
+                "rms_norm needs γ and eps, rope needs its table and caches, and only they",
             ));
         }
+        if let Some((gamma, eps)) = norm {
+            self.check_norm(x, gamma, eps, w)?;
+        }
+        if let Some(r) = rope {
+            self.check_rope(r, x, w, y)?;
+        }
+        self.launch(ctx, x, norm, rope, w, y)
+    }
+
+    fn check_rope(
+        &self,
+        r: &RopeAppend<'_>,
+        x: &Tensor,
+        w: &QuantMatrix,
+        y: &Tensor,
+    ) -> Result<()> {
+        let name = self.name();
+        let (nh, nkv, dh) = (r.heads, r.kv_heads, r.table.head_dim);
+        if self.glu || self.residual {
+            return Err(Error::invalid(
+                name,
+                "RoPE takes the product's only epilogue",
+            ));
+        }
+        if nh == 0 || nkv == 0 || w.rows != (nh + 2 * nkv) * dh || !dh.is_multiple_of(2) {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "W has {} rows, not ({nh} + 2·{nkv})·{dh} with an even head width",
+                    w.rows
+                ),
+            ));
+        }
+        if y.numel() != self.m * nh * dh {
+            return Err(Error::shape(
+                name,
+                format!("q {:?} is not [{}, {nh}, {dh}]", y.shape(), self.m),
+            ));
+        }
+        let capacity = r.k_cache.shape().first().copied().unwrap_or(0);
+        for (what, c) in [("k_cache", r.k_cache), ("v_cache", r.v_cache)] {
+            c.expect_shape(name, what, &[capacity, nkv, dh])?;
+        }
+        let end = r.pos0.saturating_add(self.m);
+        if end > capacity || end > r.table.positions {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "positions {}..{end} past the cache's {capacity} or the table's {}",
+                    r.pos0, r.table.positions
+                ),
+            ));
+        }
+        launch::same_dtype(name, x.dtype(), &[r.k_cache, r.v_cache])?;
+        launch::no_alias(name, r.k_cache, &[x, y, r.v_cache, &r.table.table])?;
+        launch::no_alias(name, r.v_cache, &[x, y, &r.table.table])?;
+        launch::fits_u32(name, "cache", r.k_cache.numel())?;
+        Ok(())
+    }
+
+    fn check_norm(&self, x: &Tensor, gamma: &Tensor, eps: f32, w: &QuantMatrix) -> Result<()> {
         if eps.is_nan() || eps < 0.0 {
             return Err(Error::invalid(
                 self.name(),
@@ -229,7 +337,7 @@ impl QMatmul {
                 "gamma must start on a 4-element boundary",
             ));
         }
-        self.launch(ctx, x, Some((gamma, eps)), w, y)
+        Ok(())
     }
 
     fn launch(
@@ -237,6 +345,7 @@ impl QMatmul {
         ctx: &Context,
         x: &Tensor,
         norm: Option<(&Tensor, f32)>,
+        rope: Option<&RopeAppend<'_>>,
         w: &QuantMatrix,
         y: &Tensor,
     ) -> Result<()> {
@@ -267,7 +376,9 @@ impl QMatmul {
             ));
         }
         let want = [self.m, self.out_cols(n)];
-        if y.numel() != want[0] * want[1] || y.shape().last().copied() != Some(want[1]) {
+        if rope.is_none()
+            && (y.numel() != want[0] * want[1] || y.shape().last().copied() != Some(want[1]))
+        {
             return Err(Error::shape(
                 name,
                 format!("y {:?} is not {want:?}", y.shape()),
@@ -288,7 +399,11 @@ impl QMatmul {
             .u(launch::fits_u32(name, "N", n)?)
             .u(k as u32)
             .u((k / BLOCK) as u32)
-            .f(norm.map_or(0.0, |n| n.1));
+            .f(norm.map_or(0.0, |n| n.1))
+            .u(rope.map_or(0, |r| r.pos0 as u32))
+            .u(rope.map_or(0, |r| r.heads as u32))
+            .u(rope.map_or(0, |r| r.kv_heads as u32))
+            .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         let defines = defines(
@@ -297,6 +412,7 @@ impl QMatmul {
             self.residual,
             self.glu,
             norm.is_some(),
+            rope.is_some(),
         )
         .u32("MROWS", mrows as u32);
         let workgroups = if matvec {
@@ -324,18 +440,56 @@ impl QMatmul {
             entry: if matvec { "matvec" } else { "matmul" },
             defines,
             params,
-            buffers: vec![
+            buffers: [
                 (1, x),
                 (2, &w.quants),
                 (3, &w.scales),
                 (4, y),
                 (6, norm.map_or(ctx.placeholder(), |n| n.0)),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                rope.into_iter()
+                    .flat_map(|r| [(7, &r.table.table), (8, r.k_cache), (9, r.v_cache)]),
+            )
+            .collect(),
             workgroups,
         }
         .run(ctx)
     }
 }
+
+/// The RoPE epilogue's bindings and store, inserted at `//@ROPE` in ROPE variants (elsewhere
+/// a stub: the bindings must not exist where nothing binds them).
+const ROPE_EPILOGUE: &str = "
+@group(0) @binding(7) var<storage, read> rope_table: array<vec2<f32>>;
+@group(0) @binding(8) var<storage, read_write> k_cache: array<T>;
+@group(0) @binding(9) var<storage, read_write> v_cache: array<T>;
+
+// Rows (n, n + 1) of x's row m: Q and K rotated at position pos0 + m, V as it is.
+fn rope_store(m: u32, n: u32, x0: f32, x1: f32) {
+    let head = n / p.head_dim;
+    let d = n % p.head_dim;
+    let pos = p.pos0 + m;
+    if head >= p.heads + p.kv_heads {
+        let at = (pos * p.kv_heads + head - p.heads - p.kv_heads) * p.head_dim + d;
+        v_cache[at] = T(x0);
+        v_cache[at + 1u] = T(x1);
+        return;
+    }
+    let cs = rope_table[pos * (p.head_dim / 2u) + d / 2u];
+    let r0 = T(x0 * cs.x - x1 * cs.y);
+    let r1 = T(x0 * cs.y + x1 * cs.x);
+    if head < p.heads {
+        let at = m * p.heads * p.head_dim + n;
+        y[at] = r0;
+        y[at + 1u] = r1;
+    } else {
+        let at = (pos * p.kv_heads + head - p.heads) * p.head_dim + d;
+        k_cache[at] = r0;
+        k_cache[at + 1u] = r1;
+    }
+}";
 
 fn defines(
     base: ridge_core::Defines,
@@ -343,9 +497,17 @@ fn defines(
     residual: bool,
     glu: bool,
     norm: bool,
+    rope: bool,
 ) -> ridge_core::Defines {
+    let store = if rope {
+        ROPE_EPILOGUE.to_string()
+    } else {
+        "fn rope_store(m: u32, n: u32, x0: f32, x1: f32) {}".to_string()
+    };
     base.u32("FORMAT", format.shader_id())
         .bool("NORM", norm)
+        .bool("ROPE", rope)
+        .block("ROPE", store)
         .u32("QW", format.quant_words() as u32)
         .u32("WG", WG)
         .u32("TPR", TPR)
@@ -396,6 +558,7 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
             false,
             false,
             false,
+            false,
         )
         .u32("MROWS", 1),
         params: Params::new()
@@ -403,7 +566,9 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
             .u(launch::fits_u32(name, "rows", table.rows)?)
             .u(table.cols as u32)
             .u((table.cols / BLOCK) as u32)
-            .f(0.0), // eps: the shader's parameters are one struct for every entry
+            // eps and the RoPE fields: one parameter struct for every entry.
+            .f(0.0)
+            .words(&[0; 4]),
         buffers: vec![(2, &table.quants), (3, &table.scales), (4, out), (5, ids)],
         workgroups: ctx.fold_workgroups(name, total.div_ceil(WG) as u64)?,
     }
@@ -419,20 +584,29 @@ pub fn gather_cost(format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpC
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for format in QuantFormat::ALL {
-        for (residual, glu, norm) in [
-            (false, false, false),
-            (true, false, false),
-            (false, true, false),
-            (false, false, true),
-            (false, true, true),
+        for (residual, glu, norm, rope) in [
+            (false, false, false, false),
+            (true, false, false, false),
+            (false, true, false, false),
+            (false, false, true, false),
+            (false, true, true, false),
+            (false, false, true, true),
+            (false, false, false, true),
         ] {
-            let d = defines(shaders::storage_defines(dtype), format, residual, glu, norm);
+            let d = defines(
+                shaders::storage_defines(dtype),
+                format,
+                residual,
+                glu,
+                norm,
+                rope,
+            );
             for mrows in [1, MATVEC_ROWS] {
                 v.push((&QMATMUL, "matvec", d.clone().u32("MROWS", mrows as u32)));
             }
             let d = d.u32("MROWS", 1);
             v.push((&QMATMUL, "matmul", d.clone()));
-            if !residual && !glu && !norm {
+            if !residual && !glu && !norm && !rope {
                 v.push((&QMATMUL, "gather", d));
             }
         }

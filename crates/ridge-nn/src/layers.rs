@@ -8,8 +8,9 @@
 //! - [`Norm`]: layer norm (γ, β) or RMS norm (γ) over the last axis.
 
 use ridge_core::{Context, DType, Tensor};
+use ridge_kernels::qmatmul::RopeAppend;
 use ridge_kernels::quant::QuantMatrix;
-use ridge_kernels::{Gemm, NormKind, QMatmul};
+use ridge_kernels::{Gemm, NormKind, PairLayout, QMatmul, RopeQkv, RopeTable};
 use ridge_model::OpCost;
 
 use crate::error::{Error, Result};
@@ -96,6 +97,7 @@ impl Linear {
             residual: epilogue == Epilogue::Residual,
             glu: epilogue == Epilogue::SwiGlu,
             rms_norm: false,
+            rope: false,
         }
     }
 
@@ -125,6 +127,82 @@ impl Linear {
                 (norm.op_name(), norm.cost(m, dtype)),
                 (self.op_name(m, epilogue), self.cost(m, epilogue, dtype)),
             ],
+        }
+    }
+
+    /// The dispatches of [`Linear::forward_qkv_rope`] over `m` rows: names and costs.
+    pub fn qkv_rope_ops(
+        &self,
+        norm: &Norm,
+        rope: &RopeQkv,
+        dtype: DType,
+    ) -> Vec<(&'static str, OpCost)> {
+        match self {
+            Linear::Quantized(w) if self.fuses(norm) && rope.layout == PairLayout::Adjacent => {
+                let q = QMatmul {
+                    rms_norm: true,
+                    rope: true,
+                    ..Self::qmatmul(rope.tokens, Epilogue::None)
+                };
+                vec![(q.name(), q.cost(w.format, w.rows, w.cols, dtype))]
+            }
+            _ => {
+                let mut ops = self.normed_ops(norm, rope.tokens, Epilogue::None, dtype);
+                ops.push(("rope_qkv", rope.cost(dtype)));
+                ops
+            }
+        }
+    }
+
+    /// A Q/K/V projection with its norm before and RoPE + the KV-cache append after: `q`
+    /// `[T, nh, dh]` and the caches' rows `pos0..pos0 + T`. One dispatch where the weights
+    /// are quantized, the norm an RMS norm and the pairs adjacent (the RoPE in the product's
+    /// epilogue); else the norm, the product into a temporary, then [`RopeQkv`].
+    ///
+    /// Errors: as [`Linear::forward_normed`] and [`RopeQkv::run`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_qkv_rope(
+        &self,
+        ctx: &Context,
+        norm: &Norm,
+        x: &Tensor,
+        rope: &RopeQkv,
+        table: &RopeTable,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        q: &Tensor,
+    ) -> Result<()> {
+        match self {
+            Linear::Quantized(w) if self.fuses(norm) && rope.layout == PairLayout::Adjacent => {
+                let k = self.in_features();
+                let m = x.numel() / k.max(1);
+                let op = QMatmul {
+                    rms_norm: true,
+                    rope: true,
+                    ..Self::qmatmul(m, Epilogue::None)
+                };
+                let append = RopeAppend {
+                    table,
+                    k_cache,
+                    v_cache,
+                    heads: rope.heads,
+                    kv_heads: rope.kv_heads,
+                    pos0: rope.pos0,
+                };
+                Ok(op.run_fused(
+                    ctx,
+                    &x.reshape(&[m, k])?,
+                    Some((&norm.gamma, norm.eps)),
+                    Some(&append),
+                    w,
+                    q,
+                )?)
+            }
+            _ => {
+                let qkv = Tensor::empty(ctx, &[rope.tokens, self.out_features()], x.dtype())?;
+                self.forward_normed(ctx, norm, x, &qkv, Epilogue::None)?;
+                Ok(rope.run(ctx, &qkv, table, q, k_cache, v_cache)?)
+            }
         }
     }
 

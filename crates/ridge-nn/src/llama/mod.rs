@@ -4,17 +4,18 @@
 //! Per layer, for `T` new tokens at positions `pos0..pos0 + T` (width `H`, `nh` query heads
 //! and `nkv` KV heads of width `dh`, feed-forward `F`):
 //! ```text
-//! qkv   = RMSNorm(x)·γ_attn·[W_q; W_k; W_v]ᵀ              rms_qmatmul   [T, (nh + 2·nkv)·dh]
-//! q, K[pos0..], V[pos0..] = RoPE(q), RoPE(k), v           rope_qkv      (KV-cache append)
+//! q, K[pos0..], V[pos0..] = RoPE(RMSNorm(x)·γ_attn·[W_q; W_k; W_v]ᵀ)   rms_qmatmul_rope
+//!                                                         (the KV-cache append in its epilogue)
 //! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention  [T, nh·dh]
 //! x    += a·W_oᵀ                                          qmatmul (residual epilogue)
 //! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ), h = RMSNorm(x)·γ_ffn  rms_qmatmul (SwiGLU)  [T, F]
 //! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
 //! ```
 //! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
-//! embedding when the file has no `output.weight`: tied). 6 dispatches per layer (7 when
+//! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (6 when
 //! attention splits its keys across workgroups and merges them): each RMSNorm runs inside
-//! the product after it, which normalises its rows of `x` as it reads them.
+//! the product after it, which normalises its rows of `x` as it reads them, and RoPE with
+//! the KV-cache append in the Q/K/V product's epilogue.
 //!
 //! Precision: f32 activations and KV cache, or (opt-in, adapters with `shader-f16`) f16;
 //! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
@@ -320,7 +321,7 @@ impl Llama {
                 cache.capacity
             )));
         }
-        let (h, nh, nkv, dh) = (c.hidden, c.heads, c.kv_heads, c.head_dim);
+        let (h, nh, dh) = (c.hidden, c.heads, c.head_dim);
         let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
         let mut hidden = Vec::new();
         ctx.set_scope("embedding");
@@ -336,12 +337,17 @@ impl Llama {
         let (rope, attention) = self.attention_ops(t, pos0);
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope(&format!("layer {l} · attention"));
-            let qkv = new(&[t, h + 2 * nkv * dh])?;
-            layer
-                .qkv
-                .forward_normed(ctx, &layer.attn_norm, &x, &qkv, Epilogue::None)?;
             let q = new(&[t, nh, dh])?;
-            rope.run(ctx, &qkv, &self.rope, &q, &cache.k[l], &cache.v[l])?;
+            layer.qkv.forward_qkv_rope(
+                ctx,
+                &layer.attn_norm,
+                &x,
+                &rope,
+                &self.rope,
+                &cache.k[l],
+                &cache.v[l],
+                &q,
+            )?;
             let a = new(&[t, nh, dh])?;
             attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
             layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
@@ -394,13 +400,9 @@ impl Llama {
         let (rope, attention) = self.attention_ops(t, pos0);
         let spans = attention.split().0;
         for layer in &self.layers {
-            for (n, cost) in layer
-                .qkv
-                .normed_ops(&layer.attn_norm, t, Epilogue::None, dt)
-            {
+            for (n, cost) in layer.qkv.qkv_rope_ops(&layer.attn_norm, &rope, dt) {
                 op(n, cost);
             }
-            op("rope_qkv", rope.cost(dt));
             op("kv_attention", attention.cost(dt));
             if spans > 1 {
                 let c = &self.config;
