@@ -70,8 +70,13 @@ pub fn argmax(ctx: &Context, x: &Tensor, ids: &Tensor) -> Result<()> {
         label: name,
         shader: &ARGMAX,
         entry: "argmax",
-        defines: launch::dtype_defines(ctx, name, x.dtype())?
-            .u32("WG", launch::workgroup_size_1d(ctx, WG_CAP)),
+        defines: {
+            launch::float_dtype(ctx, name, x.dtype())?;
+            let wg = launch::workgroup_size_1d(ctx, WG_CAP);
+            launch::memoized(name, &(x.dtype(), wg), |&(dtype, wg)| {
+                shaders::storage_defines(dtype).u32("WG", wg)
+            })
+        },
         params: Params::new().u(rows as u32).u(cols as u32),
         buffers: vec![(1, x), (2, ids)],
         workgroups: [rows as u32, 1, 1],

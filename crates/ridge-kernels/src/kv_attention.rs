@@ -186,7 +186,11 @@ impl KvAttention {
             ctx.placeholder().clone()
         };
         launch::fits_u32(name, "partials", part.numel())?;
-        let defines = defines(launch::dtype_defines(ctx, name, q.dtype())?, g, dpt, split);
+        launch::float_dtype(ctx, name, q.dtype())?;
+        let key = (q.dtype(), g, dpt, split);
+        let defines = launch::memoized(name, &key, |&(dtype, g, dpt, split)| {
+            defines(shaders::storage_defines(dtype), g, dpt, split)
+        });
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
             .u(nh as u32)

@@ -406,15 +406,33 @@ impl QMatmul {
             .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
-        let defines = defines(
-            launch::dtype_defines(ctx, name, x.dtype())?,
+        launch::float_dtype(ctx, name, x.dtype())?;
+        // Built once per variant: a decode token launches ~120 of these, and building and
+        // hashing the defines (the RoPE block is a kilobyte of WGSL) cost µs each time.
+        let key = (
+            x.dtype(),
             w.format,
             self.residual,
             self.glu,
             norm.is_some(),
             rope.is_some(),
-        )
-        .u32("MROWS", mrows as u32);
+            mrows,
+        );
+        let defines = launch::memoized(
+            "qmatmul",
+            &key,
+            |&(dtype, format, residual, glu, norm, rope, mrows)| {
+                defines(
+                    shaders::storage_defines(dtype),
+                    format,
+                    residual,
+                    glu,
+                    norm,
+                    rope,
+                )
+                .u32("MROWS", mrows as u32)
+            },
+        );
         let workgroups = if matvec {
             let groups = n.div_ceil((WG / TPR) as usize) as u64;
             let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
