@@ -52,6 +52,16 @@ fn step(ctx: &Context, model: &Llama, cache: &mut KvCache, ids: &[u32]) -> u32 {
     pollster::block_on(id.to_vec::<u32>(ctx)).expect("read back")[0]
 }
 
+/// Records one decode step and its argmax (nothing waited for): the id's tensor and the
+/// host's recording time, ms.
+fn record_token(ctx: &Context, model: &Llama, cache: &mut KvCache, id: u32) -> (Tensor, f64) {
+    let rec = Instant::now();
+    let fwd = model.forward(ctx, cache, &[id], false).expect("forward");
+    let out = Tensor::empty(ctx, &[1], DType::U32).expect("id");
+    argmax::argmax(ctx, &fwd.logits, &out).expect("argmax");
+    (out, rec.elapsed().as_secs_f64() * 1e3)
+}
+
 /// `tokens` greedy steps as `TextGenerator::generate` runs them: each step recorded from the
 /// previous step's argmax on the GPU before that id is read back, so the host records step
 /// t + 1 while the GPU runs step t. Returns the seconds.
@@ -155,13 +165,7 @@ fn main() {
         );
         // The host's recording of one token, not timed by the GPU (a profile puts every
         // dispatch in a pass of its own).
-        let rec = Instant::now();
-        let fwd = model
-            .forward(&ctx, &mut cache, &[id], false)
-            .expect("forward");
-        let out = Tensor::empty(&ctx, &[1], DType::U32).expect("id");
-        argmax::argmax(&ctx, &fwd.logits, &out).expect("argmax");
-        let recorded = rec.elapsed().as_secs_f64() * 1e3;
+        let (out, recorded) = record_token(&ctx, &model, &mut cache, id);
         id = pollster::block_on(out.to_vec::<u32>(&ctx)).expect("read back")[0];
         println!(
             "  host recording of one token: {recorded:.2} ms ({:.1} µs a dispatch, no profiling)",
@@ -170,13 +174,7 @@ fn main() {
         // One more step, profiled.
         let pos0 = cache.len();
         ctx.start_profiling();
-        let rec = Instant::now();
-        let fwd = model
-            .forward(&ctx, &mut cache, &[id], false)
-            .expect("forward");
-        let out = Tensor::empty(&ctx, &[1], DType::U32).expect("id");
-        argmax::argmax(&ctx, &fwd.logits, &out).expect("argmax");
-        let recorded = rec.elapsed().as_secs_f64() * 1e3;
+        let (_, recorded) = record_token(&ctx, &model, &mut cache, id);
         let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
         let plan = model.plan(1, pos0);
         let ceil = measured.ceilings(dtype == DType::F16);
