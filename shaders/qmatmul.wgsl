@@ -4,9 +4,11 @@
 //
 // matvec (decode and short prompts, small M): TPR invocations share a row of W, each taking
 //   every TPR-th block and dotting it with x's matching 32 values; a tree over the TPR partial
-//   sums. One workgroup holds WG / TPR rows of W and MROWS rows of x (the grid's z counts
-//   groups of MROWS rows): with MROWS > 1 each block is dequantized once into registers and
-//   dotted with every row, so W is read once per MROWS rows of x.
+//   sums. One workgroup holds (WG / TPR)·RPT rows of W and MROWS rows of x (the grid's z
+//   counts groups of MROWS rows): with MROWS > 1 each block is dequantized once into
+//   registers and dotted with every row, so W is read once per MROWS rows of x; with RPT > 1
+//   (large matrices, one row of x) each invocation loads x's block once and dots it with RPT
+//   rows' blocks, RPT weight loads in flight.
 // matmul (prefill): 64 × 64 tiles of y, one block of K (32) per step: x's tile and W's
 //   dequantized tile staged in workgroup memory, a 4 × 4 register tile per invocation.
 // gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
@@ -30,8 +32,9 @@
 // A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
-// TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), NORM, RESIDUAL,
-// GLU, ROPE; the //@ROPE block defines rope_store.
+// TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
+// matvec invocation, with MROWS = 1), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
+// rope_store.
 
 struct Params {
     m: u32, n: u32, k: u32, blocks: u32,
@@ -77,25 +80,30 @@ fn nibbles_hi(w: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
 }
 
-// Σ w·x over block b of W (counted row-major) and block `kb` of row `row` of x.
-fn block_dot(row: u32, kb: u32, b: u32) -> f32 {
+// Block `kb` of row `row` of x: 32 values as 8 vec4s.
+fn x_block(row: u32, kb: u32) -> array<vec4<f32>, 8> {
+    var xb: array<vec4<f32>, 8>;
+    for (var j = 0u; j < 8u; j++) { xb[j] = xval(row, kb * 8u + j); }
+    return xb;
+}
+
+// Σ w·x over block b of W (counted row-major) and a block of x.
+fn block_dot(xb: array<vec4<f32>, 8>, b: u32) -> f32 {
     let base = b * QW;
     let sm = scale_min(b);
     var qx = 0.0;
     var sx = 0.0;
     if FORMAT == 0u {
         for (var i = 0u; i < 8u; i++) {
-            qx += dot(bytes_i8(quants[base + i]), xval(row, kb * 8u + i));
+            qx += dot(bytes_i8(quants[base + i]), xb[i]);
         }
         return sm.x * qx;
     }
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
         let w = quants[base + i];
-        let x0 = xval(row, kb * 8u + i);
-        let x1 = xval(row, kb * 8u + 4u + i);
-        qx += dot(nibbles_lo(w) - offset, x0) + dot(nibbles_hi(w) - offset, x1);
-        sx += dot(x0 + x1, vec4<f32>(1.0));
+        qx += dot(nibbles_lo(w) - offset, xb[i]) + dot(nibbles_hi(w) - offset, xb[4u + i]);
+        sx += dot(xb[i] + xb[4u + i], vec4<f32>(1.0));
     }
     return sm.x * qx + sm.y * sx;
 }
@@ -136,15 +144,17 @@ fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
 
 //@ROPE
 
-var<workgroup> partial: array<f32, MROWS * WG>;
+// Rows of W a workgroup covers: WG / TPR invocations across, RPT rows each.
+const ROWS_WG: u32 = (WG / TPR) * RPT;
+// Partial sums: [row of x][row of W in the workgroup][lane].
+var<workgroup> partial: array<f32, MROWS * RPT * WG>;
 
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
-    let rows = WG / TPR;
     let r = lid / TPR;
     let lane = lid % TPR;
-    let n = (wid.x + wid.y * nwg.x) * rows + r;
+    let base = (wid.x + wid.y * nwg.x) * ROWS_WG;
     let m0 = wid.z * MROWS;
     let kv = p.k / 4u;
     var inv: array<f32, MROWS>;
@@ -171,42 +181,61 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         for (var i = 0u; i < MROWS; i++) { inv[i] = inverseSqrt(partial[i * WG] / f32(p.k) + p.eps); }
         workgroupBarrier();
     }
-    var acc: array<f32, MROWS>;
-    for (var i = 0u; i < MROWS; i++) { acc[i] = 0.0; }
-    if n < p.n {
-        for (var b = lane; b < p.blocks; b += TPR) {
-            if MROWS == 1u {
-                acc[0] += block_dot(m0, b, n * p.blocks + b);
-            } else {
+    // acc[i · RPT + j]: row m0 + i of x against row base + r·RPT + j of W.
+    var acc: array<f32, MROWS * RPT>;
+    for (var i = 0u; i < MROWS * RPT; i++) { acc[i] = 0.0; }
+    for (var b = lane; b < p.blocks; b += TPR) {
+        if MROWS == 1u {
+            // x's block once, dotted with RPT rows of W: RPT blocks of weights in flight.
+            let xb = x_block(m0, b);
+            for (var j = 0u; j < RPT; j++) {
+                let n = base + r * RPT + j;
+                if n < p.n { acc[j] += block_dot(xb, n * p.blocks + b); }
+            }
+        } else {
+            let n = base + r * RPT;
+            if n < p.n {
                 let w = block_weights(n * p.blocks + b);
                 for (var i = 0u; i < MROWS; i++) {
                     if m0 + i < p.m {
                         var s = 0.0;
                         for (var j = 0u; j < 8u; j++) { s += dot(w[j], xval(m0 + i, b * 8u + j)); }
-                        acc[i] += s;
+                        acc[i * RPT] += s;
                     }
                 }
             }
         }
     }
-    for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] = acc[i] * inv[i]; }
+    for (var i = 0u; i < MROWS; i++) {
+        for (var j = 0u; j < RPT; j++) {
+            partial[(i * ROWS_WG + r * RPT + j) * TPR + lane] = acc[i * RPT + j] * inv[i];
+        }
+    }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {
         if lane < s {
-            for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] += partial[i * WG + lid + s]; }
+            for (var i = 0u; i < MROWS; i++) {
+                for (var j = 0u; j < RPT; j++) {
+                    let at = (i * ROWS_WG + r * RPT + j) * TPR + lane;
+                    partial[at] += partial[at + s];
+                }
+            }
         }
         workgroupBarrier();
     }
-    if lane != 0u || n >= p.n { return; }
-    for (var i = 0u; i < MROWS; i++) {
-        let m = m0 + i;
-        if m >= p.m { break; }
+    // Output o of the workgroup: row m0 + o / ROWS_WG of x, row base + o % ROWS_WG of W.
+    for (var o = lid; o < MROWS * ROWS_WG; o += WG) {
+        let m = m0 + o / ROWS_WG;
+        let local = o % ROWS_WG;
+        let n = base + local;
+        if m >= p.m || n >= p.n { continue; }
+        let v = partial[o * TPR];
         if GLU {
-            if (r & 1u) == 0u { store_glu(m, n, partial[i * WG + lid], partial[i * WG + lid + TPR]); }
+            if (local & 1u) == 0u { store_glu(m, n, v, partial[(o + 1u) * TPR]); }
         } else if ROPE {
-            if (r & 1u) == 0u { rope_store(m, n, partial[i * WG + lid], partial[i * WG + lid + TPR]); }
+            if (local & 1u) == 0u { rope_store(m, n, v, partial[(o + 1u) * TPR]); }
         } else {
-            store(m, n, partial[i * WG + lid]);
+            store(m, n, v);
         }
     }
 }

@@ -84,6 +84,9 @@ fn every_format_both_kernels_odd_shapes() {
                 for (m, n, k) in [
                     (1, 1, 32),
                     (1, 97, 576),
+                    // Past MATVEC_WIDE_N rows: four rows of W an invocation, a ragged last
+                    // workgroup.
+                    (1, ridge::kernels::qmatmul::MATVEC_WIDE_N + 3, 64),
                     (3, 130, 96),
                     (MATVEC_ROWS + 1, 67, 160),
                     (MATVEC_MAX_M, 50, 64),
@@ -117,6 +120,11 @@ fn residual_and_swiglu_epilogues() {
                         ..QMatmul::new(m)
                     };
                     check(ctx, format, glu, 134, 96, dtype, seed)?;
+                    if m == 1 {
+                        let wide = ridge::kernels::qmatmul::MATVEC_WIDE_N;
+                        check(ctx, format, residual, wide + 5, 32, dtype, seed)?;
+                        check(ctx, format, glu, wide + 6, 32, dtype, seed)?;
+                    }
                 }
             }
         }

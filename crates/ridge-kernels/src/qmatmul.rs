@@ -25,6 +25,12 @@ use crate::shaders::{self, QMATMUL, Variant};
 pub const MATVEC_MAX_M: usize = 32;
 /// Rows of `x` a matrix-vector workgroup takes at once (one row alone for decode).
 pub const MATVEC_ROWS: usize = 8;
+/// Rows of `W` a matrix-vector invocation takes at once for one row of `x`, from
+/// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
+/// weight blocks in flight.
+pub const MATVEC_RPT: usize = 4;
+/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation.
+pub const MATVEC_WIDE_N: usize = 2048;
 /// Invocations per workgroup of the matrix-vector and gather kernels.
 const WG: u32 = 64;
 /// Invocations sharing one row of W in the matrix-vector kernel: SmolLM2's rows hold 18 and 48
@@ -406,6 +412,11 @@ impl QMatmul {
             .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
+        let rpt = if self.m == 1 && n >= MATVEC_WIDE_N {
+            MATVEC_RPT
+        } else {
+            1
+        };
         launch::float_dtype(ctx, name, x.dtype())?;
         // Built once per variant: a decode token launches ~120 of these, and building and
         // hashing the defines (the RoPE block is a kilobyte of WGSL) cost µs each time.
@@ -417,11 +428,12 @@ impl QMatmul {
             norm.is_some(),
             rope.is_some(),
             mrows,
+            rpt,
         );
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows)| {
+            |&(dtype, format, residual, glu, norm, rope, mrows, rpt)| {
                 defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -431,10 +443,11 @@ impl QMatmul {
                     rope,
                 )
                 .u32("MROWS", mrows as u32)
+                .u32("RPT", rpt as u32)
             },
         );
         let workgroups = if matvec {
-            let groups = n.div_ceil((WG / TPR) as usize) as u64;
+            let groups = n.div_ceil((WG / TPR) as usize * rpt) as u64;
             let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
             if gz > 1 {
                 return Err(Error::LimitExceeded {
@@ -578,7 +591,8 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
             false,
             false,
         )
-        .u32("MROWS", 1),
+        .u32("MROWS", 1)
+        .u32("RPT", 1),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)
             .u(launch::fits_u32(name, "rows", table.rows)?)
@@ -619,10 +633,11 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 norm,
                 rope,
             );
-            for mrows in [1, MATVEC_ROWS] {
-                v.push((&QMATMUL, "matvec", d.clone().u32("MROWS", mrows as u32)));
+            for (mrows, rpt) in [(1, 1), (1, MATVEC_RPT), (MATVEC_ROWS, 1)] {
+                let d = d.clone().u32("MROWS", mrows as u32).u32("RPT", rpt as u32);
+                v.push((&QMATMUL, "matvec", d));
             }
-            let d = d.u32("MROWS", 1);
+            let d = d.u32("MROWS", 1).u32("RPT", 1);
             v.push((&QMATMUL, "matmul", d.clone()));
             if !residual && !glu && !norm && !rope {
                 v.push((&QMATMUL, "gather", d));
