@@ -29,8 +29,11 @@ pub const MATVEC_ROWS: usize = 8;
 /// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
 /// weight blocks in flight.
 pub const MATVEC_RPT: usize = 4;
-/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation.
-pub const MATVEC_WIDE_N: usize = 2048;
+/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation. Measured on
+/// the H200 (benches/NOTES.md, run 88): SmolLM2's 49,152-row output projection 2.1× faster,
+/// 8192² products 1.3–1.65×, but its 3072-row gate/up 15 % slower and 4096² Q4_1 8 % slower
+/// (a quarter of the workgroups): wide matrices only.
+pub const MATVEC_WIDE_N: usize = 8192;
 /// Invocations per workgroup of the matrix-vector and gather kernels.
 const WG: u32 = 64;
 /// Invocations sharing one row of W in the matrix-vector kernel: SmolLM2's rows hold 18 and 48
