@@ -74,28 +74,7 @@ pub fn run(args: Args) -> crate::CliResult {
         )
         .into());
     }
-    let spec = hardware::find(&args.adapter).ok_or_else(|| {
-        let names: Vec<String> = hardware::table().into_iter().map(|r| r.name).collect();
-        let q = args.adapter.to_lowercase();
-        let near: Vec<&str> = names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| n.to_lowercase().contains(&q))
-            .collect();
-        if near.is_empty() {
-            format!(
-                "no GPU named {:?} in the spec table; known: {}",
-                args.adapter,
-                names.join(", ")
-            )
-        } else {
-            format!(
-                "no GPU named {:?} in the spec table; did you mean: {}",
-                args.adapter,
-                near.join(", ")
-            )
-        }
-    })?;
+    let spec = hardware::find(&args.adapter)?;
     let (precision, e) = if args.dtype == "f16" {
         (Precision::F16, 2)
     } else {

@@ -105,18 +105,75 @@ pub fn lookup(vendor_id: u32, device_id: u32, name: &str) -> Option<GpuSpec> {
         .map(|(_, r)| r)
 }
 
-/// The spec row whose name or pattern matches `query` (for `--adapter "NVIDIA H200"`).
-pub fn find(query: &str) -> Option<GpuSpec> {
-    let q = query.to_lowercase();
-    table()
-        .into_iter()
-        .find(|r| r.name.to_lowercase() == q)
-        .or_else(|| lookup(0, 0, query))
+/// The spec row `query` names (for `--adapter "NVIDIA H200"`): its exact name (any case);
+/// else the only row whose name holds the query's words in order (`"M2 Max"`); else the row an
+/// adapter of that name would get ([`lookup`]: `"NVIDIA H100 80GB HBM3"`).
+///
+/// Errors: a message listing the candidates when several rows' names hold the query (`"H100"`:
+/// the SXM5 card has 1.7× the PCIe card's bandwidth, so guessing would mislead), or the known
+/// names (and any that contain the query) when none matches.
+pub fn find(query: &str) -> Result<GpuSpec, String> {
+    let q = query.trim().to_lowercase();
+    let rows = table();
+    if let Some(row) = rows.iter().find(|r| r.name.to_lowercase() == q) {
+        return Ok(row.clone());
+    }
+    let named: Vec<&GpuSpec> = rows
+        .iter()
+        .filter(|r| name_matches(&r.name, query))
+        .collect();
+    match named.as_slice() {
+        [one] => return Ok((*one).clone()),
+        [] => {}
+        many => {
+            let names: Vec<&str> = many.iter().map(|r| r.name.as_str()).collect();
+            return Err(format!(
+                "{query:?} could be any of: {}; name one",
+                names.join(", ")
+            ));
+        }
+    }
+    lookup(0, 0, query).ok_or_else(|| {
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        let near: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| n.to_lowercase().contains(&q))
+            .collect();
+        if near.is_empty() {
+            format!(
+                "no GPU named {query:?} in the spec table; known: {}",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "no GPU named {query:?} in the spec table; did you mean: {}",
+                near.join(", ")
+            )
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn find_names_one_row_or_lists_the_candidates() {
+        assert_eq!(find("NVIDIA H200 SXM").unwrap().name, "NVIDIA H200 SXM");
+        assert_eq!(find("h200").unwrap().name, "NVIDIA H200 SXM");
+        assert_eq!(find("M2 Max").unwrap().name, "Apple M2 Max");
+        // What an adapter reports: the pattern picks the card.
+        assert_eq!(
+            find("NVIDIA H100 80GB HBM3").unwrap().name,
+            "NVIDIA H100 SXM5"
+        );
+        for (query, both) in [("H100", ["SXM5", "PCIe"]), ("A100", ["80GB", "40GB"])] {
+            let e = find(query).unwrap_err();
+            assert!(both.iter().all(|b| e.contains(b)), "{query}: {e}");
+        }
+        assert!(find("Voodoo 5").unwrap_err().contains("known:"));
+    }
 
     #[test]
     fn every_row_is_complete_and_sourced() {

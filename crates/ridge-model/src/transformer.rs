@@ -61,6 +61,34 @@ impl TransformerShape {
         };
         let need =
             |k: &str, max: u64| get(k, max)?.ok_or_else(|| format!("config.json has no {k}"));
+        // A decoder (Llama, Mistral, Qwen, GPT-2…) has the same keys but another shape of
+        // computation (causal, a KV cache, no pooling): refused rather than priced as an
+        // encoder.
+        const ENCODERS: [&str; 6] = [
+            "bert",
+            "roberta",
+            "xlm-roberta",
+            "electra",
+            "mpnet",
+            "camembert",
+        ];
+        let model_type = v.get("model_type").and_then(|t| t.as_str());
+        let causal = v
+            .get("architectures")
+            .and_then(|a| a.as_array())
+            .is_some_and(|a| {
+                a.iter().any(|x| {
+                    x.as_str()
+                        .is_some_and(|s| s.ends_with("ForCausalLM") || s.ends_with("LMHeadModel"))
+                })
+            });
+        if causal || model_type.is_some_and(|t| !ENCODERS.contains(&t)) {
+            return Err(format!(
+                "config.json describes a decoder ({}); this model prices BERT-style encoders ({})",
+                model_type.unwrap_or("a causal language model"),
+                ENCODERS.join(", ")
+            ));
+        }
         let heads = need("num_attention_heads", 1 << 16)?;
         let hidden = need("hidden_size", 1 << 20)?;
         if heads == 0 || hidden % heads != 0 {
@@ -422,6 +450,21 @@ mod tests {
                 .unwrap_err()
                 .contains("num_attention_heads")
         );
+        // Decoders are refused, not priced as encoders.
+        let llama = r#"{"model_type":"llama","architectures":["LlamaForCausalLM"],"hidden_size":576,"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"intermediate_size":1536,"vocab_size":49152}"#;
+        assert!(
+            TransformerShape::from_hf_config(llama)
+                .unwrap_err()
+                .contains("decoder (llama)")
+        );
+        let gpt = r#"{"architectures":["GPT2LMHeadModel"],"hidden_size":768,"num_hidden_layers":12,"num_attention_heads":12,"intermediate_size":3072,"vocab_size":50257}"#;
+        assert!(
+            TransformerShape::from_hf_config(gpt)
+                .unwrap_err()
+                .contains("decoder")
+        );
+        let bert = r#"{"model_type":"bert","hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522}"#;
+        assert!(TransformerShape::from_hf_config(bert).is_ok());
         // Sizes whose FLOP counts would overflow, negative and fractional sizes: refused by name.
         for (bad, field) in [
             (r#""hidden_size":1099511627776"#, "hidden_size"),
