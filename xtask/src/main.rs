@@ -219,7 +219,73 @@ fn demo() -> Result {
         "What is the capital of France? Answer in one sentence.",
         "--max-tokens",
         "32",
-    ])
+    ])?;
+    smollm2_verdict()
+}
+
+/// SmolLM2's greedy reply to the reference fixture's first conversation, token by token
+/// against Hugging Face transformers' (`tests/fixtures/smollm2/public.json`), as the demo's
+/// last line.
+fn smollm2_verdict() -> Result {
+    let fixture: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/fixtures/smollm2/public.json"))
+            .map_err(|e| format!("the SmolLM2 fixture: {e}"))?,
+    )
+    .map_err(|e| format!("the SmolLM2 fixture: {e}"))?;
+    let case = &fixture["cases"][0];
+    let end = case["eos_index"].as_u64().unwrap_or(7) as usize + 1;
+    let want: Vec<u64> = case["greedy_ids"]
+        .as_array()
+        .ok_or("the SmolLM2 fixture has no greedy ids")?
+        .iter()
+        .take(end)
+        .filter_map(|v| v.as_u64())
+        .collect();
+    let messages = std::env::temp_dir().join("ridge-demo-messages.json");
+    std::fs::write(&messages, case["messages"].to_string()).map_err(|e| e.to_string())?;
+    println!("\n$ ridge generate --messages <the fixture's first conversation> --json");
+    let out = Command::new("cargo")
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "ridge-cli",
+            "--",
+            "generate",
+        ])
+        .arg("--messages")
+        .arg(&messages)
+        .args(["--max-tokens", &end.to_string(), "--json"])
+        .current_dir(root())
+        .envs(quiet_env())
+        .output()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ridge generate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let got: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("id").and_then(|i| i.as_u64()))
+        .collect();
+    if got != want {
+        return Err(format!(
+            "SmolLM2's greedy reply {got:?} differs from transformers' {want:?}"
+        ));
+    }
+    println!(
+        "verdict: SmolLM2-135M-Instruct's greedy reply to {:?} is transformers' token for token ({} tokens: {:?})",
+        case["messages"][case["messages"].as_array().map_or(0, |m| m.len() - 1)]["content"]
+            .as_str()
+            .unwrap_or(""),
+        got.len(),
+        case["greedy_text_until_eos"].as_str().unwrap_or("")
+    );
+    Ok(())
 }
 
 fn test() -> Result {

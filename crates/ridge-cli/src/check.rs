@@ -67,6 +67,11 @@ pub fn run(args: Args) -> crate::CliResult {
         for r in results.iter().filter(|r| !r.passed) {
             println!("FAILED {} {} {}: {}", r.op, r.shape, r.dtype, r.detail);
         }
+        println!(
+            "verdict: {} of {} kernel cases within their error bounds against the f64 references",
+            results.len() - failed,
+            results.len()
+        );
     }
     if failed > 0 {
         return Err(format!("{failed} kernel case(s) exceeded their error bound").into());

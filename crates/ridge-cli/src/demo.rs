@@ -56,5 +56,70 @@ pub fn run(args: Args) -> crate::CliResult {
         SENTENCES.len() as f64 / seconds
     );
     println!("\n{}", profile.table());
+    verdict(&ctx, &model, args.model.is_default())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// sentence-transformers' embeddings of three sentences (`data/minilm_reference.json`, from
+/// the reference fixture), for the demo's verdict.
+const REFERENCE: &str = include_str!("../data/minilm_reference.json");
+
+/// The demo's last word: the model files against their SHA-256 digests (the cached model) and
+/// Ridge's embeddings against sentence-transformers' for the reference sentences.
+///
+/// Errors: a file that differs from its digest; embeddings beyond the GPU tests' bound of the
+/// reference (1e-5, or 1e-3 in f16); the embedding's own errors.
+fn verdict(
+    ctx: &ridge_core::Context,
+    model: &ridge_nn::SentenceEmbedder,
+    cached: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if cached {
+        let dir = ridge_nn::fetch::minilm_dir();
+        let bad = ridge_nn::fetch::missing(&ridge_nn::fetch::MINILM, &dir);
+        if !bad.is_empty() {
+            return Err(format!(
+                "{}: {bad:?} differ from their SHA-256 digests",
+                dir.display()
+            )
+            .into());
+        }
+        println!(
+            "verdict: all-MiniLM-L6-v2's {} files match their SHA-256 digests",
+            ridge_nn::fetch::MINILM.files.len()
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_str(REFERENCE)?;
+    let sentences = doc["sentences"]
+        .as_array()
+        .ok_or("reference: no sentences")?;
+    let texts: Vec<&str> = sentences
+        .iter()
+        .filter_map(|s| s["text"].as_str())
+        .collect();
+    let got = pollster::block_on(model.embed(ctx, &texts, texts.len()))?;
+    let mut worst: f64 = 0.0;
+    for (s, v) in sentences.iter().zip(&got) {
+        let want = s["embedding"].as_array().ok_or("reference: no embedding")?;
+        for (a, b) in v.iter().zip(want) {
+            worst = worst.max((*a as f64 - b.as_f64().unwrap_or(f64::NAN)).abs());
+        }
+    }
+    // The GPU tests' bounds: 1e-5 in f32, 1e-3 for the opt-in f16 encoder.
+    let bound = if model.bert().dtype() == ridge_core::DType::F16 {
+        1e-3
+    } else {
+        1e-5
+    };
+    if !(worst <= bound) {
+        return Err(format!(
+            "embeddings differ from sentence-transformers' by {worst:.2e} (more than {bound:e})"
+        )
+        .into());
+    }
+    println!(
+        "verdict: embeddings of {} reference sentences within {worst:.1e} of sentence-transformers' (bound {bound:e})",
+        texts.len()
+    );
+    Ok(())
 }

@@ -21,6 +21,11 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// Whether the model is the cached all-MiniLM-L6-v2 (no `--model`).
+    pub fn is_default(&self) -> bool {
+        self.model.is_none()
+    }
+
     pub fn load(&self, ctx: &Context) -> Result<SentenceEmbedder, Box<dyn std::error::Error>> {
         let dir = match &self.model {
             Some(dir) => dir.clone(),
