@@ -242,7 +242,20 @@ fn broken_model_folders_are_refused_with_the_file_and_the_problem() {
         edited_weights(d.path(), name, |v| {
             Some((Dtype::I32, v.shape().to_vec(), v.data().to_vec()))
         });
-        expect_load_error(ctx, d.path(), "model.safetensors", "dtype I32", weights)
+        expect_load_error(ctx, d.path(), "model.safetensors", "dtype I32", weights)?;
+        // One weight turned NaN (a flipped exponent): refused at load, never a NaN embedding.
+        edited_weights(d.path(), name, |v| {
+            let mut data = v.data().to_vec();
+            data[4000..4004].copy_from_slice(&f32::NAN.to_le_bytes());
+            Some((v.dtype(), v.shape().to_vec(), data))
+        });
+        expect_load_error(
+            ctx,
+            d.path(),
+            "model.safetensors",
+            "non-finite value (NaN) at element 1000",
+            weights,
+        )
     });
 }
 

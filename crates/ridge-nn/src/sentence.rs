@@ -120,8 +120,8 @@ impl SentenceEmbedder {
     /// length to limit padding, and results come back in input order. Each embedding has
     /// [`SentenceEmbedder::dim`] values.
     ///
-    /// Errors: [`Error::Input`] for no texts or a batch size outside 1..=128; tokenizer and
-    /// GPU errors.
+    /// Errors: [`Error::Input`] for no texts, a batch size outside 1..=128, or an embedding
+    /// that is not finite; tokenizer and GPU errors.
     pub async fn embed(
         &self,
         ctx: &Context,
@@ -152,21 +152,31 @@ impl SentenceEmbedder {
                 self.embed_batch(ctx, &Batch::new(&seqs, self.bert.config().pad_token_id)?)?;
             let next = (pooled.read_back(ctx)?, chunk);
             if let Some((read, rows)) = pending.replace(next) {
-                self.place(&read.to_f32(ctx).await?, rows, &mut out);
+                self.place(&read.to_f32(ctx).await?, rows, &mut out)?;
             }
         }
         if let Some((read, rows)) = pending {
-            self.place(&read.to_f32(ctx).await?, rows, &mut out);
+            self.place(&read.to_f32(ctx).await?, rows, &mut out)?;
         }
         Ok(out)
     }
 
     /// Puts a batch's pooled rows (`values`, [`SentenceEmbedder::dim`] each) at their texts'
     /// places `rows` in `out`.
-    fn place(&self, values: &[f32], rows: &[usize], out: &mut [Vec<f32>]) {
+    ///
+    /// Errors: [`Error::Input`] for an embedding holding NaN or an infinity (corrupt weights
+    /// give them; an embedding must never carry one to the caller).
+    fn place(&self, values: &[f32], rows: &[usize], out: &mut [Vec<f32>]) -> Result<()> {
         for (row, &i) in values.chunks(self.dim()).zip(rows) {
+            if row.iter().any(|v| !v.is_finite()) {
+                return Err(Error::Input(format!(
+                    "the embedding of text {i} is not finite (NaN or infinite): the model's \
+                     weights may be corrupt"
+                )));
+            }
             out[i] = row.to_vec();
         }
+        Ok(())
     }
 
     /// Encodes and pools one batch on the GPU: `[batch, hidden]`, not yet read back.

@@ -61,8 +61,8 @@ impl Weights<'_> {
 
     /// The tensor `name` as f32 (converted from f16 or bf16), checked against `shape`.
     ///
-    /// Errors: [`Error::Weights`] naming the tensor when it is missing, has another shape, or
-    /// holds a dtype other than F32, F16 or BF16.
+    /// Errors: [`Error::Weights`] naming the tensor when it is missing, has another shape,
+    /// holds a dtype other than F32, F16 or BF16, or holds NaN or an infinity.
     pub fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         let full = format!("{}{name}", self.prefix);
         let err = |message: String| Error::Weights {
@@ -80,7 +80,7 @@ impl Weights<'_> {
             )));
         }
         let data = view.data();
-        Ok(match view.dtype() {
+        let values = match view.dtype() {
             Dtype::F32 => bytemuck_f32(data),
             Dtype::F16 => data
                 .chunks_exact(2)
@@ -95,7 +95,15 @@ impl Weights<'_> {
                     "tensor {full:?} has dtype {other:?}; Ridge reads F32, F16 and BF16"
                 )));
             }
-        })
+        };
+        // A corrupt file (a flipped exponent bit) would carry NaN or ∞ into every output.
+        if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+            return Err(err(format!(
+                "tensor {full:?} holds a non-finite value ({}) at element {at}: the file is corrupt",
+                values[at]
+            )));
+        }
+        Ok(values)
     }
 }
 
