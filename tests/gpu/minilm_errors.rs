@@ -149,6 +149,19 @@ fn broken_model_folders_are_refused_with_the_file_and_the_problem() {
         });
         expect_load_error(ctx, d.path(), "config.json", "gpt2", unsupported)?;
 
+        // A configuration with fewer layers than the weights: half the model would run.
+        let d = model_copy();
+        edit_json(&d.path().join("config.json"), |v| {
+            v["num_hidden_layers"] = 3.into()
+        });
+        expect_load_error(
+            ctx,
+            d.path(),
+            "model.safetensors",
+            "48 tensors that config.json's model does not use",
+            weights,
+        )?;
+
         let d = model_copy();
         edit_json(&d.path().join("config.json"), |v| {
             v["hidden_act"] = "relu".into()

@@ -192,7 +192,7 @@ impl Bert {
                 norm2: layer_norm(ctx, w, &format!("{p}.output.LayerNorm"), &config, dtype)?,
             });
         }
-        Ok(Self {
+        let bert = Self {
             word: get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
             position: get(
                 "embeddings.position_embeddings.weight",
@@ -203,7 +203,23 @@ impl Bert {
             layers,
             config,
             dtype,
-        })
+        };
+        // Tensors the configuration does not reach mean the two disagree (config.json with
+        // num_hidden_layers 3 on a 6-layer file would run half the model without a word).
+        // The pooler, a classifier head and position ids are left out by design.
+        let unused = w.unused(&["pooler.", "cls.", "classifier.", "position_ids"]);
+        if !unused.is_empty() {
+            return Err(Error::Weights {
+                path: w.path().into(),
+                message: format!(
+                    "{} tensors that config.json's model does not use (first: {:?}): does \
+                     config.json match the weights?",
+                    unused.len(),
+                    &unused[..unused.len().min(4)]
+                ),
+            });
+        }
+        Ok(bert)
     }
 
     /// The configuration.

@@ -38,6 +38,7 @@ impl WeightsFile {
             st,
             path: self.0.path(),
             prefix: String::new(),
+            used: Default::default(),
         })
     }
 }
@@ -47,9 +48,38 @@ pub struct Weights<'a> {
     st: SafeTensors<'a>,
     path: &'a Path,
     prefix: String,
+    /// The names read so far (for [`Weights::unused`]).
+    used: std::cell::RefCell<std::collections::HashSet<String>>,
 }
 
 impl Weights<'_> {
+    /// The weights file's path.
+    pub fn path(&self) -> &Path {
+        self.path
+    }
+
+    /// The file's tensors that no [`Weights::get`] has read, but for those matching one of
+    /// `ignored` (name prefixes or suffixes a model is known to leave out, such as a pooler
+    /// that sentence-transformers does not use), sorted.
+    pub fn unused(&self, ignored: &[&str]) -> Vec<String> {
+        let used = self.used.borrow();
+        let mut names: Vec<String> = self
+            .st
+            .names()
+            .into_iter()
+            .filter(|n| !used.contains(*n))
+            .filter(|n| {
+                let bare = n.strip_prefix(self.prefix.as_str()).unwrap_or(n);
+                !ignored
+                    .iter()
+                    .any(|i| bare.starts_with(i) || bare.ends_with(i))
+            })
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Uses `prefix` before every name when the file has `prefix + probe` but not `probe`
     /// (checkpoints saved from `BertForX` prefix the encoder with `bert.`).
     pub fn detect_prefix(&mut self, probe: &str, prefix: &str) {
@@ -65,6 +95,7 @@ impl Weights<'_> {
     /// holds a dtype other than F32, F16 or BF16, or holds NaN or an infinity.
     pub fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
         let full = format!("{}{name}", self.prefix);
+        self.used.borrow_mut().insert(full.clone());
         let err = |message: String| Error::Weights {
             path: self.path.into(),
             message,
