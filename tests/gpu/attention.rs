@@ -113,7 +113,9 @@ fn dense_every_head_dim_mask_and_dtype() {
     on_every_adapter("attention_dense", |ctx| {
         let mut seed = 0;
         for dtype in dtypes(ctx) {
-            for head_dim in [32, 64, 128] {
+            // Every multiple of 4 the docs call valid: multiples of 16 and those of 4 or 8
+            // only (4, 8, 12, 20, 36, 100, 252).
+            for head_dim in [32, 64, 128, 4, 8, 12, 20, 36, 100, 252] {
                 for (seq, causal) in [(1, false), (7, true), (33, false), (70, true)] {
                     seed += 10;
                     let att = Attention {

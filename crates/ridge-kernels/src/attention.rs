@@ -279,6 +279,8 @@ impl AttentionConfig {
 
     /// The largest dense tiling that fits the adapter (the autotuner can do better).
     pub fn dense(ctx: &Context, head_dim: u32) -> Option<Self> {
+        // An invocation's slice of a row is 4·tpr dims: the last tilings (2 and 1 invocations
+        // a row) take the head widths that are multiples of 8 and 4 but not of 16.
         [
             (64, 32, 4),
             (32, 32, 8),
@@ -287,6 +289,10 @@ impl AttentionConfig {
             (16, 8, 8),
             (8, 8, 8),
             (8, 8, 4),
+            (16, 16, 2),
+            (8, 8, 2),
+            (16, 16, 1),
+            (8, 8, 1),
         ]
         .into_iter()
         .map(|(bq, bk, tpr)| AttentionConfig { bq, bk, tpr })
@@ -666,10 +672,11 @@ impl Attention {
             Error::LimitExceeded {
                 what: format!("{name} with head_dim {d}"),
                 limit: "maxComputeWorkgroupStorageSize",
+                // The smallest tiling there is: one invocation a row of 8.
                 requested: AttentionConfig {
                     bq: 8,
                     bk: 8,
-                    tpr: 4,
+                    tpr: 1,
                 }
                 .workgroup_bytes(d) as u64,
                 allowed: ctx.limits().max_compute_workgroup_storage_size as u64,
