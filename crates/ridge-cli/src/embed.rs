@@ -95,13 +95,64 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
     warn_truncated(&model, &texts)?;
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
+    // Results stream: texts go through the model a few batches at a time (sorted by length
+    // within each slice, as sentence-transformers sorts) and each slice's lines are written
+    // as soon as it is done, with a progress bar on stderr for long inputs.
+    let slice = args.batch_size * 8;
+    let bar = if texts.len() > slice {
+        let bar = indicatif::ProgressBar::new(texts.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "embedding [{bar:40}] {pos}/{len} texts, {per_sec}, {eta} left",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut out = std::io::stdout().lock();
-    for (i, (text, v)) in texts.iter().zip(&vectors).enumerate() {
-        if args.json {
-            let line = serde_json::json!({ "index": i, "text": text, "embedding": v });
-            writeln!(out, "{line}")?;
+    for (start, chunk) in texts.chunks(slice).enumerate().map(|(c, t)| (c * slice, t)) {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
+        write_lines(&mut out, start, chunk, &vectors, args.json)?;
+        out.flush()?;
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One JSON Lines record: f32 values in their shortest exact form (through a `Value` they
+/// would become f64 and print 17 digits).
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    index: usize,
+    text: &'a str,
+    embedding: &'a [f32],
+}
+
+fn write_lines(
+    out: &mut impl Write,
+    start: usize,
+    texts: &[String],
+    vectors: &[Vec<f32>],
+    json: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for (i, (text, v)) in texts
+        .iter()
+        .zip(vectors)
+        .enumerate()
+        .map(|(i, x)| (start + i, x))
+    {
+        if json {
+            let line = Line {
+                index: i,
+                text,
+                embedding: v,
+            };
+            writeln!(out, "{}", serde_json::to_string(&line)?)?;
         } else {
             let head: Vec<String> = v.iter().take(6).map(|x| format!("{x:+.5}")).collect();
             writeln!(
@@ -113,7 +164,7 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
             )?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// One line on stderr naming the texts longer than the model's `max_seq_length` tokens: their
