@@ -111,7 +111,8 @@ fn verdict(
     } else {
         1e-5
     };
-    if !(worst <= bound) {
+    // NaN compares false: a NaN embedding fails too.
+    if worst.is_nan() || worst > bound {
         return Err(format!(
             "embeddings differ from sentence-transformers' by {worst:.2e} (more than {bound:e})"
         )
