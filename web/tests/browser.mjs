@@ -169,9 +169,11 @@ try {
   await settled(tuning, "adapter", 2);
   const tuned = await tuning.evaluate(() => window.ridge.tune({ ops: "softmax", budgetSeconds: 20 }));
   const stored = await tuning.evaluate((k) => JSON.parse(localStorage.getItem(k)), tuned.key);
+  // Entries only where a candidate beat the choice in force (never a slower one).
   check(
-    tuned.entries > 0 && stored.entries.every((e) => e.op === "softmax" && e.origin.measured),
-    `autotuner stored ${tuned.entries} measured softmax entries under ${tuned.key}`,
+    stored.entries.length === tuned.entries &&
+      stored.entries.every((e) => e.op === "softmax" && e.origin.measured && e.ms < e.baseline_ms),
+    `autotuner stored ${tuned.entries} measured softmax entries, each faster than the choice it replaces, under ${tuned.key}`,
   );
   await tuning.reload();
   const [reinit] = await settled(tuning, "adapter", 2);

@@ -89,8 +89,15 @@ pub fn run(args: Args) -> crate::CliResult {
                     ridge_tune::Origin::Heuristic => "vendor-heuristic default".into(),
                 };
                 let ms = e.ms.map_or(String::new(), |ms| format!(" {ms:.4} ms"));
+                let replaced = match (e.ms, e.baseline_ms) {
+                    (Some(ms), Some(before)) if ms >= before => format!(
+                        "; SLOWER than the choice it replaced ({before:.4} ms): retune or delete it"
+                    ),
+                    (_, Some(before)) => format!("; replaced one of {before:.4} ms"),
+                    _ => String::new(),
+                };
                 println!(
-                    "  {:<10} {:<18} {:<4} {:?}{ms}  ({origin})",
+                    "  {:<10} {:<18} {:<4} {:?}{ms}  ({origin}{replaced})",
                     e.op,
                     format!("{:?}", e.bucket),
                     e.dtype,
@@ -182,14 +189,19 @@ pub fn run(args: Args) -> crate::CliResult {
             Ok(ms) => format!("{ms:.4} ms"),
             Err(e) => e.clone(),
         };
+        let what = match (t.in_force, t.params.is_empty()) {
+            (true, true) => "in force: the launcher's heuristic".to_string(),
+            (true, false) => format!("in force: {:?}", t.params),
+            (false, _) => format!("{:?}", t.params),
+        };
         println!(
-            "{:<10} {:<18} {:<4} {:?}: {r}",
+            "{:<10} {:<18} {:<4} {what}: {r}",
             t.problem.op,
             format!("{:?}", t.problem.shape),
             t.problem.dtype,
-            t.params
         );
     }
+    let problems_kept = fresh.entries.len();
     // Merge into the existing user table (new measurements replace old ones).
     let mut table = cache::read(&fp)
         .and_then(|(name, json)| Table::parse(&name, &json).ok())
@@ -211,6 +223,11 @@ pub fn run(args: Args) -> crate::CliResult {
             e.ms.unwrap_or(f64::NAN)
         );
     }
-    println!("user table written to {}", path.display());
+    println!(
+        "user table written to {} ({problems_kept} of {} problems got an entry: the others' \
+         choice in force was not beaten)",
+        path.display(),
+        problems.len()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -398,6 +398,14 @@ impl Context {
         *self.tuning.write().unwrap_or_else(|e| e.into_inner()) = tuning;
     }
 
+    /// The tuning installed (tables, or the autotuner's fixed candidate), if any.
+    pub fn tuning(&self) -> Option<Arc<dyn crate::tuning::Tuning>> {
+        self.tuning
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The tuned variant for `op` on `shape` and `dtype`, if a table is installed and has one.
     pub fn tuned(
         &self,

@@ -352,10 +352,12 @@ async fn correct(ctx: &Context, pr: &Problem) -> Result<bool> {
 pub struct Trial {
     /// The problem.
     pub problem: Problem,
-    /// The candidate.
+    /// The candidate (for the choice in force, its table entry's, or none for the heuristic).
     pub params: VariantParams,
     /// Median time, ms, or why it was not timed.
     pub result: std::result::Result<f64, String>,
+    /// Whether this is the choice in force before tuning (timed first, the one to beat).
+    pub in_force: bool,
 }
 
 /// Tunes `problems` on `ctx` into a new table for this adapter (`family` names it).
@@ -371,6 +373,11 @@ pub async fn autotune(
     on_progress: &dyn Fn(Progress),
 ) -> Result<(Table, Vec<Trial>)> {
     let started = Instant::now();
+    // What runs today (the installed tables, else each launcher's heuristic): every problem
+    // times it first, and an entry is written only for a candidate that beats it. A short
+    // budget must never make Ridge slower (it wrote its first, slow candidate: 1,000
+    // embeddings on lavapipe went from 61 s to 93–143 s).
+    let in_force = ctx.tuning();
     let mut table = Table::new(family, Some(ctx.fingerprint()));
     let mut trials = Vec::new();
     let total: usize = problems.iter().map(|p| candidates(ctx, p).len()).sum();
@@ -384,6 +391,17 @@ pub async fn autotune(
         // first (on the H200 the largest GEMM, tuned last, got none of a 180 s budget).
         let share = opts.budget.saturating_sub(started.elapsed()) / (problems.len() - index) as u32;
         let deadline = Instant::now() + share;
+        ctx.set_tuning(in_force.clone());
+        let incumbent = measure(ctx, pr, opts).await;
+        trials.push(Trial {
+            problem: pr.clone(),
+            params: in_force
+                .as_ref()
+                .and_then(|t| t.variant(&pr.op, &pr.shape, pr.dtype))
+                .unwrap_or_default(),
+            result: incumbent.clone(),
+            in_force: true,
+        });
         for (tried, params) in candidates(ctx, pr).into_iter().enumerate() {
             done += 1;
             on_progress(Progress {
@@ -396,6 +414,7 @@ pub async fn autotune(
                     problem: pr.clone(),
                     params,
                     result: Err("budget spent".into()),
+                    in_force: false,
                 });
                 continue;
             }
@@ -406,12 +425,7 @@ pub async fn autotune(
                         "wrong results on the proxy problem: rejected".to_string()
                     ));
                 }
-                let (launch, _, _) = build(ctx, &pr.op, &pr.shape, pr.dtype, false)?;
-                Ok::<_, ridge_core::Error>(
-                    ceilings::warm_median_ms(ctx, opts.repeats, &launch)
-                        .await
-                        .map_err(|e| e.to_string()),
-                )
+                Ok::<_, ridge_core::Error>(measure(ctx, pr, opts).await)
             }
             .await;
             let result = result.unwrap_or_else(|e| Err(e.to_string()));
@@ -424,6 +438,7 @@ pub async fn autotune(
                 problem: pr.clone(),
                 params,
                 result,
+                in_force: false,
             });
             // Stop early once the best candidate is close enough to the roofline.
             if let (Some((ms, _)), Some(r)) = (&best, roofs) {
@@ -437,7 +452,8 @@ pub async fn autotune(
                 }
             }
         }
-        if let Some((ms, params)) = best {
+        let beats = |ms: f64| incumbent.as_ref().map_or(true, |&now| ms < now);
+        if let Some((ms, params)) = best.filter(|(ms, _)| beats(*ms)) {
             table.insert(Entry {
                 op: pr.op.clone(),
                 bucket: key::bucket(&pr.shape),
@@ -445,6 +461,7 @@ pub async fn autotune(
                 shader_hash: shader_hash(&pr.op, &params),
                 params,
                 ms: Some(ms),
+                baseline_ms: incumbent.as_ref().ok().copied(),
                 origin: Origin::Measured {
                     device: ctx.info().name.clone(),
                     date: date.clone(),
@@ -452,9 +469,22 @@ pub async fn autotune(
             });
         }
     }
-    ctx.set_tuning(None);
+    ctx.set_tuning(in_force);
     // The caller installs the new table (crate::install) once it is saved.
     Ok((table, trials))
+}
+
+/// The median time of `pr` with the tuning installed on `ctx`, ms, or why it was not timed.
+async fn measure(
+    ctx: &Context,
+    pr: &Problem,
+    opts: &TuneOptions,
+) -> std::result::Result<f64, String> {
+    let (launch, _, _) =
+        build(ctx, &pr.op, &pr.shape, pr.dtype, false).map_err(|e| e.to_string())?;
+    ceilings::warm_median_ms(ctx, opts.repeats, &launch)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn cost_of(pr: &Problem) -> ridge_model::OpCost {

@@ -125,6 +125,7 @@ mod tests {
             params: params(bm),
             shader_hash: hash.into(),
             ms: Some(1.0),
+            baseline_ms: None,
             origin: Origin::Measured {
                 device: "x".into(),
                 date: "2026-11-29".into(),

@@ -42,6 +42,11 @@ pub struct Entry {
     /// Median time at the bucket's shape when measured, ms.
     #[serde(default)]
     pub ms: Option<f64>,
+    /// The time, measured in the same run, of the choice that was in force before this entry
+    /// (a shipped entry or the heuristic), ms: the autotuner writes an entry only when it is
+    /// faster, and `ridge tune --show` flags an older entry that is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_ms: Option<f64>,
     /// Measured or heuristic.
     pub origin: Origin,
 }
