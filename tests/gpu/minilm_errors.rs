@@ -295,3 +295,43 @@ fn bad_input_is_refused_and_long_text_is_truncated() {
         Ok(())
     });
 }
+
+/// A batch the adapter cannot hold is split, not refused after the model has loaded: 33 texts
+/// of 256 tokens at batch 33 on a device whose storage bindings hold 8,192 tokens of the
+/// widest activation (48 MiB) embed, and the text left for the second batch embeds as it does
+/// alone.
+#[test]
+fn batches_past_the_binding_limit_are_split() {
+    let texts: Vec<String> = (0..33)
+        .map(|i| format!("{i} ") + &"the quick brown fox jumps over the lazy dog ".repeat(40))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    on_every_adapter_with(
+        "minilm_split_batches",
+        |a| with_limits(a, |l| l.max_storage_buffer_binding_size = 48 << 20),
+        |ctx| {
+            let nn = |e: Error| GpuError::invalid("embed", e.to_string());
+            let m = super::minilm::model(ctx)?;
+            if m.max_batch_tokens(ctx) >= 33 * 256 {
+                return Err(GpuError::invalid(
+                    "limits",
+                    "the lowered limit holds the whole batch",
+                ));
+            }
+            let got = block(m.embed(ctx, &refs, 33)).map_err(nn)?;
+            let alone = block(m.embed(ctx, &refs[32..], 1)).map_err(nn)?;
+            let worst = got[32]
+                .iter()
+                .zip(&alone[0])
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            if got.len() != 33 || worst > 1e-6 {
+                return Err(GpuError::invalid(
+                    "split",
+                    format!("{} embeddings, differs by {worst}", got.len()),
+                ));
+            }
+            Ok(())
+        },
+    );
+}

@@ -142,11 +142,14 @@ impl SentenceEmbedder {
             .collect::<Result<_>>()?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let lengths: Vec<usize> = order.iter().map(|&i| ids[i].len()).collect();
+        let batches = plan_batches(&lengths, batch_size, self.max_batch_tokens(ctx));
         let mut out = vec![Vec::new(); texts.len()];
         // Each batch's read-back waits only after the next batch is recorded and submitted,
         // so the GPU runs that batch while the host waits and then records the one after.
         let mut pending: Option<(ReadBack, &[usize])> = None;
-        for chunk in order.chunks(batch_size) {
+        for range in batches {
+            let chunk = &order[range];
             let seqs: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
             let pooled =
                 self.embed_batch(ctx, &Batch::new(&seqs, self.bert.config().pad_token_id)?)?;
@@ -159,6 +162,16 @@ impl SentenceEmbedder {
             self.place(&read.to_f32(ctx).await?, rows, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// Tokens a batch may hold on `ctx`: its widest activation (the Q/K/V projection or the
+    /// feed-forward's, per token) must fit one storage binding and one buffer.
+    pub fn max_batch_tokens(&self, ctx: &Context) -> usize {
+        let c = self.bert.config();
+        let widest = (3 * c.hidden_size).max(c.intermediate_size) * self.bert.dtype().size();
+        let l = ctx.limits();
+        let bytes = (l.max_storage_buffer_binding_size as u64).min(l.max_buffer_size);
+        (bytes / widest.max(1) as u64) as usize
     }
 
     /// Puts a batch's pooled rows (`values`, [`SentenceEmbedder::dim`] each) at their texts'
@@ -206,5 +219,43 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         0.0
     } else {
         (dot / (na * nb)) as f32
+    }
+}
+
+/// Batches over texts sorted longest first (`lengths`, in that order): at most `batch_size`
+/// texts each, and no more than `max_tokens` tokens once padded to the batch's longest
+/// (its first). A batch the adapter cannot hold is split rather than failing after the
+/// model has loaded. Returns index ranges into the sorted order.
+pub fn plan_batches(
+    lengths: &[usize],
+    batch_size: usize,
+    max_tokens: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let fit = (max_tokens / lengths[start].max(1)).max(1);
+        let end = (start + batch_size.min(fit)).min(lengths.len());
+        batches.push(start..end);
+        start = end;
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_batches;
+
+    #[test]
+    fn batches_split_where_the_adapter_cannot_hold_them() {
+        // 10 texts of 256 tokens, then 10 of 10: 1,024 tokens hold batches of 4 while the
+        // batch starts with a long text (padded to it), then the short ones all at once.
+        let lengths: Vec<usize> = [256; 10].into_iter().chain([10; 10]).collect();
+        let b = plan_batches(&lengths, 32, 1024);
+        assert_eq!(b, vec![0..4, 4..8, 8..12, 12..20]);
+        assert_eq!(plan_batches(&lengths, 32, usize::MAX), vec![0..20]);
+        // Even a text longer than the limit gets a batch of its own (the kernels then say
+        // which limit it exceeds).
+        assert_eq!(plan_batches(&[5000, 1], 8, 1024), vec![0..1, 1..2]);
     }
 }
