@@ -170,7 +170,7 @@ impl SentenceEmbedder {
         let c = self.bert.config();
         let widest = (3 * c.hidden_size).max(c.intermediate_size) * self.bert.dtype().size();
         let l = ctx.limits();
-        let bytes = (l.max_storage_buffer_binding_size as u64).min(l.max_buffer_size);
+        let bytes = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
         (bytes / widest.max(1) as u64) as usize
     }
 
