@@ -26,7 +26,10 @@ pub struct Args {
     /// `-` prints it instead of the table.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Write the roofline plot (log-log SVG) here.
+    /// Write the plot (SVG) here: a log-log roofline of GFLOP/s over arithmetic intensity
+    /// against the measured and datasheet roofs (f32, f16, tensor cores), and for ops
+    /// without FLOPs (layout conversions) GB/s over bytes moved against the copy's curve.
+    /// Runs above their roof are drawn hollow, with a note saying why.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
 }

@@ -43,9 +43,20 @@ fn an_unknown_adapter_is_one_line_and_a_failure() {
 }
 
 #[test]
-fn bench_smoke_runs_one_tiny_sweep_and_reports_json() {
+fn bench_smoke_runs_one_tiny_sweep_reports_json_and_draws_it() {
+    let svg = std::env::temp_dir().join(format!("ridge-bench-{}.svg", std::process::id()));
     let out = ridge(
-        &["bench", "--op", "add", "--repeats", "1", "--json", "-"],
+        &[
+            "bench",
+            "--op",
+            "add,transpose",
+            "--repeats",
+            "1",
+            "--json",
+            "-",
+            "--svg",
+            svg.to_str().expect("utf-8 temp path"),
+        ],
         &[],
     );
     assert!(
@@ -55,9 +66,24 @@ fn bench_smoke_runs_one_tiny_sweep_and_reports_json() {
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     let rows = doc["rows"].as_array().expect("rows");
-    assert!(!rows.is_empty() && rows.iter().all(|r| r["op"] == "add"));
+    let runs = |op: &str| rows.iter().filter(|r| r["op"] == op).count();
+    assert!(
+        runs("add") > 0 && runs("transpose") > 0 && runs("add") + runs("transpose") == rows.len()
+    );
     assert!(doc["measured"]["bandwidth_gbps"].as_f64().unwrap() > 0.0);
     assert!(doc["adapter"].is_string() && doc["accuracy_measured"].is_object());
+    // Ops with FLOPs go on the roofline, those without (a transpose) on the bandwidth
+    // panel; each legend entry counts the op's runs.
+    let drawn = std::fs::read_to_string(&svg).expect("the SVG was written");
+    let _ = std::fs::remove_file(&svg);
+    for want in [
+        "Roofline".to_string(),
+        "Bandwidth".to_string(),
+        format!("add ({})", runs("add")),
+        format!("transpose ({})", runs("transpose")),
+    ] {
+        assert!(drawn.contains(&want), "no {want:?} in the SVG");
+    }
 }
 
 #[test]
@@ -132,7 +158,10 @@ fn bad_arguments_fail_fast_with_one_line() {
         &["predict", "--batch", "18446744073709551615", "--seq", "512"],
         "too large to count exactly",
     );
-    fails(&["predict", "--adapter", "nvidia"], "did you mean: NVIDIA");
+    fails(
+        &["predict", "--adapter", "nvidia"],
+        "could be any of: NVIDIA H200",
+    );
     let empty = std::path::Path::new(cache).join("empty.txt");
     std::fs::write(&empty, "").expect("temp file");
     let empty = empty.to_str().expect("utf-8 temp path");
