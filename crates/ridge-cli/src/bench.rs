@@ -74,7 +74,12 @@ pub fn run(args: Args) -> crate::CliResult {
     ));
 
     let max_copy = if cpu { 64 << 20 } else { 1 << 30 };
+    // On stderr, drawn only on a terminal: a full sweep on a CPU adapter takes tens of minutes.
+    let bar = indicatif::ProgressBar::new_spinner()
+        .with_message("measuring the ceilings (copy, FMA peaks, dispatch)");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let m = pollster::block_on(ceilings::measure(&ctx, max_copy, args.repeats))?;
+    bar.finish_and_clear();
     let measured_ceilings = m.ceilings(false);
     let fp = ctx.fingerprint();
     let spec = hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
@@ -131,8 +136,18 @@ pub fn run(args: Args) -> crate::CliResult {
     let cases = sweep::cases(&ctx, size, &args.op);
     let mut fastest: Vec<Option<f64>> = vec![None; cases.len()];
     let mut costs = Vec::with_capacity(cases.len());
+    let bar = indicatif::ProgressBar::new(2 * cases.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "pass {prefix}/2 {msg:<32} [{bar:30}] {pos}/{len} runs, {elapsed}, about {eta} left",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
     for pass in 0..2 {
+        bar.set_prefix((pass + 1).to_string());
         for (case, best) in cases.iter().zip(fastest.iter_mut()) {
+            bar.set_message(format!("{} {:?} {}", case.op, case.shape, case.dtype));
+            bar.inc(1);
             let prepared = sweep::prepare(&ctx, case)?;
             if pass == 0 {
                 costs.push(prepared.cost);
@@ -149,6 +164,7 @@ pub fn run(args: Args) -> crate::CliResult {
             };
         }
     }
+    bar.finish_and_clear();
     let mut rows = Vec::new();
     for ((case, cost), measured_ms) in cases.into_iter().zip(costs).zip(fastest) {
         let f16 = case.dtype == DType::F16;
