@@ -21,7 +21,8 @@
 // markers): every one is a named variable with constant indices. A private array indexed in a loop instead ends
 // up in local memory on some drivers (0.35 TFLOP/s on the H200, benches/NOTES.md).
 //
-// Defines (prepended by Ridge): T (storage type), AT, BT and CT (T or vec4<T>), VA, VB and VC
+// Defines (prepended by Ridge): T (A's and B's storage type), TC (C's and the bias's: T, or f32
+// for f16 operands), AT and BT (T or vec4<T>), CT (TC or vec4<TC>), VA, VB and VC
 // (1 or 4, their widths; CT is also the bias's type), BM, BN, BK, TM, TN (multiples of 4; BM*BK a multiple of VA times the
 // invocation count, BN*BK of VB times it), STAGES (1 or 2), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. With
 // TRANS_A, A is stored K x M (lda = M); otherwise M x K (lda = K). With TRANS_B, B is stored

@@ -1,5 +1,5 @@
 // GEMM on cooperative matrices (tensor cores): C = alpha * op(A) * op(B) + beta * C (+ bias)
-// (then GELU with ACT_GELU), f16 storage, f16 x f16 products accumulated in f32, batched,
+// (then GELU with ACT_GELU), f16 operands (C and the bias f16 or f32), f16 x f16 products accumulated in f32, batched,
 // row-major.
 //
 // A workgroup is SG_M x SG_N subgroups of 32 invocations; each subgroup owns a
@@ -30,7 +30,8 @@
 // extension); everywhere else the tiled SIMT kernel in gemm.wgsl runs.
 //
 // Defines (prepended): SG_M, SG_N, FM, FN, BK (a multiple of 16), STAGES (1 or 2), AT and BT (f16 or
-// mat2x4<f16>), VA and VB (1 or 8), TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. Fragment strides are
+// mat2x4<f16>), VA and VB (1 or 8), TC (C's and the bias's type: f16, or f32 for an f32 result),
+// TRANS_A, TRANS_B, HAS_BIAS, ACT_GELU. Fragment strides are
 // consts (naga 30.0.2's SPIR-V writer fails on cooperative loads whose stride reads a uniform
 // inside a loop).
 
@@ -44,8 +45,8 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<AT>;
 @group(0) @binding(2) var<storage, read> b: array<BT>;
-@group(0) @binding(3) var<storage, read> bias: array<f16>;
-@group(0) @binding(4) var<storage, read_write> c: array<f16>;
+@group(0) @binding(3) var<storage, read> bias: array<TC>;
+@group(0) @binding(4) var<storage, read_write> c: array<TC>;
 
 const BM: u32 = SG_M * FM * 16u;
 const BN: u32 = SG_N * FN * 16u;
@@ -94,7 +95,7 @@ fn put_c(c_base: u32, row: u32, col: u32, acc: f32, old: f32, add: f32) {
     if row >= p.m { return; }
     var v = p.alpha * acc + old + add;
     if ACT_GELU { v = gelu(v); }
-    c[c_base + row * p.ldc + col] = f16(v);
+    c[c_base + row * p.ldc + col] = TC(v);
 }
 
 // Applies the epilogue to one 16 x 16 accumulator tile staged in this subgroup's scratch.

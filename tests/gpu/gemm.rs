@@ -16,16 +16,26 @@ pub fn check(
     b_batches: usize,
     seed: u64,
 ) -> Result<()> {
-    check_kernel(ctx, g, None, dtype, bias, a_batches, b_batches, seed)
+    check_kernel(
+        ctx,
+        g,
+        None,
+        [dtype, dtype],
+        bias,
+        a_batches,
+        b_batches,
+        seed,
+    )
 }
 
-/// As [`check`], with `kernel` instead of the one the tuning table picks.
+/// As [`check`], with `kernel` instead of the one the tuning table picks (`None`: that one),
+/// A and B stored as `dtype` and C and the bias as `output`.
 #[allow(clippy::too_many_arguments)]
 fn check_kernel(
     ctx: &ridge::core::Context,
     g: Gemm,
     kernel: Option<GemmKernel>,
-    dtype: DType,
+    [dtype, output]: [DType; 2],
     bias: bool,
     a_batches: usize,
     b_batches: usize,
@@ -44,7 +54,7 @@ fn check_kernel(
             ctx,
             &random(seed + 2, g.n, -1.0, 1.0),
             &[g.n],
-            dtype,
+            output,
         )?)
     } else {
         None
@@ -55,11 +65,11 @@ fn check_kernel(
             ctx,
             &random(seed + 3, g.batch * g.m * g.n, -1.0, 1.0),
             &c_shape,
-            dtype,
+            output,
         )?
     } else {
         (
-            poisoned(ctx, &c_shape, dtype)?,
+            poisoned(ctx, &c_shape, output)?,
             vec![f32::NAN; g.batch * g.m * g.n],
         )
     };
@@ -72,9 +82,9 @@ fn check_kernel(
 
     let bias_vals = bias_t.as_ref().map(|t| t.1.as_slice());
     let want = g.reference(&a_vals, &b_vals, bias_vals, &c_old);
-    let bounds = g.error_bounds(dtype, &a_vals, &b_vals, bias_vals, &c_old, &want);
+    let bounds = g.error_bounds(output, &a_vals, &b_vals, bias_vals, &c_old, &want);
     assert_close("gemm", &got, &want, |i| bounds[i])
-        .map_err(|e| Error::invalid("gemm", format!("{g:?} {dtype} bias={bias}: {e}")))
+        .map_err(|e| Error::invalid("gemm", format!("{g:?} {dtype}→{output} bias={bias}: {e}")))
 }
 
 #[test]
@@ -143,8 +153,17 @@ fn every_tuning_candidate_with_vector_loads() {
                             gelu: seed % 70 == 0,
                             ..Gemm::new(m, n, k)
                         };
-                        check_kernel(ctx, g, Some(kernel), dtype, seed % 20 == 0, batch, 1, seed)
-                            .map_err(|e| Error::invalid("gemm", format!("{kernel:?}: {e}")))?;
+                        check_kernel(
+                            ctx,
+                            g,
+                            Some(kernel),
+                            [dtype, dtype],
+                            seed % 20 == 0,
+                            batch,
+                            1,
+                            seed,
+                        )
+                        .map_err(|e| Error::invalid("gemm", format!("{kernel:?}: {e}")))?;
                     }
                 }
             }
@@ -190,7 +209,16 @@ fn split_k_matches_the_reference() {
                 let junk = Tensor::empty(ctx, &[run, m, n], DType::F32)?;
                 junk.poison(ctx);
                 drop(junk);
-                check_kernel(ctx, g, Some(tiling(ask)), DType::F32, t != 1, 1, 1, seed)?;
+                check_kernel(
+                    ctx,
+                    g,
+                    Some(tiling(ask)),
+                    [DType::F32; 2],
+                    t != 1,
+                    1,
+                    1,
+                    seed,
+                )?;
             }
         }
         let g = Gemm::new(64, 64, 64);
@@ -200,7 +228,7 @@ fn split_k_matches_the_reference() {
             ctx,
             Gemm { batch: 2, ..g },
             Some(tiling(4)),
-            DType::F32,
+            [DType::F32; 2],
             true,
             2,
             1,
@@ -259,6 +287,51 @@ fn f16_storage_accumulates_in_f32() {
         .run(ctx, &a, &b, None, &c)?;
         let got = block(c.to_f32(ctx))?;
         assert_close("gemm f16", &got, &vec![2500.0; m * n], |_| 0.0)
+    });
+}
+
+/// f16 operands with an f32 C and bias (mixed precision): odd shapes, every transpose, α/β,
+/// bias, GELU, batches with a shared operand, split-K, and the kernel the tuning table picks
+/// (the tensor cores where the adapter has them).
+#[test]
+fn f16_operands_into_an_f32_result() {
+    on_every_adapter("gemm_mixed", |ctx| {
+        if !ctx.has_f16() {
+            return Ok(());
+        }
+        let mut seed = 5000;
+        for (m, n, k) in [(1, 1, 1), (7, 13, 61), (65, 63, 17), (33, 128, 96)] {
+            for t in 0..4 {
+                seed += 10;
+                let g = Gemm {
+                    trans_a: t % 2 == 1,
+                    trans_b: t >= 2,
+                    alpha: 0.75,
+                    beta: if t == 1 { 0.5 } else { 0.0 },
+                    gelu: t == 3,
+                    batch: if t == 2 { 3 } else { 1 },
+                    ..Gemm::new(m, n, k)
+                };
+                let mixed = [DType::F16, DType::F32];
+                let a_batches = g.batch;
+                check_kernel(ctx, g, None, mixed, t != 2, a_batches, 1, seed)?;
+                let split = GemmKernel::Tiled(GemmConfig {
+                    splits: 4,
+                    ..GemmConfig::DEFAULT
+                });
+                check_kernel(ctx, g, Some(split), mixed, t != 2, a_batches, 1, seed + 1)?;
+            }
+        }
+        // Sums past f16's range (65,504) and between its steps come back exactly: 64 products
+        // of 200·200 are 2,560,000, plus a bias of 0.5 (f16 has no number within 1000 of it).
+        let (m, n, k) = (3, 5, 64);
+        let a = Tensor::from_slice(ctx, &vec![half::f16::from_f32(200.0); m * k], &[m, k])?;
+        let b = Tensor::from_slice(ctx, &vec![half::f16::from_f32(200.0); k * n], &[k, n])?;
+        let bias = Tensor::from_slice(ctx, &vec![0.5f32; n], &[n])?;
+        let c = poisoned(ctx, &[m, n], DType::F32)?;
+        Gemm::new(m, n, k).run(ctx, &a, &b, Some(&bias), &c)?;
+        let got = block(c.to_f32(ctx))?;
+        assert_close("gemm f16→f32", &got, &vec![2_560_000.5; m * n], |_| 0.0)
     });
 }
 
@@ -403,11 +476,15 @@ fn bad_inputs_give_typed_errors() {
             shape,
         )?;
         if ctx.has_f16() {
-            expect_err(
-                "dtype",
-                g.run(ctx, &a, &t(&[6, 5], DType::F16)?, None, &c),
-                |e| matches!(e, Error::DType { .. }),
-            )?;
+            let dtype = |e: &Error| matches!(e, Error::DType { .. });
+            let (a16, b16) = (t(&[4, 6], DType::F16)?, t(&[6, 5], DType::F16)?);
+            expect_err("dtype", g.run(ctx, &a, &b16, None, &c), dtype)?;
+            // Mixed precision goes one way only: f16 operands into f32, never f32 into f16.
+            let c16 = t(&[4, 5], DType::F16)?;
+            expect_err("f32 into f16", g.run(ctx, &a, &b, None, &c16), dtype)?;
+            // The bias has C's type.
+            let bias16 = t(&[5], DType::F16)?;
+            expect_err("bias", g.run(ctx, &a16, &b16, Some(&bias16), &c), dtype)?;
         }
         expect_err(
             "alias",

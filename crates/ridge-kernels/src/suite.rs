@@ -96,7 +96,7 @@ fn gemm_case(ctx: &Context, rng: &mut StdRng, g: Gemm, dtype: DType) -> Result<C
             g.k,
             if g.trans_b { " Bᵀ" } else { "" }
         ),
-        cost: g.cost(dtype, 1, 1, true),
+        cost: g.cost(dtype, dtype, 1, 1, true),
         launch: Box::new(move |ctx| g.run(ctx, &a, &b, Some(&bias), &out)),
         output,
         want,

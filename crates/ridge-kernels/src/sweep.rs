@@ -180,7 +180,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 out(&[s[0], s[1]])?,
             );
             Prepared {
-                cost: g.cost(d, 1, 1, false),
+                cost: g.cost(d, d, 1, 1, false),
                 launch: Box::new(move |ctx| g.run(ctx, &a, &b, None, &o)),
             }
         }

@@ -249,7 +249,10 @@ impl Linear {
     /// The dispatch's cost for `m` rows of `x` in `dtype`.
     pub fn cost(&self, m: usize, epilogue: Epilogue, dtype: DType) -> OpCost {
         match self {
-            Linear::Dense { bias, .. } => self.gemm(m, epilogue).cost(dtype, 1, 1, bias.is_some()),
+            Linear::Dense { bias, .. } => {
+                self.gemm(m, epilogue)
+                    .cost(dtype, dtype, 1, 1, bias.is_some())
+            }
             Linear::Quantized(w) => {
                 Self::qmatmul(m, epilogue).cost(w.format, w.rows, w.cols, dtype)
             }

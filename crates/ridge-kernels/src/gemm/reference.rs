@@ -1,0 +1,137 @@
+//! The GEMM's f64 reference, its error bounds and its cost.
+
+use ridge_core::DType;
+use ridge_model::OpCost;
+
+use super::Gemm;
+
+impl Gemm {
+    /// Cost: 2·M·N·K·batch FLOPs for the product (a multiply-add is 2), 2·M·N·batch more when
+    /// β ≠ 0, M·N·batch for a bias and 5·M·N·batch for GELU. Bytes: A and B read once each
+    /// (`a_batches`, `b_batches` ∈ {1, batch}) in `input`'s size, C written once and read once
+    /// when β ≠ 0 and the bias read once, in `output`'s (f32 for a mixed-precision GEMM).
+    pub fn cost(
+        &self,
+        input: DType,
+        output: DType,
+        a_batches: usize,
+        b_batches: usize,
+        bias: bool,
+    ) -> OpCost {
+        let gelu = if self.gelu {
+            (5 * self.m * self.n * self.batch) as f64
+        } else {
+            0.0
+        };
+        let (m, n, k) = (self.m as f64, self.n as f64, self.k as f64);
+        let operands = (a_batches as f64 * m * k + b_batches as f64 * k * n) * input.size() as f64;
+        // The product's FLOPs and C's side (C, β·C, the bias) at the output's size; the
+        // operands' bytes at the input's.
+        OpCost::new(gelu, operands)
+            + ridge_model::ops::gemm(
+                self.m,
+                self.n,
+                self.k,
+                self.batch,
+                0,
+                0,
+                self.beta != 0.0,
+                bias,
+                output.size(),
+            )
+    }
+
+    /// f64 reference. `a` and `b` hold `a.len() / (M·K)` and `b.len() / (K·N)` matrices (1 or
+    /// batch); `c` is the old C (`batch·M·N`, read only when β ≠ 0).
+    pub fn reference(&self, a: &[f32], b: &[f32], bias: Option<&[f32]>, c: &[f32]) -> Vec<f32> {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let a_step = if a.len() > m * k { m * k } else { 0 };
+        let b_step = if b.len() > k * n { k * n } else { 0 };
+        let mut out = vec![0f32; self.batch * m * n];
+        for bi in 0..self.batch {
+            let (ab, bb) = (bi * a_step, bi * b_step);
+            for i in 0..m {
+                for j in 0..n {
+                    let mut acc = 0f64;
+                    for p in 0..k {
+                        let av = if self.trans_a {
+                            a[ab + p * m + i]
+                        } else {
+                            a[ab + i * k + p]
+                        };
+                        let bv = if self.trans_b {
+                            b[bb + j * k + p]
+                        } else {
+                            b[bb + p * n + j]
+                        };
+                        acc += av as f64 * bv as f64;
+                    }
+                    let ci = bi * m * n + i * n + j;
+                    let mut v = self.alpha as f64 * acc;
+                    if self.beta != 0.0 {
+                        v += self.beta as f64 * c[ci] as f64;
+                    }
+                    if let Some(bias) = bias {
+                        v += bias[j] as f64;
+                    }
+                    if self.gelu {
+                        v = crate::elementwise::gelu_f64(v);
+                    }
+                    out[ci] = v as f32;
+                }
+            }
+        }
+        out
+    }
+
+    /// Per-element error bound of the kernel against [`Gemm::reference`] (same arguments,
+    /// `want` its result): |C − Ĉ| ≤ γ_{K+2}·(|α|·(|A||B|) + |β||C₀| + |bias|) + u_T·|Ĉ|,
+    /// Higham's bound for f32 accumulation in any order plus the final rounding to the
+    /// storage type T (see [`crate::check::gamma`]). With GELU the pre-activation bound is
+    /// scaled by max |GELU′| < 1.13 and GELU's own bound is added
+    /// ([`crate::elementwise::error_bound`], which includes the final rounding).
+    pub fn error_bounds(
+        &self,
+        dtype: DType,
+        a: &[f32],
+        b: &[f32],
+        bias: Option<&[f32]>,
+        c_old: &[f32],
+        want: &[f32],
+    ) -> Vec<f64> {
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<_>>();
+        let plain = Gemm {
+            alpha: 1.0,
+            beta: 0.0,
+            gelu: false,
+            ..*self
+        };
+        let magnitude = plain.reference(&abs(a), &abs(b), None, &[]);
+        let pre = if self.gelu {
+            Gemm {
+                gelu: false,
+                ..*self
+            }
+            .reference(a, b, bias, c_old)
+        } else {
+            Vec::new()
+        };
+        let gk = crate::check::gamma(self.k + 2);
+        (0..want.len())
+            .map(|i| {
+                let mut m = self.alpha.abs() as f64 * magnitude[i] as f64;
+                if self.beta != 0.0 {
+                    m += (self.beta.abs() * c_old[i].abs()) as f64;
+                }
+                if let Some(bias) = bias {
+                    m += bias[i % self.n.max(1)].abs() as f64;
+                }
+                if self.gelu {
+                    1.13 * gk * m + crate::elementwise::error_bound(true, dtype, pre[i], want[i])
+                } else {
+                    gk * m + crate::check::storage_rounding(dtype, want[i] as f64)
+                }
+            })
+            .collect()
+    }
+}
