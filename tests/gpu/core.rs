@@ -38,7 +38,7 @@ fn read_backs_overlap_later_work_and_keep_their_order() {
             binary(ctx, Binary::Add, &a, &b, &t)?;
             let after = t.read_back(ctx)?;
             let sum: Vec<f32> = block(t.to_f32(ctx))?;
-            let want = Binary::Add.reference(&av, &bv);
+            let want = Binary::Add.reference(&av, &[n], &bv, &[n])?;
             assert_close("after", &block(after.to_f32(ctx))?, &sum, |_| 0.0)?;
             assert_close("sum", &sum, &want, |i| {
                 Binary::Add.error_bound(dtype, 0.0, want[i])

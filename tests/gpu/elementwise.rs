@@ -28,14 +28,46 @@ fn check_binary(
     let (n, nb) = (shape.iter().product(), b_shape.iter().product());
     let (a, av) = upload(ctx, &random(seed, n, -6.0, 6.0), shape, dtype)?;
     let (b, bv) = upload(ctx, &random(seed + 1, nb, -1.0, 1.0), b_shape, dtype)?;
-    let y = poisoned(ctx, shape, dtype)?;
+    let out_shape = ridge::kernels::elementwise::broadcast_shape("test", shape, b_shape)?;
+    let y = poisoned(ctx, &out_shape, dtype)?;
     binary(ctx, op, &a, &b, &y)?;
-    let want = op.reference(&av, &bv);
-    let x = |i: usize| av[i] + bv[i % nb];
+    let want = op.reference(&av, shape, &bv, b_shape)?;
+    // GELU's bound depends on its argument, the sum.
+    let x = Binary::Add.reference(&av, shape, &bv, b_shape)?;
     assert_close(op.name(), &block(y.to_f32(ctx))?, &want, |i| {
-        op.error_bound(dtype, x(i), want[i])
+        op.error_bound(dtype, x[i], want[i])
     })
     .map_err(|e| Error::invalid(op.name(), format!("{shape:?} {b_shape:?} {dtype}: {e}")))
+}
+
+/// Broadcasts beyond a suffix, by strides: per-row values, outer sums, `a` broadcast over
+/// `b`, size-1 dims in the middle, a scalar, empty dims, a 5-d case that merges to fewer.
+#[test]
+fn general_broadcasting_by_strides() {
+    on_every_adapter("elementwise_broadcast", |ctx| {
+        let mut seed = 700;
+        for dtype in dtypes(ctx) {
+            for (a, b) in [
+                (&[3usize, 385][..], &[3usize, 1][..]),
+                (&[7, 1], &[1, 13]),
+                (&[13], &[7, 13]),
+                (&[2, 1, 5], &[3, 1]),
+                (&[2, 5, 1001], &[5, 1]),
+                (&[4, 1, 3, 1, 2], &[1, 5, 3, 7, 1]),
+                (&[257], &[1]),
+                (&[1], &[3, 5]),
+                (&[0, 3], &[1, 3]),
+                (&[6, 9], &[1, 1, 6, 9]),
+            ] {
+                seed += 10;
+                for op in [Binary::Add, Binary::BiasGelu] {
+                    check_binary(ctx, op, dtype, a, b, seed)?;
+                    check_binary(ctx, op, dtype, b, a, seed + 5)?;
+                }
+            }
+        }
+        Ok(())
+    });
 }
 
 #[test]
@@ -114,6 +146,23 @@ fn bad_inputs_give_typed_errors() {
         let shape = |e: &Error| matches!(e, Error::Shape { .. });
         expect_err("b", binary(ctx, Binary::Add, &a, &t(&[4])?, &y), shape)?;
         expect_err("b", binary(ctx, Binary::Add, &a, &t(&[5, 6])?, &y), shape)?;
+        // `out` must have the broadcast shape, not `a`'s.
+        let row = t(&[1, 6])?;
+        expect_err(
+            "out",
+            binary(ctx, Binary::Add, &row, &t(&[4, 1])?, &t(&[1, 6])?),
+            shape,
+        )?;
+        // Alternating broadcast dims cannot merge: 19 dims are more than the kernel runs.
+        let (ra, rb): (Vec<usize>, Vec<usize>) = (0..19)
+            .map(|d| if d % 2 == 0 { (2, 1) } else { (1, 2) })
+            .unzip();
+        let out = t(&[2; 19])?;
+        expect_err(
+            "rank",
+            binary(ctx, Binary::Add, &t(&ra)?, &t(&rb)?, &out),
+            |e| matches!(e, Error::InvalidArgument { .. }),
+        )?;
         expect_err("y", unary(ctx, Unary::Gelu, &a, &t(&[6, 4])?), shape)?;
         expect_err("alias", unary(ctx, Unary::Gelu, &a, &a), |e| {
             matches!(e, Error::InvalidArgument { .. })

@@ -53,6 +53,11 @@ pub static ELEMENTWISE: ShaderSource = ShaderSource {
     name: "elementwise",
     body: include_str!("../../../shaders/elementwise.wgsl"),
 };
+/// `shaders/broadcast.wgsl`: binary element-wise ops broadcast by strides.
+pub static BROADCAST: ShaderSource = ShaderSource {
+    name: "broadcast",
+    body: include_str!("../../../shaders/broadcast.wgsl"),
+};
 /// `shaders/layout.wgsl`.
 pub static LAYOUT: ShaderSource = ShaderSource {
     name: "layout",

@@ -203,7 +203,7 @@ fn add_case(
         dtype,
     )?;
     let output = Tensor::empty(ctx, &[rows, cols], dtype)?;
-    let want = Binary::Add.reference(&av, &bv);
+    let want = Binary::Add.reference(&av, &[rows, cols], &bv, &[rows, cols])?;
     let bounds = want
         .iter()
         .map(|&w| Binary::Add.error_bound(dtype, 0.0, w))
@@ -212,7 +212,7 @@ fn add_case(
     Ok(Case {
         op: "add",
         shape: format!("{rows}x{cols}"),
-        cost: Binary::Add.cost(rows * cols, rows * cols, dtype),
+        cost: Binary::Add.cost(rows * cols, rows * cols, rows * cols, dtype),
         launch: Box::new(move |ctx| binary(ctx, Binary::Add, &a, &b, &out)),
         output,
         want,

@@ -226,7 +226,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
         "add" => {
             let (a, b, y) = (filled(ctx, s, d)?, filled(ctx, s, d)?, out(s)?);
             Prepared {
-                cost: Binary::Add.cost(s[0], s[0], d),
+                cost: Binary::Add.cost(s[0], s[0], s[0], d),
                 launch: Box::new(move |ctx| binary(ctx, Binary::Add, &a, &b, &y)),
             }
         }
