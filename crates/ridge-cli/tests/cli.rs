@@ -118,6 +118,83 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no GPU named"));
 }
 
+/// A decoder LLM: prefill and decode tokens/s, time to first token and memory for scripts;
+/// a context past the model's positions, an unknown format and `--quant` on a GGUF refused;
+/// `--validate` meets its goals against the published rows.
+#[test]
+fn predict_prices_decoders_and_checks_itself_against_published_rates() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = ridge(args, &[("WGPU_BACKEND", "none")]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let doc = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--adapter",
+        "RTX 4090",
+        "--prompt",
+        "512",
+        "--generate",
+        "128",
+        "--json",
+    ]);
+    let prefill = doc["prefill_tokens_per_s"].as_f64().unwrap();
+    let decode = doc["decode_tokens_per_s"].as_f64().unwrap();
+    // Published on this GPU (llama-bench, Q4_K_M): pp512 7139, tg512 130.6.
+    assert!((4000.0..14000.0).contains(&prefill), "{prefill}");
+    assert!((90.0..180.0).contains(&decode), "{decode}");
+    assert!(doc["time_to_first_token_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["memory_bytes"]["fits"], true);
+    // Decode at batch 1 is memory-bound: far below its compute roof.
+    assert!(doc["decode"]["compute_bound_share"].as_f64().unwrap() < 0.1);
+    let big = json(&[
+        "predict",
+        "--model",
+        "llama-3-70b",
+        "--quant",
+        "F16",
+        "--adapter",
+        "RTX 4090",
+        "--json",
+    ]);
+    assert_eq!(big["memory_bytes"]["fits"], false);
+    let check = json(&["predict", "--validate", "--json"]);
+    assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
+    assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);
+    assert!(check["rows"].as_array().unwrap().len() >= 30);
+    let fails = |args: &[&str], says: &str| {
+        let out = ridge(args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    };
+    fails(
+        &[
+            "predict",
+            "--model",
+            "smollm2",
+            "--prompt",
+            "8000",
+            "--generate",
+            "500",
+        ],
+        "8192 positions",
+    );
+    fails(
+        &["predict", "--model", "smollm2", "--quant", "Q4_K_XL"],
+        "not a format or mix",
+    );
+    fails(&["predict", "--model", "nothing.gguf"], "nothing.gguf");
+}
+
 /// Bad arguments are refused at once, one line, non-zero: unknown ops (bench and tune),
 /// zero or negative counts, negative or zero tuning budgets, predictions too large to count
 /// exactly, a GPU name that only part-matches the spec table, an output path that cannot be written (before the sweep runs, not after),

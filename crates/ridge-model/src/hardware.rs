@@ -25,6 +25,10 @@ pub struct GpuSpec {
     pub f16_tflops: f64,
     /// Peak DRAM bandwidth, GB/s (10⁹ bytes/s).
     pub bandwidth_gbps: f64,
+    /// Memory, GB (10⁹ bytes; Apple: the largest unified-memory configuration); `None`
+    /// where it varies with the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb: Option<f64>,
     /// Datasheet or derivation.
     pub source: String,
 }

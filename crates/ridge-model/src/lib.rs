@@ -8,6 +8,7 @@
 //!   input read once, every output written once. Caches can only make the real figure larger.
 
 pub mod cost;
+pub mod decoder;
 pub mod hardware;
 pub mod ops;
 pub mod report;

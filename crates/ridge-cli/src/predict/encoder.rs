@@ -1,33 +1,11 @@
-//! `ridge predict`: per-op predicted times, totals and memory of a Transformer on any GPU of
-//! the spec table, without a GPU.
+//! `ridge predict` for an encoder: per-op predicted times, totals and memory of a batch on a
+//! GPU of the spec table.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ridge_model::transformer::{self, InferenceMemory, LayerFlops, TransformerShape};
 use ridge_model::{OpCost, Precision, hardware};
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// A named preset (`minilm`) or a Hugging Face config.json.
-    #[arg(long, default_value = "minilm")]
-    model: String,
-    /// Tokens per sequence (1 to the model's positions).
-    #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
-    seq: usize,
-    /// Sequences per batch.
-    #[arg(long, default_value_t = 32, value_parser = crate::at_least_one, allow_negative_numbers = true)]
-    batch: usize,
-    /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…).
-    #[arg(long, default_value = "NVIDIA H200")]
-    adapter: String,
-    /// Storage precision: f32, or f16 with f32 accumulation.
-    #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
-    dtype: String,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    json: bool,
-}
 
 fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
     match model {
@@ -41,8 +19,9 @@ fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
     }
 }
 
-pub fn run(args: Args) -> crate::CliResult {
+pub fn run(args: &super::Args) -> crate::CliResult {
     let s = shape(&args.model)?;
+    let batch = args.batch.unwrap_or(32);
     if args.seq > s.max_positions {
         return Err(format!(
             "--seq {} is longer than the model's {} positions (max_position_embeddings)",
@@ -60,8 +39,7 @@ pub fn run(args: Args) -> crate::CliResult {
     .into_iter()
     .max()
     .unwrap_or(1);
-    let exact = args
-        .batch
+    let exact = batch
         .checked_mul(args.seq)
         .and_then(|t| t.checked_mul(widest))
         .and_then(|v| v.checked_mul(8))
@@ -70,7 +48,7 @@ pub fn run(args: Args) -> crate::CliResult {
         return Err(format!(
             "--batch {} × --seq {}: too large to count exactly (batch × seq × the widest \
              activation must stay below 2^53 bytes)",
-            args.batch, args.seq
+            batch, args.seq
         )
         .into());
     }
@@ -81,7 +59,7 @@ pub fn run(args: Args) -> crate::CliResult {
         (Precision::F32, 4)
     };
     let ceilings = spec.ceilings(precision);
-    let ops = transformer::encoder_ops(&s, args.batch, args.seq, true, e);
+    let ops = transformer::encoder_ops(&s, batch, args.seq, true, e);
 
     // Group by op name, in first-seen order.
     let mut groups: Vec<(String, usize, OpCost, f64, usize)> = Vec::new(); // name, count, cost, seconds, memory-bound count
@@ -100,18 +78,18 @@ pub fn run(args: Args) -> crate::CliResult {
     }
     let total_s: f64 = groups.iter().map(|g| g.3).sum();
     let total_cost: OpCost = ops.iter().map(|o| o.cost).sum();
-    let memory = InferenceMemory::of(&s, args.batch, args.seq, e);
+    let memory = InferenceMemory::of(&s, batch, args.seq, e);
     let layer = LayerFlops::of(&s, args.seq);
 
     if args.json {
         let doc = serde_json::json!({
-            "model": s, "seq": args.seq, "batch": args.batch, "dtype": args.dtype,
+            "model": s, "seq": args.seq, "batch": batch, "dtype": args.dtype,
             "adapter": spec, "ceilings": ceilings,
             "ops": ops.iter().map(|o| serde_json::json!({
                 "scope": o.scope, "name": o.name, "flops": o.cost.flops, "bytes": o.cost.bytes,
                 "predicted": ceilings.predict(&o.cost),
             })).collect::<Vec<_>>(),
-            "total_seconds": total_s, "sequences_per_second": args.batch as f64 / total_s,
+            "total_seconds": total_s, "sequences_per_second": batch as f64 / total_s,
             "memory_bytes": memory, "layer_flops_per_sequence": layer,
             "quoted": { "attention_8nd2_4n2d": transformer::quoted_attention_flops(args.seq, s.hidden),
                         "layer_24nd2_4n2d": transformer::quoted_layer_flops(args.seq, s.hidden) },
@@ -125,7 +103,7 @@ pub fn run(args: Args) -> crate::CliResult {
         s.hidden,
         s.heads,
         s.intermediate,
-        args.batch,
+        batch,
         args.seq,
         args.dtype,
         spec.name,
@@ -162,7 +140,7 @@ pub fn run(args: Args) -> crate::CliResult {
         total_cost.bytes,
         total_cost.intensity(),
         total_s * 1e3,
-        args.batch as f64 / total_s
+        batch as f64 / total_s
     );
     println!(
         "\nper layer and sequence: {:.3e} FLOPs op by op ({:.3e} in matmuls) · quoted 24nd²+4n²d = {:.3e} · attention 8nd²+4n²d = {:.3e}",

@@ -1,0 +1,248 @@
+//! `ridge predict` for a decoder LLM: prefill and decode tokens/s, time to first token, per-op
+//! shares, memory and what fits, on a GPU of the spec table.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use ridge_model::decoder::memory::{DecoderMemory, usable_fraction};
+use ridge_model::decoder::predict::{self, PhaseTime, vendor};
+use ridge_model::decoder::{DecoderShape, LayerBytes, ModelWeights};
+use ridge_model::hardware;
+
+/// A decoder to predict: its shape, and its weights when a GGUF file states them.
+pub struct Model {
+    shape: DecoderShape,
+    weights: Option<ModelWeights>,
+}
+
+/// The decoder `--model` names, or `None` for an encoder (a preset or a BERT config.json).
+///
+/// Errors: an unreadable file, a GGUF that is not a Llama-family decoder or is corrupt, a
+/// config.json that disagrees with itself.
+pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> {
+    if let Some(shape) = DecoderShape::preset(model) {
+        return Ok(Some(Model {
+            shape,
+            weights: None,
+        }));
+    }
+    let path = Path::new(model);
+    let is_gguf = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if is_gguf {
+        return Ok(Some(from_gguf(path)?));
+    }
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--model {model}: {e}"))?;
+    if !DecoderShape::is_decoder_config(&text) {
+        return Ok(None);
+    }
+    let name = path.display().to_string();
+    let shape = DecoderShape::from_hf_config(&name, &text).map_err(|e| format!("{name}: {e}"))?;
+    Ok(Some(Model {
+        shape,
+        weights: None,
+    }))
+}
+
+/// The shape from a GGUF's metadata and the bytes from its tensors, by llama.cpp's names.
+fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
+    let name = path.display().to_string();
+    let file = ridge_nn::file::FileBytes::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| format!("{name}: {e}"))?;
+    let c = ridge_nn::llama::LlamaConfig::from_gguf(&g).map_err(|e| format!("{name}: {e}"))?;
+    let tied = g.tensor("output.weight").is_none();
+    let shape = DecoderShape {
+        name: name.clone(),
+        layers: c.layers,
+        hidden: c.hidden,
+        heads: c.heads,
+        kv_heads: c.kv_heads,
+        head_dim: c.head_dim,
+        ffn: c.ffn,
+        vocab: c.vocab,
+        tied_embeddings: tied,
+        context: c.context,
+    };
+    shape.check().map_err(|e| format!("{name}: {e}"))?;
+    let mut layers = vec![LayerBytes::default(); c.layers];
+    let (mut embedding, mut output, mut final_norm) = (0.0, 0.0, 0.0);
+    let mut types: Vec<&str> = Vec::new();
+    for t in g.tensors() {
+        let bytes = t.bytes as f64;
+        types.push(t.ggml_type.name);
+        let n = &t.name;
+        if n == "token_embd.weight" {
+            embedding = bytes;
+        } else if n == "output.weight" {
+            output = bytes;
+        } else if n == "output_norm.weight" {
+            final_norm = bytes;
+        } else if let Some(rest) = n.strip_prefix("blk.") {
+            let (index, part) = rest.split_once('.').unwrap_or((rest, ""));
+            let Some(l) = index.parse::<usize>().ok().and_then(|i| layers.get_mut(i)) else {
+                return Err(format!("{name}: tensor {n} is past the {} layers", c.layers).into());
+            };
+            match part.trim_end_matches(".weight").trim_end_matches(".bias") {
+                "attn_q" | "attn_k" | "attn_v" => l.qkv += bytes,
+                "attn_output" => l.o += bytes,
+                "ffn_gate" | "ffn_up" => l.gate_up += bytes,
+                "ffn_down" => l.down += bytes,
+                _ => l.norms += bytes,
+            }
+        }
+    }
+    types.sort();
+    types.dedup();
+    if embedding == 0.0 {
+        return Err(format!("{name}: no token_embd.weight tensor").into());
+    }
+    let weights = ModelWeights {
+        format: format!("the GGUF's tensors ({})", types.join(", ")),
+        embedding,
+        embedding_row: embedding / c.vocab as f64,
+        output: if tied { embedding } else { output },
+        layers,
+        final_norm,
+    };
+    Ok(Model {
+        shape,
+        weights: Some(weights),
+    })
+}
+
+pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
+    let s = &model.shape;
+    let batch = args.batch.unwrap_or(1);
+    if model.weights.is_some() && args.quant.is_some() {
+        return Err("--quant applies to presets and config.json; a GGUF file's tensors have their own types".into());
+    }
+    let context = args
+        .prompt
+        .checked_add(args.generate)
+        .filter(|&c| c <= s.context);
+    let Some(context) = context else {
+        return Err(format!(
+            "--prompt {} + --generate {} is longer than {}'s {} positions",
+            args.prompt, args.generate, s.name, s.context
+        )
+        .into());
+    };
+    // Counts stay exact: batch × context × the widest activation well below 2^53 bytes.
+    let exact = batch
+        .checked_mul(context)
+        .and_then(|t| t.checked_mul(s.vocab.max(s.ffn).max(s.hidden)))
+        .is_some_and(|v| v < 1 << 45);
+    if !exact {
+        return Err(
+            format!("--batch {batch} × {context} tokens: too large to count exactly").into(),
+        );
+    }
+    let gpu = hardware::find(&args.adapter)?;
+    let quant = args.quant.unwrap_or_else(predict::default_quant);
+    let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
+    let p = predict::predict(s, &w, &gpu, batch, args.prompt, args.generate);
+    let mem = DecoderMemory::of(s, &w, batch, context);
+    let budget = gpu
+        .memory_gb
+        .map(|g| g * 1e9 * usable_fraction(vendor(&gpu) == "Apple"));
+    let fits = budget.map(|b| mem.total() <= b);
+    let largest_context = budget.map(|b| DecoderMemory::largest_context(s, &w, batch, b));
+    let largest_batch = budget.map(|b| DecoderMemory::largest_batch(s, &w, context, b));
+
+    if args.json {
+        let doc = serde_json::json!({
+            "model": s, "weights": w.format, "adapter": gpu,
+            "batch": batch, "prompt": args.prompt, "generate": args.generate,
+            "prefill_tokens_per_s": p.prefill.tokens_per_s,
+            "decode_tokens_per_s": p.decode.tokens_per_s,
+            "time_to_first_token_s": p.time_to_first_token_s,
+            "prefill": p.prefill, "decode": p.decode, "efficiency": p.efficiency,
+            "memory_bytes": {
+                "weights": mem.weights, "kv_cache": mem.kv_cache,
+                "activations": mem.activations, "total": mem.total(),
+                "budget": budget, "fits": fits,
+                "largest_context": largest_context, "largest_batch": largest_batch,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let gb = |b: f64| b / 1e9;
+    println!(
+        "{}: {} layers, d {}, {} heads over {} KV heads, ffn {}, vocab {} ({:.2} B parameters), weights {} = {:.2} GB",
+        s.name,
+        s.layers,
+        s.hidden,
+        s.heads,
+        s.kv_heads,
+        s.ffn,
+        s.vocab,
+        s.params() / 1e9,
+        w.format,
+        gb(w.total(s.tied_embeddings))
+    );
+    let e = &p.efficiency;
+    println!(
+        "on {} ({} GB/s, {} TFLOP/s f16): {} efficiency fitted to {} + {} published rows: {:.0} % of bandwidth, {:.0} % of compute, {:.0} µs per layer and pass",
+        gpu.name,
+        gpu.bandwidth_gbps,
+        gpu.f16_tflops,
+        e.vendor,
+        e.rows.0,
+        e.rows.1,
+        100.0 * e.bandwidth,
+        100.0 * e.compute,
+        1e6 * e.layer_overhead_s
+    );
+    println!(
+        "\n{:<8} {:>7} {:>10} {:>13} {:>17} {:>15}",
+        "phase", "tokens", "time", "tokens/s", "roofline tok/s", "compute-bound"
+    );
+    let row = |name: &str, tokens: usize, t: &PhaseTime| {
+        println!(
+            "{name:<8} {tokens:>7} {:>7.1} ms {:>13.1} {:>17.1} {:>14.0}%",
+            1e3 * t.seconds,
+            t.tokens_per_s,
+            t.roofline_tokens_per_s,
+            100.0 * t.compute_bound_share
+        );
+    };
+    row("prefill", batch * args.prompt, &p.prefill);
+    row("decode", batch * args.generate, &p.decode);
+    println!(
+        "time to first token {:.1} ms · batch {batch}",
+        1e3 * p.time_to_first_token_s
+    );
+    let shares = |t: &PhaseTime| {
+        let total: f64 = t.ops.iter().map(|o| o.1).sum();
+        t.ops
+            .iter()
+            .map(|(n, s)| format!("{n} {:.0}%", 100.0 * s / total))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    println!("\nprefill time by op: {}", shares(&p.prefill));
+    println!("decode time by op:  {}", shares(&p.decode));
+    println!(
+        "\nmemory: weights {:.2} GB · KV cache {:.2} GB ({} × {context} tokens, f16) · activations {:.2} GB · total {:.2} GB",
+        gb(mem.weights),
+        gb(mem.kv_cache),
+        batch,
+        gb(mem.activations),
+        gb(mem.total())
+    );
+    match (budget, fits, largest_context, largest_batch) {
+        (Some(b), Some(fits), Some(lc), Some(lb)) => println!(
+            "{} of {:.1} GB usable on {}: largest context at batch {batch} {lc} tokens, largest batch at {context} tokens {lb}",
+            if fits { "fits" } else { "does NOT fit" },
+            gb(b),
+            gpu.name
+        ),
+        _ => println!("{}'s memory varies with the system: not checked", gpu.name),
+    }
+    Ok(ExitCode::SUCCESS)
+}

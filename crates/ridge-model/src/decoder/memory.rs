@@ -1,0 +1,99 @@
+//! What a decoder needs in GPU memory, and the largest context and batch that fit.
+
+use serde::{Deserialize, Serialize};
+
+use super::phase::{ACTIVATION_BYTES, KV_BYTES};
+use super::{DecoderShape, ModelWeights};
+
+/// Tokens one prefill pass processes at once (llama.cpp's default `n_ubatch`): a longer
+/// prompt is processed in passes of this many, so activations stop growing past it.
+pub const PREFILL_CHUNK: usize = 512;
+
+/// The share of a GPU's memory a model may use: Apple GPUs get about 75 % of unified memory
+/// (`recommendedMaxWorkingSetSize`, Apple's Metal tech talk 10580, 2022); discrete GPUs lose a
+/// few percent to the driver and context (5 % assumed).
+pub fn usable_fraction(apple: bool) -> f64 {
+    if apple { 0.75 } else { 0.95 }
+}
+
+/// Memory of `batch` sequences of `context` tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecoderMemory {
+    /// Every weight tensor.
+    pub weights: f64,
+    /// K and V of every layer for every cached token, f16.
+    pub kv_cache: f64,
+    /// The live activations of one prefill pass (up to [`PREFILL_CHUNK`] tokens of all
+    /// sequences together): residual stream, normed input, Q/K/V, the feed-forward's gate, up and
+    /// product, and the logits.
+    pub activations: f64,
+}
+
+impl DecoderMemory {
+    /// Memory for `batch` sequences of up to `context` tokens.
+    pub fn of(s: &DecoderShape, w: &ModelWeights, batch: usize, context: usize) -> Self {
+        let rows = (batch * context).min(PREFILL_CHUNK) as f64;
+        let (d, f) = (s.hidden as f64, s.ffn as f64);
+        let qkv = ((s.heads + 2 * s.kv_heads) * s.head_dim) as f64;
+        Self {
+            weights: w.total(s.tied_embeddings),
+            kv_cache: kv_bytes_per_token(s) * (batch * context) as f64,
+            activations: (rows * (2.0 * d + qkv + 3.0 * f) + batch as f64 * s.vocab as f64)
+                * ACTIVATION_BYTES,
+        }
+    }
+
+    /// Their sum.
+    pub fn total(&self) -> f64 {
+        self.weights + self.kv_cache + self.activations
+    }
+
+    /// The longest context of `batch` sequences whose memory stays within `budget` bytes
+    /// (capped at the model's trained context); 0 when not even the weights fit.
+    pub fn largest_context(s: &DecoderShape, w: &ModelWeights, batch: usize, budget: f64) -> usize {
+        largest(s.context, |c| Self::of(s, w, batch, c).total() <= budget)
+    }
+
+    /// The largest batch of `context`-token sequences that fits `budget` bytes (up to 4096).
+    pub fn largest_batch(s: &DecoderShape, w: &ModelWeights, context: usize, budget: f64) -> usize {
+        largest(4096, |b| Self::of(s, w, b, context).total() <= budget)
+    }
+}
+
+/// KV-cache bytes per cached token of one sequence: 2 (K, V) · layers · kv_heads · head_dim
+/// · 2 bytes (Pope et al., "Efficiently Scaling Transformer Inference", 2022, §2).
+pub fn kv_bytes_per_token(s: &DecoderShape) -> f64 {
+    2.0 * (s.layers * s.kv_heads * s.head_dim) as f64 * KV_BYTES
+}
+
+/// The largest n in 1..=max with `fits(n)` (monotone), or 0.
+fn largest(max: usize, fits: impl Fn(usize) -> bool) -> usize {
+    if max == 0 || !fits(1) {
+        return 0;
+    }
+    let (mut lo, mut hi) = (1, max);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) { lo = mid } else { hi = mid - 1 }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decoder::Quant;
+
+    #[test]
+    fn the_kv_cache_of_llama_3_8b_is_128_kib_a_token() {
+        let s = DecoderShape::preset("llama-3-8b").unwrap();
+        assert_eq!(kv_bytes_per_token(&s), 131072.0);
+        let w = ModelWeights::of(&s, Quant::Q4_K_M);
+        // 24 GB: the weights (4.9 GB) leave room for the whole 8192-token context …
+        assert_eq!(DecoderMemory::largest_context(&s, &w, 1, 24e9), 8192);
+        // … and at 8 GB about 21,000 tokens of cache in all.
+        let batch = DecoderMemory::largest_batch(&s, &w, 1024, 8e9);
+        assert!((18..=24).contains(&batch), "{batch}");
+        assert_eq!(DecoderMemory::largest_context(&s, &w, 1, 4e9), 0);
+    }
+}

@@ -1,0 +1,567 @@
+//! Predicted prefill and decode times of a decoder on a GPU of the spec table: the roofline
+//! of every op ([`super::phase`]) with three efficiency terms per GPU vendor, fitted to
+//! published llama.cpp measurements (`data/published.json`).
+//!
+//! The terms, the same for every GPU of a vendor (never per GPU):
+//! - `bandwidth`: the fraction of the datasheet bandwidth a memory-bound op reaches;
+//! - `compute`: the fraction of the datasheet matrix-engine (f16) peak a compute-bound op
+//!   reaches (the vector f32 peak for f32 weights);
+//! - `layer_overhead_s`: a fixed time per layer and forward pass (kernel launches and
+//!   synchronisation: about ten kernels per layer).
+//!
+//! Fitting ([`Efficiency::fit`]): for each vendor with at least [`MIN_ROWS`] decode rows,
+//! `bandwidth` and `layer_overhead_s` minimise the summed squared log error of its decode rows
+//! over a grid (bandwidth 0.20–1.00 by 0.01, overhead 0–500 µs by 2.5 µs); then `compute`
+//! minimises that of its prefill rows (0.05–1.00 by 0.01; one row suffices for this one
+//! term). A vendor with too few rows for a term takes that term from the fit of all rows
+//! together. A decode of N tokens is N steps at the mean context (the costs
+//! grow linearly with the context, so the mean step is exact while the bound holds).
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::phase::{Step, step_ops};
+use super::{DecoderShape, ModelWeights, Quant, WeightFormat};
+use crate::hardware::{self, GpuSpec};
+
+/// Fewest decode rows a vendor needs for a fit of its own.
+pub const MIN_ROWS: usize = 3;
+
+/// The efficiency terms of one vendor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// Vendor (`NVIDIA`, `AMD`, `Apple`, `Intel`) or `all vendors`.
+    pub vendor: String,
+    /// Published rows the terms were fitted to (decode, prefill).
+    pub rows: (usize, usize),
+    /// Fraction of the datasheet bandwidth.
+    pub bandwidth: f64,
+    /// Fraction of the datasheet compute peak.
+    pub compute: f64,
+    /// Fixed time per layer and forward pass, seconds.
+    pub layer_overhead_s: f64,
+}
+
+/// One published measurement (`data/published.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Published {
+    /// A spec-table GPU name.
+    pub gpu: String,
+    /// llama.cpp's backend (`CUDA`, `Metal`, `ROCm`, `Vulkan`, `SYCL`).
+    pub backend: String,
+    /// A decoder preset.
+    pub model: String,
+    /// Format or mix.
+    pub quant: String,
+    /// llama-bench's test: `pp512` (prompt of 512 tokens) or `tg128` (128 generated).
+    pub test: String,
+    /// Published tokens per second.
+    pub tokens_per_s: f64,
+    /// Where it was published.
+    pub source: String,
+    /// Remarks (the exact model or GPU variant).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// What a phase is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Processing the prompt (all its tokens in one pass).
+    Prefill,
+    /// Generating tokens one step at a time.
+    Decode,
+}
+
+impl Published {
+    /// The phase and token count of [`Published::test`] (`pp512` → prefill of 512).
+    pub fn phase(&self) -> Option<(Phase, usize)> {
+        let (phase, n) = if let Some(n) = self.test.strip_prefix("pp") {
+            (Phase::Prefill, n)
+        } else {
+            (Phase::Decode, self.test.strip_prefix("tg")?)
+        };
+        n.parse().ok().filter(|&n| n > 0).map(|n| (phase, n))
+    }
+}
+
+/// Every published row.
+pub fn published() -> Vec<Published> {
+    #[derive(Deserialize)]
+    struct Doc {
+        rows: Vec<Published>,
+    }
+    serde_json::from_str::<Doc>(include_str!("../../data/published.json"))
+        .expect("data/published.json is valid (tested)")
+        .rows
+}
+
+/// The vendor of a spec-table row, from its PCI vendor id.
+pub fn vendor(gpu: &GpuSpec) -> &'static str {
+    match gpu.vendor_id {
+        0x10de => "NVIDIA",
+        0x1002 => "AMD",
+        0x106b => "Apple",
+        0x8086 => "Intel",
+        _ => "other",
+    }
+}
+
+/// A phase's predicted time and rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTime {
+    /// Seconds for the whole phase.
+    pub seconds: f64,
+    /// Tokens per second (all sequences together).
+    pub tokens_per_s: f64,
+    /// Tokens per second on the bare roofline (every efficiency 1, no overhead).
+    pub roofline_tokens_per_s: f64,
+    /// Share of the time in compute-bound ops.
+    pub compute_bound_share: f64,
+    /// Time per op kind (summed over layers), seconds, in first-seen order.
+    pub ops: Vec<(String, f64)>,
+}
+
+/// Per-op times of one step at unit efficiency: (name, compute seconds, memory seconds).
+fn unit_times(
+    s: &DecoderShape,
+    w: &ModelWeights,
+    gpu: &GpuSpec,
+    f32_weights: bool,
+    step: Step,
+) -> Vec<(String, f64, f64)> {
+    let peak = 1e12
+        * if f32_weights {
+            gpu.f32_tflops
+        } else {
+            gpu.f16_tflops
+        };
+    let bw = 1e9 * gpu.bandwidth_gbps;
+    step_ops(s, w, step)
+        .into_iter()
+        .map(|o| (o.name, o.cost.flops / peak, o.cost.bytes / bw))
+        .collect()
+}
+
+/// A phase of `batch` sequences: prefill of `tokens` after `past`, or decode of `tokens`
+/// steps after `past`.
+fn phase_time(
+    units: &[(String, f64, f64)],
+    steps: f64,
+    tokens: f64,
+    layers: usize,
+    e: &Efficiency,
+) -> PhaseTime {
+    let mut ops: Vec<(String, f64)> = Vec::new();
+    let (mut total, mut compute, mut roof) = (0.0, 0.0, 0.0);
+    for (name, c, m) in units {
+        let t = (c / e.compute).max(m / e.bandwidth);
+        total += t;
+        roof += c.max(*m);
+        if c / e.compute >= m / e.bandwidth {
+            compute += t;
+        }
+        match ops.iter_mut().find(|o| &o.0 == name) {
+            Some(o) => o.1 += t * steps,
+            None => ops.push((name.clone(), t * steps)),
+        }
+    }
+    let seconds = steps * (total + layers as f64 * e.layer_overhead_s);
+    PhaseTime {
+        seconds,
+        tokens_per_s: tokens / seconds,
+        roofline_tokens_per_s: tokens / (steps * roof),
+        compute_bound_share: compute / total.max(f64::MIN_POSITIVE),
+        ops,
+    }
+}
+
+/// Whether `w` stores its matrices in f32 (the f32 vector peak applies).
+fn f32_weights(quant: &str) -> bool {
+    quant.eq_ignore_ascii_case("F32")
+}
+
+/// The prediction of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecoderPrediction {
+    /// Prefill of the prompt.
+    pub prefill: PhaseTime,
+    /// Decode of the generated tokens.
+    pub decode: PhaseTime,
+    /// Time to the first token: the prefill (its last position's logits give it).
+    pub time_to_first_token_s: f64,
+    /// The efficiency terms used.
+    pub efficiency: Efficiency,
+}
+
+/// Predicts `batch` sequences: a prefill of `prompt` tokens, then `generate` decode steps.
+pub fn predict(
+    s: &DecoderShape,
+    w: &ModelWeights,
+    gpu: &GpuSpec,
+    batch: usize,
+    prompt: usize,
+    generate: usize,
+) -> DecoderPrediction {
+    let e = Efficiency::for_gpu(gpu);
+    let f32w = f32_weights(&w.format);
+    let prefill_units = unit_times(
+        s,
+        w,
+        gpu,
+        f32w,
+        Step {
+            batch,
+            tokens: prompt.max(1),
+            past: 0,
+        },
+    );
+    let prefill = phase_time(&prefill_units, 1.0, (batch * prompt) as f64, s.layers, &e);
+    // The mean context over the decode steps (costs are linear in it).
+    let mean_past = prompt + generate.saturating_sub(1) / 2;
+    let decode_units = unit_times(
+        s,
+        w,
+        gpu,
+        f32w,
+        Step {
+            batch,
+            tokens: 1,
+            past: mean_past,
+        },
+    );
+    let decode = phase_time(
+        &decode_units,
+        generate.max(1) as f64,
+        (batch * generate.max(1)) as f64,
+        s.layers,
+        &e,
+    );
+    DecoderPrediction {
+        time_to_first_token_s: prefill.seconds,
+        prefill,
+        decode,
+        efficiency: e,
+    }
+}
+
+/// A published row with what the model predicts for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checked {
+    /// The row.
+    pub row: Published,
+    /// Its vendor.
+    pub vendor: String,
+    /// Its phase.
+    pub phase: Phase,
+    /// Predicted tokens/s.
+    pub predicted: f64,
+}
+
+impl Checked {
+    /// predicted ÷ published.
+    pub fn ratio(&self) -> f64 {
+        self.predicted / self.row.tokens_per_s
+    }
+}
+
+/// The model's pieces for one published row: shape, weights, GPU, phase and tokens.
+fn row_problem(r: &Published) -> Option<(DecoderShape, ModelWeights, GpuSpec, Phase, usize)> {
+    let s = DecoderShape::preset(&r.model)?;
+    let w = ModelWeights::of(&s, Quant::parse(&r.quant)?);
+    let gpu = hardware::table().into_iter().find(|g| g.name == r.gpu)?;
+    let (phase, n) = r.phase()?;
+    Some((s, w, gpu, phase, n))
+}
+
+/// The unit-efficiency op times of a row's run (one step) and its step count and tokens.
+type RowUnits = (Vec<(String, f64, f64)>, f64, f64, usize);
+
+fn row_units(r: &Published) -> Option<(Phase, String, RowUnits)> {
+    let (s, w, gpu, phase, n) = row_problem(r)?;
+    let f32w = f32_weights(&w.format);
+    let units = match phase {
+        Phase::Prefill => (
+            unit_times(
+                &s,
+                &w,
+                &gpu,
+                f32w,
+                Step {
+                    batch: 1,
+                    tokens: n,
+                    past: 0,
+                },
+            ),
+            1.0,
+            n as f64,
+            s.layers,
+        ),
+        Phase::Decode => (
+            unit_times(
+                &s,
+                &w,
+                &gpu,
+                f32w,
+                Step {
+                    batch: 1,
+                    tokens: 1,
+                    past: (n - 1) / 2,
+                },
+            ),
+            n as f64,
+            n as f64,
+            s.layers,
+        ),
+    };
+    Some((phase, vendor(&gpu).to_string(), units))
+}
+
+impl Efficiency {
+    /// The terms for `gpu`'s vendor ([`Efficiency::fitted`]).
+    pub fn for_gpu(gpu: &GpuSpec) -> Efficiency {
+        let v = vendor(gpu);
+        Self::fitted()
+            .iter()
+            .find(|e| e.vendor == v)
+            .or_else(|| Self::fitted().iter().find(|e| e.vendor == "all vendors"))
+            .cloned()
+            .expect("the pooled fit always exists")
+    }
+
+    /// Every vendor's fit and the pooled one (`all vendors`), computed once from the
+    /// published rows (module docs).
+    pub fn fitted() -> &'static [Efficiency] {
+        static FITS: OnceLock<Vec<Efficiency>> = OnceLock::new();
+        FITS.get_or_init(|| {
+            let rows: Vec<(Phase, String, RowUnits, f64)> = published()
+                .iter()
+                .filter_map(|r| {
+                    let (p, v, u) = row_units(r)?;
+                    Some((p, v, u, r.tokens_per_s))
+                })
+                .collect();
+            let mut vendors: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+            vendors.sort();
+            vendors.dedup();
+            let pooled = Self::fit("all vendors", rows.iter().collect());
+            let mut fits: Vec<Efficiency> = vendors
+                .iter()
+                .map(|v| {
+                    let own: Vec<_> = rows.iter().filter(|r| &r.1 == v).collect();
+                    let decode = own.iter().filter(|r| r.0 == Phase::Decode).count();
+                    let prefill = own.iter().filter(|r| r.0 == Phase::Prefill).count();
+                    let fit = Self::fit(v, own);
+                    // Two decode terms need MIN_ROWS rows; the prefill term one row.
+                    let decode_terms = if decode >= MIN_ROWS { &fit } else { &pooled };
+                    Efficiency {
+                        vendor: v.clone(),
+                        rows: fit.rows,
+                        bandwidth: decode_terms.bandwidth,
+                        layer_overhead_s: decode_terms.layer_overhead_s,
+                        compute: if prefill > 0 {
+                            fit.compute
+                        } else {
+                            pooled.compute
+                        },
+                    }
+                })
+                .collect();
+            fits.push(pooled);
+            fits
+        })
+    }
+
+    /// The fit over `rows` (module docs).
+    fn fit(vendor: &str, rows: Vec<&(Phase, String, RowUnits, f64)>) -> Efficiency {
+        let error = |e: &Efficiency, phase: Phase| -> f64 {
+            rows.iter()
+                .filter(|r| r.0 == phase)
+                .map(|(_, _, (units, steps, tokens, layers), published)| {
+                    let t = phase_time(units, *steps, *tokens, *layers, e);
+                    (t.tokens_per_s / published).ln().powi(2)
+                })
+                .sum()
+        };
+        let count = |phase: Phase| rows.iter().filter(|r| r.0 == phase).count();
+        let mut best = Efficiency {
+            vendor: vendor.into(),
+            rows: (count(Phase::Decode), count(Phase::Prefill)),
+            bandwidth: 1.0,
+            compute: 1.0,
+            layer_overhead_s: 0.0,
+        };
+        let mut best_err = f64::INFINITY;
+        for b in 20..=100 {
+            for o in 0..=200 {
+                let e = Efficiency {
+                    bandwidth: b as f64 / 100.0,
+                    layer_overhead_s: o as f64 * 2.5e-6,
+                    ..best.clone()
+                };
+                let err = error(&e, Phase::Decode);
+                if err < best_err {
+                    (best, best_err) = (e, err);
+                }
+            }
+        }
+        let mut best_err = f64::INFINITY;
+        let decode_fit = best.clone();
+        for c in 5..=100 {
+            let e = Efficiency {
+                compute: c as f64 / 100.0,
+                ..decode_fit.clone()
+            };
+            let err = error(&e, Phase::Prefill);
+            if err < best_err {
+                (best, best_err) = (e, err);
+            }
+        }
+        best
+    }
+}
+
+/// Every published row the model can place, with its prediction.
+pub fn check_published() -> Vec<Checked> {
+    published()
+        .into_iter()
+        .filter_map(|r| {
+            let (phase, vendor, (units, steps, tokens, layers)) = row_units(&r)?;
+            let gpu = hardware::table().into_iter().find(|g| g.name == r.gpu)?;
+            let e = Efficiency::for_gpu(&gpu);
+            let predicted = phase_time(&units, steps, tokens, layers, &e).tokens_per_s;
+            Some(Checked {
+                row: r,
+                vendor,
+                phase,
+                predicted,
+            })
+        })
+        .collect()
+}
+
+/// The median of |predicted ÷ published − 1| over `rows`, `None` when empty.
+pub fn median_error<'a>(rows: impl Iterator<Item = &'a Checked>) -> Option<f64> {
+    let mut e: Vec<f64> = rows.map(|c| (c.ratio() - 1.0).abs()).collect();
+    if e.is_empty() {
+        return None;
+    }
+    e.sort_by(f64::total_cmp);
+    let n = e.len();
+    Some(if n % 2 == 1 {
+        e[n / 2]
+    } else {
+        (e[n / 2 - 1] + e[n / 2]) / 2.0
+    })
+}
+
+/// The default format of a preset when none is given: llama.cpp's most used mix.
+pub fn default_quant() -> Quant {
+    Quant::Q4_K_M
+}
+
+/// f16 weights, for `--quant F16`.
+pub fn f16() -> Quant {
+    Quant::Uniform(WeightFormat::F16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_published_row_is_placed_and_sourced() {
+        let rows = published();
+        let checked = check_published();
+        assert_eq!(
+            checked.len(),
+            rows.len(),
+            "a row names an unknown GPU, model or test"
+        );
+        let mut gpus: Vec<&str> = rows.iter().map(|r| r.gpu.as_str()).collect();
+        gpus.sort();
+        gpus.dedup();
+        assert!(gpus.len() >= 15, "{} GPUs", gpus.len());
+        let mut vendors: Vec<&str> = checked.iter().map(|c| c.vendor.as_str()).collect();
+        vendors.sort();
+        vendors.dedup();
+        assert!(vendors.len() >= 3, "{vendors:?}");
+        assert!(
+            rows.iter()
+                .all(|r| r.source.len() > 20 && r.tokens_per_s > 0.0)
+        );
+    }
+
+    #[test]
+    fn published_rates_are_predicted_within_the_goals() {
+        // Goals: median error ≤ 20 % for decode and ≤ 35 % for prefill over all rows; no
+        // vendor's median beyond 30 % (decode) and 50 % (prefill).
+        let checked = check_published();
+        let of = |phase: Phase, vendor: Option<&str>| {
+            median_error(
+                checked
+                    .iter()
+                    .filter(|c| c.phase == phase && vendor.is_none_or(|v| c.vendor == v)),
+            )
+        };
+        let decode = of(Phase::Decode, None).unwrap();
+        let prefill = of(Phase::Prefill, None).unwrap();
+        assert!(decode <= 0.20, "decode median error {decode}");
+        assert!(prefill <= 0.35, "prefill median error {prefill}");
+        for v in ["NVIDIA", "AMD", "Apple", "Intel"] {
+            if let Some(d) = of(Phase::Decode, Some(v)) {
+                assert!(d <= 0.30, "{v} decode {d}");
+            }
+            if let Some(p) = of(Phase::Prefill, Some(v)) {
+                assert!(p <= 0.50, "{v} prefill {p}");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "prints the fit and every row: cargo test -p ridge-model -- --ignored --nocapture"]
+    fn print_the_fit() {
+        for e in Efficiency::fitted() {
+            println!("{e:?}");
+        }
+        for c in check_published() {
+            let r = &c.row;
+            println!(
+                "{:<28} {:<7} {:<13} {:<7} {:<6} {:>9.1} {:>9.1} {:+.0} %",
+                r.gpu,
+                r.backend,
+                r.model,
+                r.quant,
+                r.test,
+                r.tokens_per_s,
+                c.predicted,
+                100.0 * (c.ratio() - 1.0)
+            );
+        }
+    }
+
+    #[test]
+    fn fits_stay_physical() {
+        for e in Efficiency::fitted() {
+            assert!(e.bandwidth > 0.2 && e.bandwidth <= 1.0, "{e:?}");
+            assert!(e.compute > 0.05 && e.compute <= 1.0, "{e:?}");
+            assert!(e.layer_overhead_s < 5e-4, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn decode_is_memory_bound_and_prefill_compute_bound_on_a_big_gpu() {
+        let s = DecoderShape::preset("llama-3-8b").unwrap();
+        let w = ModelWeights::of(&s, Quant::Q4_K_M);
+        let gpu = hardware::find("RTX 4090").unwrap();
+        let p = predict(&s, &w, &gpu, 1, 512, 128);
+        assert!(p.prefill.compute_bound_share > 0.8, "{:?}", p.prefill);
+        assert!(p.decode.compute_bound_share < 0.1, "{:?}", p.decode);
+        // Batch walks decode toward the ridge point: 64 sequences share each weight read.
+        let batched = predict(&s, &w, &gpu, 64, 512, 128);
+        assert!(batched.decode.tokens_per_s > 10.0 * p.decode.tokens_per_s);
+        assert!(p.decode.tokens_per_s < p.decode.roofline_tokens_per_s);
+    }
+}
