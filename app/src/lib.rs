@@ -125,6 +125,19 @@ impl Gpu {
         self.measured_ceilings().or_else(|| self.spec_ceilings())
     }
 
+    /// The roof a run of `op` in f16 or f32 storage is placed and scored against, and its
+    /// name: the tensor cores' for an f16 GEMM where their peak was measured (Ridge runs f16
+    /// GEMMs on them wherever they exist), else the FMA peak of the storage type; measured
+    /// when available, else the spec table's (its f16 figure is the matrix engines').
+    pub fn ceilings_for(&self, op: &str, f16: bool) -> Option<(Ceilings, &'static str)> {
+        if let Some(m) = &self.measured {
+            return Some(panels::measured_roof(m, op, f16));
+        }
+        let precision = if f16 { Precision::F16 } else { Precision::F32 };
+        let name = if f16 { "spec f16" } else { "spec f32" };
+        self.spec.as_ref().map(|s| (s.ceilings(precision), name))
+    }
+
     /// Whether the context is being opened or the ceilings measured.
     pub fn busy(&self) -> bool {
         self.opening.is_some() || self.measuring.is_some()
@@ -231,9 +244,9 @@ impl RidgeApp {
         app.gpu.spec = report.spec.clone();
         app.gpu.measured = Some(report.measured.clone());
         app.gpu.replayed = Some(report.clone());
-        let ceilings = app.gpu.best_ceilings();
         for row in &report.rows {
-            if let Some((label, point)) = panels::report_point("", row, ceilings.as_ref()) {
+            let roof = app.gpu.ceilings_for(&row.op, row.dtype == "f16");
+            if let Some((label, point)) = panels::report_point("", row, roof) {
                 app.roofline.record(label, point);
             }
         }

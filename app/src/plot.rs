@@ -20,6 +20,15 @@ pub struct RunPoint {
     pub text: String,
 }
 
+impl RunPoint {
+    /// Whether a log-log roofline can draw it (positive, finite intensity and rate).
+    pub fn drawable(&self) -> bool {
+        [self.intensity, self.gflops]
+            .iter()
+            .all(|v| v.is_finite() && *v > 0.0)
+    }
+}
+
 /// A named set of points drawn in one colour.
 pub struct Series {
     /// Legend name.

@@ -98,12 +98,47 @@ fn adapter_panel_replays_the_h200_report() {
 
 #[test]
 fn roofline_panel_replays_the_h200_report() {
-    let timed = h200_report()
-        .rows
-        .iter()
-        .filter(|r| r.measured_ms.is_some())
-        .count();
-    replayed_panel(Tab::Roofline, "roofline", &format!("{timed} runs plotted"));
+    let report = h200_report();
+    let timed = report.rows.iter().filter(|r| r.measured_ms.is_some());
+    let drawable = timed.clone().filter(|r| r.flops > 0.0).count();
+    let hidden = timed.count() - drawable;
+    replayed_panel(
+        Tab::Roofline,
+        "roofline",
+        &format!("{drawable} runs plotted ({hidden} without FLOPs not drawn)"),
+    );
+}
+
+/// Every replayed run is scored against the roof the bench scored it against (its storage
+/// type's, the tensor cores' for f16 GEMMs): the hover text's percentage is the report's.
+#[test]
+fn replayed_runs_carry_the_reports_roofline_fractions() {
+    let report = h200_report();
+    let app = RidgeApp::replay(&report);
+    let mut checked = 0;
+    for row in &report.rows {
+        let (Some(_), Some(f)) = (row.measured_ms, row.roofline_fraction) else {
+            continue;
+        };
+        let label = format!("{} {:?} {}", row.op, row.shape, row.dtype);
+        let (_, point) = app
+            .roofline
+            .points
+            .iter()
+            .find(|(l, _)| *l == label)
+            .unwrap_or_else(|| panic!("no point {label}"));
+        let want = format!("{:.0} % of it", 100.0 * f);
+        assert!(
+            point.text.contains(&want),
+            "{label}: {} (report: {want})",
+            point.text
+        );
+        if row.op == "gemm" && row.dtype == "f16" {
+            assert!(point.text.contains("tensor cores roof"), "{}", point.text);
+        }
+        checked += 1;
+    }
+    assert!(checked > 20, "{checked}");
 }
 
 #[test]

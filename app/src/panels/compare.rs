@@ -115,6 +115,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             "f32 TFLOP/s",
             "runs",
             "model error (memory-bound)",
+            "model error (compute-bound)",
         ] {
             ui.strong(h);
         }
@@ -128,11 +129,10 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             ui.label(format!("{:.1}", r.measured.bandwidth_gbps));
             ui.label(format!("{:.2}", r.measured.f32_tflops));
             ui.label(r.rows.len().to_string());
-            ui.label(
-                r.accuracy_measured
-                    .memory
-                    .map_or("—".into(), |e| format!("{:.2}×", e.exp2())),
-            );
+            // Median |log2(measured ÷ predicted)| as a factor.
+            for e in [r.accuracy_measured.memory, r.accuracy_measured.compute] {
+                ui.label(e.map_or("—".into(), |e| format!("{:.2}×", e.exp2())));
+            }
             ui.end_row();
         }
     });
@@ -148,12 +148,22 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             ceilings: r.measured_ceilings.clone(),
             color,
         });
+        // Its f16 GEMMs ran on the tensor cores: their roof, so they are not drawn above
+        // the f32 one with no roof of their own.
+        if let Some(c) = r.measured.tensor_ceilings() {
+            roofs.push(Roof {
+                name: format!("{} tensor-core roof", r.adapter),
+                ceilings: c,
+                color,
+            });
+        }
         let points = r
             .rows
             .iter()
             .filter_map(|row| {
                 let prefix = format!("{}: ", r.adapter);
-                super::report_point(&prefix, row, Some(&r.measured_ceilings)).map(|(_, p)| p)
+                let roof = super::measured_roof(&r.measured, &row.op, row.dtype == "f16");
+                super::report_point(&prefix, row, Some(roof)).map(|(_, p)| p)
             })
             .collect::<Vec<RunPoint>>();
         series.push(Series {

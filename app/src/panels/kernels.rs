@@ -106,7 +106,9 @@ impl State {
                 if self.history.len() > 120 {
                     self.history.remove(0);
                 }
-                let p = super::run_point(&label, &cost, ms, gpu.best_ceilings().as_ref());
+                let case = self.case();
+                let roof = gpu.ceilings_for(&case.op, case.dtype == DType::F16);
+                let p = super::run_point(&label, &cost, ms, roof);
                 roofline.record(label.clone(), p);
                 self.last = Some((label, cost, ms));
                 self.error = None;
@@ -175,6 +177,16 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
     }
     let case = state.case();
     let label = super::label(&case);
+    // Scored against the roof of its storage type and unit (f16 FMA, tensor cores, f32).
+    let f16 = case.dtype == DType::F16;
+    let roof = gpu.ceilings_for(&case.op, f16);
+    let spec = gpu.spec.as_ref().map(|s| {
+        s.ceilings(if f16 {
+            ridge_model::Precision::F16
+        } else {
+            ridge_model::Precision::F32
+        })
+    });
     // The cost comes with the prepared case: shown once this shape has been measured.
     let cost = state
         .last
@@ -194,10 +206,18 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 c.flops / c.bytes.max(1.0)
             ));
             ui.end_row();
-            for (name, ceilings) in [
-                ("predicted (measured ceilings)", gpu.measured_ceilings()),
-                ("predicted (spec table)", gpu.spec_ceilings()),
-            ] {
+            let measured = roof
+                .as_ref()
+                .filter(|_| gpu.measured.is_some())
+                .map(|(c, name)| (format!("predicted ({name} roof)"), c.clone()));
+            let spec = spec
+                .clone()
+                .map(|c| ("predicted (spec table)".to_string(), c));
+            for (name, ceilings) in [measured, spec]
+                .into_iter()
+                .flatten()
+                .map(|(n, c)| (n, Some(c)))
+            {
                 if let Some(ceil) = ceilings {
                     let p = ceil.predict(c);
                     ui.label(name);
@@ -210,9 +230,9 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             ui.label("measured (median of 5)");
             ui.label(format!("{ms:.4} ms — {label}"));
             ui.end_row();
-            if let Some(f) = gpu
-                .best_ceilings()
-                .and_then(|c| c.fraction_of_roofline(cost, ms * 1e-3))
+            if let Some(f) = roof
+                .as_ref()
+                .and_then(|(c, _)| c.fraction_of_roofline(cost, ms * 1e-3))
             {
                 ui.label("of the roofline");
                 ui.label(format!("{:.1} %", f * 100.0));
@@ -221,8 +241,8 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         }
     });
     let predicted = cost.and_then(|c| {
-        gpu.best_ceilings()
-            .map(|ceil| ceil.predict(&c).seconds * 1e3)
+        roof.as_ref()
+            .map(|(ceil, _)| ceil.predict(&c).seconds * 1e3)
     });
     let history: Vec<[f64; 2]> = state
         .history

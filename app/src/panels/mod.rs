@@ -19,12 +19,13 @@ pub fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".into(), |v| format!("{v:.4} ms"))
 }
 
-/// A measured run as a roofline point, with its prediction under `ceilings` in the hover text.
+/// A measured run as a roofline point, with its prediction under `roof` (ceilings and their
+/// name, [`crate::Gpu::ceilings_for`]) in the hover text.
 pub fn run_point(
     label: &str,
     cost: &OpCost,
     measured_ms: f64,
-    ceilings: Option<&Ceilings>,
+    roof: Option<(Ceilings, &str)>,
 ) -> RunPoint {
     let s = measured_ms * 1e-3;
     let mut text = format!(
@@ -32,11 +33,15 @@ pub fn run_point(
         cost.flops / s / 1e9,
         cost.bytes / s / 1e9
     );
-    if let Some(c) = ceilings {
+    if let Some((c, name)) = roof {
         let p = c.predict(cost);
-        text += &format!("\npredicted {:.4} ms ({}-bound)", p.seconds * 1e3, p.bound);
+        text += &format!(
+            "\npredicted {:.4} ms ({}-bound, {name} roof)",
+            p.seconds * 1e3,
+            p.bound
+        );
         if let Some(f) = c.fraction_of_roofline(cost, s) {
-            text += &format!(", {:.0} % of the roofline", f * 100.0);
+            text += &format!(", {:.0} % of it", f * 100.0);
         }
     }
     RunPoint {
@@ -61,15 +66,32 @@ pub fn label(case: &CaseSpec) -> String {
     format!("{} {:?} {}", case.op, case.shape, case.dtype)
 }
 
+/// The measured roof a run of `op` in f16 or f32 storage is scored against, and its name:
+/// the tensor cores' for an f16 GEMM where their peak was measured, else the storage type's
+/// FMA peak.
+pub fn measured_roof(
+    m: &ridge_model::report::Measured,
+    op: &str,
+    f16: bool,
+) -> (Ceilings, &'static str) {
+    let tensor = op == "gemm" && f16 && m.tensor_tflops.is_some();
+    let name = match (tensor, f16 && m.f16_tflops.is_some()) {
+        (true, _) => "measured tensor cores",
+        (false, true) => "measured f16 FMA",
+        (false, false) => "measured f32 FMA",
+    };
+    (m.ceilings_for(f16, tensor), name)
+}
+
 /// A timed row of a `ridge bench` report as a roofline point, labelled `prefix` + the case
-/// as [`label`] names it; `None` when the row was not timed.
+/// as [`label`] names it, scored against `roof`; `None` when the row was not timed.
 pub fn report_point(
     prefix: &str,
     row: &ridge_model::report::Row,
-    ceilings: Option<&Ceilings>,
+    roof: Option<(Ceilings, &str)>,
 ) -> Option<(String, RunPoint)> {
     let ms = row.measured_ms?;
     let label = format!("{prefix}{} {:?} {}", row.op, row.shape, row.dtype);
-    let point = run_point(&label, &OpCost::new(row.flops, row.bytes), ms, ceilings);
+    let point = run_point(&label, &OpCost::new(row.flops, row.bytes), ms, roof);
     Some((label, point))
 }

@@ -9,7 +9,8 @@ use crate::Gpu;
 use crate::plot::{self, PALETTE, Roof, RunPoint, Series};
 use crate::tasks::{self, Task};
 
-type SweepResult = Result<Vec<(String, OpCost, f64)>, String>;
+/// Each run: label, cost, measured ms, op, f16 storage.
+type SweepResult = Result<Vec<(String, OpCost, f64, String, bool)>, String>;
 
 /// Measured runs and the sweep in flight.
 #[derive(Default)]
@@ -41,9 +42,9 @@ impl State {
             self.sweep = None;
             match result {
                 Ok(runs) => {
-                    let c = gpu.best_ceilings();
-                    for (label, cost, ms) in runs {
-                        let p = super::run_point(&label, &cost, ms, c.as_ref());
+                    for (label, cost, ms, op, f16) in runs {
+                        let roof = gpu.ceilings_for(&op, f16);
+                        let p = super::run_point(&label, &cost, ms, roof);
                         self.record(label, p);
                     }
                 }
@@ -58,7 +59,9 @@ impl State {
         self.sweep = Some(tasks::spawn(egui, move || async move {
             let mut runs = Vec::new();
             for case in sweep::cases(&ctx, SweepSize::Quick, &[]) {
-                runs.push(super::measure_case(&ctx, &case).await?);
+                let (label, cost, ms) = super::measure_case(&ctx, &case).await?;
+                let f16 = case.dtype == ridge_core::DType::F16;
+                runs.push((label, cost, ms, case.op.clone(), f16));
             }
             Ok(runs)
         }));
@@ -80,6 +83,13 @@ pub fn roofs(gpu: &Gpu) -> Vec<Roof> {
             name: "measured".into(),
             ceilings: c,
             color: PALETTE[1],
+        });
+    }
+    if let Some(m) = gpu.measured.as_ref().filter(|m| m.f16_tflops.is_some()) {
+        roofs.push(Roof {
+            name: "measured, f16".into(),
+            ceilings: m.ceilings(true),
+            color: PALETTE[4],
         });
     }
     if let Some(c) = gpu.measured.as_ref().and_then(|m| m.tensor_ceilings()) {
@@ -106,7 +116,14 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             ui.spinner();
             ui.label("measuring every kernel…");
         }
-        ui.label(format!("{} runs plotted", state.points.len()));
+        // Runs without FLOPs (layout conversions) have no place on a log-log roofline.
+        let drawable = state.points.iter().filter(|(_, p)| p.drawable()).count();
+        let hidden = state.points.len() - drawable;
+        ui.label(if hidden == 0 {
+            format!("{drawable} runs plotted")
+        } else {
+            format!("{drawable} runs plotted ({hidden} without FLOPs not drawn)")
+        });
         if let Some(c) = gpu.best_ceilings() {
             ui.label(format!("ridge point {:.1} FLOP/byte", c.ridge_point()));
         }

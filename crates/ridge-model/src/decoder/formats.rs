@@ -174,9 +174,8 @@ impl Quant {
     /// `llama_tensor_get_type` for these file types.
     pub fn format(self, kind: TensorKind, layer: usize, layers: usize) -> WeightFormat {
         // llama.cpp's `use_more_bits`: the first and last eighth, and every third between.
-        let more_bits = layer < layers / 8
-            || layer >= 7 * layers / 8
-            || (layer - layers / 8) % 3 == 2;
+        let more_bits =
+            layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
         let quantized = |f: WeightFormat| {
             !matches!(
                 f,
