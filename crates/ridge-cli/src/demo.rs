@@ -75,15 +75,7 @@ fn verdict(
     cached: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     if cached {
-        let dir = ridge_nn::fetch::minilm_dir();
-        let bad = ridge_nn::fetch::missing(&ridge_nn::fetch::MINILM, &dir);
-        if !bad.is_empty() {
-            return Err(format!(
-                "{}: {bad:?} differ from their SHA-256 digests",
-                dir.display()
-            )
-            .into());
-        }
+        ridge_nn::fetch::verify(&ridge_nn::fetch::MINILM, &ridge_nn::fetch::minilm_dir())?;
         println!(
             "verdict: all-MiniLM-L6-v2's {} files match their SHA-256 digests",
             ridge_nn::fetch::MINILM.files.len()

@@ -38,6 +38,7 @@ impl ModelArgs {
                     )
                     .into());
                 }
+                fetch::verify(&fetch::MINILM, &dir)?;
                 dir
             }
         };

@@ -35,6 +35,8 @@ impl ModelArgs {
             None => {
                 let p = fetch::smollm2_path();
                 if p.exists() {
+                    let dir = p.parent().unwrap_or(&p);
+                    fetch::verify(&fetch::SMOLLM2, dir).map_err(|e| e.to_string())?;
                     Ok(p)
                 } else {
                     Err(format!(

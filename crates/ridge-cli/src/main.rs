@@ -109,7 +109,43 @@ fn main() -> ExitCode {
     quiet_mesa_egl();
     die_quietly_on_closed_pipes();
     let cli = Cli::parse();
-    let result = match cli.command {
+    // `println!` panics when standard output cannot be written (a full disk, /dev/full):
+    // that becomes one error line and a failure exit, as every other error, not a backtrace.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if stdout_failure(info.payload()).is_none() {
+            default_hook(info);
+        }
+    }));
+    let result =
+        std::panic::catch_unwind(|| run(cli)).unwrap_or_else(|payload| {
+            match stdout_failure(payload.as_ref()) {
+                Some(message) => Err(message.into()),
+                None => std::panic::resume_unwind(payload),
+            }
+        });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The message of a panic raised by a failed write to standard output (`println!`'s "failed
+/// printing to stdout: …"), rephrased; `None` for any other panic.
+fn stdout_failure(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())?;
+    let cause = text.strip_prefix("failed printing to stdout: ")?;
+    Some(format!("cannot write to standard output: {cause}"))
+}
+
+fn run(cli: Cli) -> CliResult {
+    match cli.command {
         Command::Info(args) => info::run(args),
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
@@ -121,13 +157,6 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::generate(args),
         Command::Chat(args) => generate::chat(args),
         Command::Demo(args) => demo::run(args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
     }
 }
 

@@ -289,6 +289,83 @@ fn bad_arguments_fail_fast_with_one_line() {
 /// texts are longer than the model's token limit (all-MiniLM-L6-v2: 256), whose embeddings
 /// cover only their beginning. Needs the model in the cache (`cargo xtask fetch-model`, which
 /// the test command runs first).
+/// Standard output that cannot be written (a full disk) is one error line and a failure for
+/// every command, never a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_standard_output_is_an_error_not_a_panic() {
+    for args in [
+        &["predict"][..],
+        &["predict", "--validate"],
+        &["tune", "--show"],
+        &["fetch-model", "--print-dir"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = Command::new(env!("CARGO_BIN_EXE_ridge"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("ridge runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+/// A cached model that changed since it was fetched (one edited byte of config.json, one
+/// flipped bit of the weights) is refused by name before it runs, never used silently.
+#[test]
+fn a_changed_cached_model_is_refused() {
+    let cache = ridge_nn::fetch::cache_dir();
+    let minilm = ridge_nn::fetch::minilm_dir();
+    let copy = std::env::temp_dir().join(format!("ridge-changed-{}", std::process::id()));
+    let dir = copy.join("models").join(ridge_nn::fetch::MINILM.name);
+    std::fs::create_dir_all(&dir).expect("temp folder");
+    for (name, _, _) in ridge_nn::fetch::MINILM.files {
+        let to = dir.join(name);
+        std::fs::create_dir_all(to.parent().expect("a folder")).expect("temp folder");
+        std::fs::copy(minilm.join(name), &to).unwrap_or_else(|e| {
+            panic!(
+                "{name} in {} (run cargo xtask fetch-model): {e}",
+                cache.display()
+            )
+        });
+    }
+    let env = [("RIDGE_CACHE_DIR", copy.to_str().expect("utf-8 temp path"))];
+    let ok = ridge(&["similarity", "a cat", "a dog"], &env);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let config = dir.join("config.json");
+    let text = std::fs::read_to_string(&config)
+        .expect("config")
+        .replace("\"num_attention_heads\": 12", "\"num_attention_heads\": 6");
+    std::fs::write(&config, text).expect("edit");
+    for args in [
+        &["similarity", "a cat", "a dog"][..],
+        &["embed", "a cat", "--json"],
+    ] {
+        let out = ridge(args, &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} ran on a changed model");
+        assert!(
+            err.contains("config.json differ from the SHA-256 digests"),
+            "{err}"
+        );
+        assert!(err.contains("ridge fetch-model --model minilm"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&copy);
+}
+
 #[test]
 fn embed_reads_standard_input_and_warns_of_cut_texts() {
     use std::io::Write;

