@@ -19,8 +19,8 @@ pub struct Args {
     /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention.
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
-    /// Timed launches per case (median reported; at least 1).
-    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    /// Timed launches per case (median reported; 1 to 1000).
+    #[arg(long, default_value_t = 10, value_parser = crate::repeats, allow_negative_numbers = true)]
     repeats: usize,
     /// Write the JSON report (adapter fingerprint, ceilings, every case, accuracy) here;
     /// `-` prints it instead of the table.

@@ -6,8 +6,8 @@ use ridge_kernels::suite;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Timed launches per case (the median is reported; at least 1).
-    #[arg(long, default_value_t = 10, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    /// Timed launches per case (the median is reported; 1 to 1000).
+    #[arg(long, default_value_t = 10, value_parser = crate::repeats, allow_negative_numbers = true)]
     repeats: usize,
     /// Print JSON (adapter fingerprint, timing method, one object per case) instead of a table.
     #[arg(long)]

@@ -37,11 +37,14 @@ enum Command {
     /// intensity, predicted time (spec and measured ceilings), measured time, bound and % of
     /// roofline, and the model's accuracy.
     Bench(bench::Args),
-    /// Predict a Transformer's per-op times and memory on a GPU of the spec table (no GPU
-    /// needed).
+    /// Predict a Transformer on a GPU of the spec table (no GPU needed): an encoder's per-op
+    /// times and memory, or a decoder LLM's prefill and decode tokens/s, time to first token
+    /// and whether it fits; `--validate` checks the decoder model against published rates.
     Predict(predict::Args),
     /// Find the fastest kernel variants for this adapter (the autotuner) and write them to
-    /// the user's tuning table; `--show` prints the tables in use.
+    /// the user's tuning table (`$RIDGE_CACHE_DIR/tuning`, by default ~/.cache/ridge/tuning):
+    /// the choice in force is timed first and kept unless a candidate beats it by 5 % twice;
+    /// `--show` prints the tables in use.
     Tune(tune::Args),
     /// Sentence embeddings with all-MiniLM-L6-v2 (or any local BERT sentence-transformers
     /// folder), computed on Ridge's kernels.
@@ -85,6 +88,18 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
         Ok(n) if n < 1 => Err("must be at least 1".into()),
         Ok(n) => usize::try_from(n).map_err(|_| format!("must be at most {}", usize::MAX)),
         Err(_) => Err("not a whole number".into()),
+    }
+}
+
+/// The most timed launches per case `--repeats` takes: a median of 1000 is as steady as
+/// timing gets, and more only makes a run look hung.
+pub const MAX_REPEATS: usize = 1000;
+
+/// Parses `--repeats`: 1 to [`MAX_REPEATS`].
+pub fn repeats(s: &str) -> Result<usize, String> {
+    match at_least_one(s)? {
+        n if n > MAX_REPEATS => Err(format!("must be at most {MAX_REPEATS}")),
+        n => Ok(n),
     }
 }
 

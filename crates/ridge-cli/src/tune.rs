@@ -23,8 +23,8 @@ pub struct Args {
     /// it goes: each gets what is left over the problems left, and always its first candidate.
     #[arg(long, default_value = "120s", allow_hyphen_values = true)]
     budget: String,
-    /// Timed launches per candidate (median; at least 1).
-    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    /// Timed launches per candidate (median; 1 to 1000).
+    #[arg(long, default_value_t = 5, value_parser = crate::repeats, allow_negative_numbers = true)]
     repeats: usize,
     /// Print the tables in use and where each representative problem's variant comes from;
     /// tune nothing.
@@ -223,11 +223,16 @@ pub fn run(args: Args) -> crate::CliResult {
             e.ms.unwrap_or(f64::NAN)
         );
     }
-    println!(
-        "user table written to {} ({problems_kept} of {} problems got an entry: the others' \
-         choice in force was not beaten)",
-        path.display(),
-        problems.len()
-    );
+    let kept = if problems_kept == problems.len() {
+        "every problem got an entry".to_string()
+    } else {
+        format!(
+            "{problems_kept} of {} problems got an entry; the others keep the choice in force \
+             (no candidate beat it by {:.0} % twice)",
+            problems.len(),
+            100.0 * ridge_tune::autotune::MARGIN
+        )
+    };
+    println!("user table written to {} ({kept})", path.display());
     Ok(ExitCode::SUCCESS)
 }

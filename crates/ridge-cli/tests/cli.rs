@@ -220,6 +220,10 @@ fn bad_arguments_fail_fast_with_one_line() {
     );
     fails(&["check", "--repeats", "0"], "must be at least 1");
     fails(&["tune", "--repeats", "0"], "must be at least 1");
+    fails(
+        &["bench", "--repeats", "4294967296"],
+        "must be at most 1000",
+    );
     fails(&["predict", "--seq", "513"], "512 positions");
     fails(
         &["predict", "--seq", "18446744073709551615"],

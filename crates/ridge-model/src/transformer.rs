@@ -50,12 +50,13 @@ impl TransformerShape {
         let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
         // Bounds far above any published model (widths ≈ 2^14–2^16, vocabularies ≈ 2^18,
         // contexts ≈ 2^23), low enough that products such as vocab · d and d · d_ff stay exact.
+        // Every size is at least 1: a layer count or width of 0 prices nothing.
         let get = |k: &str, max: u64| -> Result<Option<usize>, String> {
             match v.get(k).map(|x| x.as_u64()) {
                 None => Ok(None),
-                Some(Some(n)) if n <= max => Ok(Some(n as usize)),
+                Some(Some(n)) if (1..=max).contains(&n) => Ok(Some(n as usize)),
                 Some(_) => Err(format!(
-                    "config.json: {k} is not a whole number in 0..={max}"
+                    "config.json: {k} is not a whole number in 1..={max}"
                 )),
             }
         };
@@ -82,7 +83,15 @@ impl TransformerShape {
                         .is_some_and(|s| s.ends_with("ForCausalLM") || s.ends_with("LMHeadModel"))
                 })
             });
-        if causal || model_type.is_some_and(|t| !ENCODERS.contains(&t)) {
+        // Without either field, a decoder's own keys give it away (grouped-query heads,
+        // rotary positions, RMSNorm, SiLU).
+        let decoder_keys = ["num_key_value_heads", "rope_theta", "rms_norm_eps"]
+            .iter()
+            .any(|k| v.get(k).is_some())
+            || v.get("hidden_act").and_then(|a| a.as_str()) == Some("silu");
+        let untyped = model_type.is_none() && v.get("architectures").is_none();
+        if causal || model_type.is_some_and(|t| !ENCODERS.contains(&t)) || (untyped && decoder_keys)
+        {
             return Err(format!(
                 "config.json describes a decoder ({}); this model prices BERT-style encoders ({})",
                 model_type.unwrap_or("a causal language model"),
@@ -463,12 +472,21 @@ mod tests {
                 .unwrap_err()
                 .contains("decoder")
         );
+        // No model_type nor architectures, but a Llama's keys.
+        let untyped = r#"{"hidden_size":576,"num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"intermediate_size":1536,"vocab_size":49152,"rms_norm_eps":1e-5,"hidden_act":"silu"}"#;
+        assert!(
+            TransformerShape::from_hf_config(untyped)
+                .unwrap_err()
+                .contains("decoder")
+        );
         let bert = r#"{"model_type":"bert","hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522}"#;
         assert!(TransformerShape::from_hf_config(bert).is_ok());
         // Sizes whose FLOP counts would overflow, negative and fractional sizes: refused by name.
         for (bad, field) in [
             (r#""hidden_size":1099511627776"#, "hidden_size"),
             (r#""hidden_size":-384"#, "hidden_size"),
+            (r#""hidden_size":0"#, "hidden_size"),
+            (r#""num_hidden_layers":0"#, "num_hidden_layers"),
             (r#""vocab_size":30522.5"#, "vocab_size"),
             (
                 r#""max_position_embeddings":18446744073709551615"#,
@@ -481,7 +499,7 @@ mod tests {
             let end = start + base[start..].find([',', '}']).unwrap();
             let json = format!("{}{bad}{}", &base[..start], &base[end..]);
             let err = TransformerShape::from_hf_config(&json).unwrap_err();
-            assert!(err.contains(field) && err.contains("0..="), "{json}: {err}");
+            assert!(err.contains(field) && err.contains("1..="), "{json}: {err}");
         }
     }
 

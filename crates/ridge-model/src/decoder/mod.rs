@@ -248,8 +248,8 @@ impl DecoderShape {
         Self::presets().into_iter().find(|p| p.name == n)
     }
 
-    /// Whether a `config.json` describes a decoder this module models (its `architectures`
-    /// or `model_type` names Llama, Mistral or Qwen2).
+    /// Whether a `config.json` describes a decoder this module models: its `architectures`
+    /// or `model_type` names Llama, Mistral or Qwen2, or, with neither, it has a Llama's keys.
     pub fn is_decoder_config(json: &str) -> bool {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
             return false;
@@ -261,9 +261,17 @@ impl DecoderShape {
             .filter_map(|a| a.as_str().map(str::to_lowercase))
             .chain(v["model_type"].as_str().map(str::to_lowercase))
             .collect();
-        names
+        let named = names
             .iter()
-            .any(|n| ["llama", "mistral", "qwen2"].iter().any(|k| n.contains(k)))
+            .any(|n| ["llama", "mistral", "qwen2"].iter().any(|k| n.contains(k)));
+        // A config with neither field: a Llama's own keys (grouped-query heads, rotary
+        // positions, RMSNorm, SiLU) make it one.
+        let untyped = v.get("model_type").is_none() && v.get("architectures").is_none();
+        let llama_keys = ["num_key_value_heads", "rope_theta", "rms_norm_eps"]
+            .iter()
+            .any(|k| v.get(k).is_some())
+            || v["hidden_act"].as_str() == Some("silu");
+        named || (untyped && llama_keys)
     }
 
     /// Reads a Hugging Face `config.json` of a Llama, Mistral or Qwen2 model.
@@ -522,6 +530,10 @@ mod tests {
         );
         let bert = r#"{"architectures": ["BertModel"], "hidden_size": 384}"#;
         assert!(!DecoderShape::is_decoder_config(bert));
+        // Neither field, but a Llama's keys.
+        let untyped = llama.replace("\"architectures\": [\"LlamaForCausalLM\"],", "");
+        assert!(DecoderShape::is_decoder_config(&untyped));
+        assert!(DecoderShape::from_hf_config("x", &untyped).is_ok());
         let bad_kv = llama.replace("\"num_key_value_heads\": 3", "\"num_key_value_heads\": 4");
         assert!(
             DecoderShape::from_hf_config("x", &bad_kv)
