@@ -115,7 +115,7 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 
     say(format!(
-        "\n{:<12} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+        "\n{:<16} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
         "op",
         "shape",
         "type",
@@ -193,7 +193,7 @@ pub fn run(args: Args) -> crate::CliResult {
             roofline_fraction: measured_ms.and_then(|t| ceil.fraction_of_roofline(&cost, t * 1e-3)),
         };
         say(format!(
-            "{:<12} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+            "{:<16} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
             row.op,
             format!("{:?}", row.shape),
             row.dtype,

@@ -60,7 +60,7 @@ pub struct EmbedArgs {
     #[arg(long, value_name = "FILE")]
     file: Option<PathBuf>,
     /// Texts encoded together on the GPU (1–128).
-    #[arg(long, default_value_t = 32, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 32, value_parser = batch_size, allow_negative_numbers = true)]
     batch_size: usize,
     /// JSON Lines: one {"index", "text", "embedding"} object per text.
     #[arg(long)]
@@ -98,9 +98,10 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     warn_truncated(&model, &texts)?;
     // Results stream: texts go through the model a few batches at a time (sorted by length
     // within each slice, as sentence-transformers sorts) and each slice's lines are written
-    // as soon as it is done, with a progress bar on stderr for long inputs.
+    // in input order as soon as it is done; the progress bar on stderr moves with every
+    // batch, whenever there is more than one.
     let slice = args.batch_size * 8;
-    let bar = if texts.len() > slice {
+    let bar = if texts.len() > args.batch_size {
         let bar = indicatif::ProgressBar::new(texts.len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
@@ -116,10 +117,14 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     let mut out = std::io::stdout().lock();
     for (start, chunk) in texts.chunks(slice).enumerate().map(|(c, t)| (c * slice, t)) {
         let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
-        let vectors = pollster::block_on(model.embed(&ctx, &refs, args.batch_size))?;
+        let vectors = pollster::block_on(model.embed_with_progress(
+            &ctx,
+            &refs,
+            args.batch_size,
+            &mut |n| bar.inc(n as u64),
+        ))?;
         write_lines(&mut out, start, chunk, &vectors, args.json)?;
         out.flush()?;
-        bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
     Ok(ExitCode::SUCCESS)
@@ -232,4 +237,14 @@ pub fn similarity(args: SimilarityArgs) -> crate::CliResult {
         println!("{c:.6}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `--batch-size`: 1 to the embedder's largest batch.
+fn batch_size(s: &str) -> Result<usize, String> {
+    let most = ridge_nn::sentence::MAX_BATCH;
+    match s.parse::<i128>() {
+        Ok(n) if (1..=most as i128).contains(&n) => Ok(n as usize),
+        Ok(_) => Err(format!("must be 1 to {most}")),
+        Err(_) => Err("not a whole number".into()),
+    }
 }

@@ -65,7 +65,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     temperature: f32,
     /// Sample only among the K most likely tokens (0: all).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     top_k: usize,
     /// Sample only among the most likely tokens whose probabilities add up to P (0 < P ≤ 1).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -74,7 +74,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     repetition_penalty: f32,
     /// Seed of the sampler: the same seed and settings give the same text.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     seed: u64,
 }
 
@@ -256,11 +256,23 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     let mut failed = None;
     let stats = pollster::block_on(model.generate(&ctx, &mut cache, &prompt, &options, |t| {
         let line = if args.json {
-            let mut o = serde_json::json!({ "id": t.id, "text": t.text });
-            if args.top_logits > 0 {
-                o["top_logits"] = serde_json::json!(t.top_logits);
+            // Serialized directly, not through a JSON `Value`: the f32 logits keep their
+            // shortest exact form instead of becoming 17-digit f64s.
+            #[derive(serde::Serialize)]
+            struct Line<'a> {
+                id: u32,
+                text: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                top_logits: Option<&'a [(u32, f32)]>,
             }
-            writeln!(out, "{o}")
+            let line = Line {
+                id: t.id,
+                text: &t.text,
+                top_logits: (args.top_logits > 0).then_some(t.top_logits.as_slice()),
+            };
+            serde_json::to_string(&line)
+                .map_err(std::io::Error::other)
+                .and_then(|l| writeln!(out, "{l}"))
         } else {
             write!(out, "{}", t.text)
         };
@@ -276,7 +288,9 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     if args.json {
         writeln!(out, "{}", serde_json::json!({ "timings": stats }))?;
     } else {
+        // The reply's line ends before the statistics go to stderr, wherever it stopped.
         writeln!(out)?;
+        out.flush()?;
         eprintln!("{}", stats_line(&stats));
     }
     Ok(ExitCode::SUCCESS)
@@ -304,7 +318,14 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     let ctx = crate::context()?;
     let path = args.model.path()?;
     let model = args.model.load(&ctx)?;
-    let context = args.context.min(model.model().config().context);
+    let most = model.model().config().context;
+    if args.context > most {
+        eprintln!(
+            "warning: --context {} is more than the model's {most} positions: the chat holds {most}",
+            args.context
+        );
+    }
+    let context = args.context.min(most);
     let mut session = Session::new(model.cache(&ctx, context)?);
     let interrupted = interrupt_flag();
     eprintln!(

@@ -27,18 +27,19 @@ const BANDWIDTH_HEIGHT: u32 = 440;
 const TITLE_HEIGHT: u32 = 36;
 
 /// Tableau 10 (colours told apart in print and by most colour-blind readers), then black and
-/// olive: every op of the sweep has a colour of its own.
+/// olive: every op of the sweep has a colour of its own. Yellow is moved away from orange so
+/// that no two ops of the same kind (layer_norm and add) get look-alike colours.
 const PALETTE: [RGBColor; 12] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
     RGBColor(0x76, 0xb7, 0xb2),
     RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0x79, 0x70, 0x6e),
     RGBColor(0xb0, 0x7a, 0xa1),
     RGBColor(0xff, 0x9d, 0xa7),
     RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0x79, 0x70, 0x6e),
+    RGBColor(0xed, 0xc9, 0x48),
     RGBColor(0x10, 0x10, 0x10),
     RGBColor(0x80, 0x80, 0x00),
 ];
@@ -48,7 +49,6 @@ enum Shape {
     Circle,
     Triangle,
     Square,
-    Diamond,
 }
 
 /// How one op is drawn: colour and shape both vary with the op's index (12 colours × 4
@@ -60,20 +60,20 @@ struct Style {
 }
 
 impl Style {
-    fn of(op: &str) -> Style {
+    /// The colour names the op; the shape its storage type (f32 circles, f16 triangles, any
+    /// other squares).
+    fn of(op: &str, dtype: &str) -> Style {
         let i = sweep::OPS
             .iter()
             .position(|o| *o == op)
             .unwrap_or(sweep::OPS.len());
-        let shapes = [
-            Shape::Circle,
-            Shape::Triangle,
-            Shape::Square,
-            Shape::Diamond,
-        ];
         Style {
             color: PALETTE[i % PALETTE.len()],
-            shape: shapes[i % shapes.len()],
+            shape: match dtype {
+                "f32" => Shape::Circle,
+                "f16" => Shape::Triangle,
+                _ => Shape::Square,
+            },
         }
     }
 }
@@ -122,15 +122,6 @@ impl<C, DB: DrawingBackend> Drawable<DB> for Marker<C> {
             Shape::Triangle => outline(
                 backend,
                 &[(x, y - r - 1), (x + r + 1, y + r), (x - r - 1, y + r)],
-            ),
-            Shape::Diamond => outline(
-                backend,
-                &[
-                    (x, y - r - 1),
-                    (x + r + 1, y),
-                    (x, y + r + 1),
-                    (x - r - 1, y),
-                ],
             ),
         }
     }
@@ -224,23 +215,31 @@ fn points<'a>(rows: &[&'a Row], xy: impl Fn(&Row) -> Option<(f64, f64)>) -> Vec<
         .collect()
 }
 
-/// The ops of `points` in [`sweep::OPS`] order, each once, with how many runs it has.
-fn ops(points: &[Point]) -> Vec<(String, usize)> {
-    let mut ops: Vec<String> = points.iter().map(|p| p.row.op.clone()).collect();
-    ops.sort_by_key(|op| {
+/// The (op, storage type) pairs of `points` in [`sweep::OPS`] order, each once, with how many
+/// runs it has.
+fn ops(points: &[Point]) -> Vec<((String, String), usize)> {
+    let mut ops: Vec<(String, String)> = points
+        .iter()
+        .map(|p| (p.row.op.clone(), p.row.dtype.clone()))
+        .collect();
+    ops.sort_by_key(|(op, dtype)| {
         (
             sweep::OPS
                 .iter()
                 .position(|o| o == op)
                 .unwrap_or(usize::MAX),
             op.clone(),
+            dtype.clone(),
         )
     });
     ops.dedup();
     ops.into_iter()
-        .map(|op| {
-            let n = points.iter().filter(|p| p.row.op == op).count();
-            (op, n)
+        .map(|key| {
+            let n = points
+                .iter()
+                .filter(|p| p.row.op == key.0 && p.row.dtype == key.1)
+                .count();
+            (key, n)
         })
         .collect()
 }
@@ -256,7 +255,7 @@ where
 {
     chart.draw_series(points.iter().map(|p| Marker {
         at: (p.x, p.y),
-        style: Style::of(&p.row.op),
+        style: Style::of(&p.row.op, &p.row.dtype),
         filled: !p.above,
     }))?;
     Ok(())
@@ -352,8 +351,11 @@ where
         ));
     }
     draw_points(&mut chart, &points)?;
-    for (op, n) in ops(&points) {
-        legend.push(Entry::Op(Style::of(&op), format!("{op} ({n})")));
+    for ((op, dtype), n) in ops(&points) {
+        legend.push(Entry::Op(
+            Style::of(&op, &dtype),
+            format!("{op} {dtype} ({n})"),
+        ));
     }
     let notes = above_roof_notes(report, &points);
     if !notes.is_empty() {
@@ -436,8 +438,11 @@ where
         legend.push(Entry::Line(red, format!("spec {} GB/s", short(s))));
     }
     draw_points(&mut chart, &points)?;
-    for (op, n) in ops(&points) {
-        legend.push(Entry::Op(Style::of(&op), format!("{op} ({n})")));
+    for ((op, dtype), n) in ops(&points) {
+        legend.push(Entry::Op(
+            Style::of(&op, &dtype),
+            format!("{op} {dtype} ({n})"),
+        ));
     }
     let notes = above_roof_notes(report, &points);
     if !notes.is_empty() {
@@ -462,10 +467,10 @@ fn above_roof_notes(report: &BenchReport, points: &[Point]) -> Vec<String> {
             })
     };
     let mut notes = Vec::new();
-    for (op, _) in ops(points) {
+    for ((op, dtype), _) in ops(points) {
         let above: Vec<&Point> = points
             .iter()
-            .filter(|p| p.above && p.row.op == op)
+            .filter(|p| p.above && p.row.op == op && p.row.dtype == dtype)
             .collect();
         let Some(top) = above
             .iter()
@@ -495,7 +500,7 @@ fn above_roof_notes(report: &BenchReport, points: &[Point]) -> Vec<String> {
             "faster than the copy measured for this run: ceilings vary run to run".into()
         };
         notes.push(format!(
-            "{op}: {} of its runs above the roof (up to {:.0} %): {why}.",
+            "{op} {dtype}: {} of its runs above the roof (up to {:.0} %): {why}.",
             above.len(),
             100.0 * top
         ));
@@ -612,22 +617,28 @@ mod tests {
 
     #[test]
     fn every_op_of_the_sweep_has_its_own_style() {
-        let styles: Vec<Style> = sweep::OPS.iter().map(|op| Style::of(op)).collect();
+        let styles: Vec<Style> = sweep::OPS.iter().map(|op| Style::of(op, "f32")).collect();
         for (i, a) in styles.iter().enumerate() {
             for (j, b) in styles.iter().enumerate().skip(i + 1) {
-                assert_ne!(a, b, "{} and {} drawn alike", sweep::OPS[i], sweep::OPS[j]);
-                // Colour alone tells the first 12 ops apart (shapes help past that).
-                if j < PALETTE.len() {
-                    assert_ne!(
-                        a.color,
-                        b.color,
-                        "{} and {} share a colour",
-                        sweep::OPS[i],
-                        sweep::OPS[j]
-                    );
-                }
+                // Colour alone tells the ops apart.
+                assert_ne!(
+                    a.color,
+                    b.color,
+                    "{} and {} share a colour",
+                    sweep::OPS[i],
+                    sweep::OPS[j]
+                );
             }
         }
+        // The storage type is the shape.
+        assert_ne!(
+            Style::of("gemm", "f16").shape,
+            Style::of("gemm", "f32").shape
+        );
+        assert_eq!(
+            Style::of("gemm", "f16").color,
+            Style::of("gemm", "f32").color
+        );
     }
 
     /// A report shaped like lavapipe's: the copy's curve peaks at 4 MB (a cache) above the
@@ -669,12 +680,12 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         // In the sweep's order of ops: the GEMM first.
         assert!(
-            notes[0].starts_with("gemm: 1 of its runs above the roof (up to 110 %)"),
+            notes[0].starts_with("gemm f32: 1 of its runs above the roof (up to 110 %)"),
             "{notes:?}"
         );
         assert!(notes[0].contains("FMA peak"), "{notes:?}");
         assert!(
-            notes[1].starts_with("add: 1 of its runs above the roof (up to 127 %)"),
+            notes[1].starts_with("add f32: 1 of its runs above the roof (up to 127 %)"),
             "{notes:?}"
         );
         assert!(notes[1].contains("up to 12.6 MB fit a cache"), "{notes:?}");
@@ -687,7 +698,13 @@ mod tests {
         roofline_svg(&report, &path).expect("drawn");
         let svg = std::fs::read_to_string(&path).expect("written");
         let _ = std::fs::remove_file(&path);
-        for want in ["Roofline", "Bandwidth", "add (2)", "gemm (1)", "12.6 MB"] {
+        for want in [
+            "Roofline",
+            "Bandwidth",
+            "add f32 (2)",
+            "gemm f32 (1)",
+            "12.6",
+        ] {
             assert!(svg.contains(want), "no {want:?} in the SVG");
         }
     }

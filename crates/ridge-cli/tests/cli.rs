@@ -79,8 +79,8 @@ fn bench_smoke_runs_one_tiny_sweep_reports_json_and_draws_it() {
     for want in [
         "Roofline".to_string(),
         "Bandwidth".to_string(),
-        format!("add ({})", runs("add")),
-        format!("transpose ({})", runs("transpose")),
+        format!("add f32 ({})", runs("add")),
+        format!("transpose f32 ({})", runs("transpose")),
     ] {
         assert!(drawn.contains(&want), "no {want:?} in the SVG");
     }
@@ -232,7 +232,12 @@ fn bad_arguments_fail_fast_with_one_line() {
     fails(&["tune", "--budget", "-5"], "not a time");
     fails(&["tune", "--budget", "0"], "more than zero");
     fails(&["tune", "--repeats", "-1"], "must be at least 1");
-    fails(&["embed", "x", "--batch-size", "-1"], "must be at least 1");
+    fails(&["embed", "x", "--batch-size", "-1"], "must be 1 to 128");
+    fails(
+        &["embed", "x", "--batch-size", "99999999999999999999"],
+        "must be 1 to 128",
+    );
+    fails(&["generate", "hi", "--top-k", "-1"], "invalid value '-1'");
     fails(&["predict", "--seq", "0"], "must be at least 1");
     // Counts that would wrap or lose exactness are refused, not printed wrong.
     fails(
@@ -460,6 +465,24 @@ fn generate_json_streams_prompt_ids_tokens_and_timings() {
     assert_eq!(ids, [504, 3575, 282]);
     assert_eq!(lines[1]["text"], "The");
     assert_eq!(lines[1]["top_logits"][0][0], 504);
+    // Logits are f32, printed in their shortest exact form (never 17 f64 digits).
+    let raw = String::from_utf8_lossy(&out.stdout);
+    let logit = raw
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split("],[")
+        .next()
+        .unwrap()
+        .to_string();
+    let digits = logit
+        .rsplit(',')
+        .next()
+        .unwrap()
+        .trim_matches(|c: char| !c.is_ascii_digit() && c != '.' && c != '-');
+    assert!(digits.len() <= 12, "{logit}");
+    let value: f32 = digits.parse().unwrap();
+    assert_eq!(value.to_string(), digits, "{logit}");
     assert_eq!(lines[4]["timings"]["generated"], 3);
     assert_eq!(lines[4]["timings"]["finish"], "length");
 }

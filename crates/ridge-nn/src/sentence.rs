@@ -128,6 +128,21 @@ impl SentenceEmbedder {
         texts: &[&str],
         batch_size: usize,
     ) -> Result<Vec<Vec<f32>>> {
+        self.embed_with_progress(ctx, texts, batch_size, &mut |_| {})
+            .await
+    }
+
+    /// [`SentenceEmbedder::embed`], calling `on_batch` with the number of texts each batch
+    /// embedded as soon as its results are back (a progress bar's sign of life).
+    ///
+    /// Errors: as [`SentenceEmbedder::embed`].
+    pub async fn embed_with_progress(
+        &self,
+        ctx: &Context,
+        texts: &[&str],
+        batch_size: usize,
+        on_batch: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Err(Error::Input("no texts to embed".into()));
         }
@@ -156,10 +171,12 @@ impl SentenceEmbedder {
             let next = (pooled.read_back(ctx)?, chunk);
             if let Some((read, rows)) = pending.replace(next) {
                 self.place(&read.to_f32(ctx).await?, rows, &mut out)?;
+                on_batch(rows.len());
             }
         }
         if let Some((read, rows)) = pending {
             self.place(&read.to_f32(ctx).await?, rows, &mut out)?;
+            on_batch(rows.len());
         }
         Ok(out)
     }

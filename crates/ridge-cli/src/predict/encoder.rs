@@ -124,22 +124,22 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             "mixed"
         };
         println!(
-            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>9.4} ms {:>6.1}%  {bound}",
+            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12} {:>6.1}%  {bound}",
             cost.flops,
             cost.bytes,
             cost.intensity(),
-            seconds * 1e3,
+            time(*seconds),
             100.0 * seconds / total_s
         );
     }
     println!(
-        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>9.4} ms  → {:.0} sequences/s (no dispatch overhead: datasheets do not state one)",
+        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12}  → {:.0} sequences/s (no dispatch overhead: datasheets do not state one)",
         "total",
         ops.len(),
         total_cost.flops,
         total_cost.bytes,
         total_cost.intensity(),
-        total_s * 1e3,
+        time(total_s),
         batch as f64 / total_s
     );
     println!(
@@ -157,4 +157,15 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         mb(memory.kv_cache)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A time in the unit that shows its digits: `12.3 µs`, `1.234 ms`, `2.50 s`.
+fn time(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.1} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.3} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.2} s")
+    }
 }
