@@ -41,6 +41,11 @@ fn teach_panel() {
             .next()
             .is_some()
     );
+    // One layer's memory: its own weights (d = 384, FFN 1536, f32: 1,774,464 parameters,
+    // 7.10 MB; the 47 MB embedding table belongs to no layer), no KV cache row for an
+    // encoder.
+    h.get_by_label("7.10 MB");
+    assert!(h.query_by_label("KV cache").is_none());
     snapshot(&mut h, "teach");
 }
 

@@ -82,11 +82,14 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             .logarithmic(true)
             .text("sequence length n"),
     );
+    // Heads of 64: the width moves in steps of 64, so the slider shows the width counted.
     ui.add(
         egui::Slider::new(&mut state.hidden, 64..=8192)
             .logarithmic(true)
+            .step_by(64.0)
             .text("width d"),
     );
+    state.hidden = state.shape().hidden;
     ui.add(
         egui::Slider::new(&mut state.batch, 1..=256)
             .logarithmic(true)
@@ -138,20 +141,23 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
                 ui.end_row();
             }
         });
+        // One layer's own weights (the embedding tables belong to no layer), its live
+        // activations; an encoder keeps no KV cache (a decoder's is in `ridge predict`).
         let mem = InferenceMemory::of(&shape, state.batch, n, bytes);
+        let weights = (shape.layer_params() * bytes) as f64;
         ui.heading("Inference memory (one layer)");
         egui::Grid::new("memory").striped(true).show(ui, |ui| {
             for (k, v) in [
-                ("weights", mem.weights),
+                ("weights", weights),
                 ("activations", mem.activations),
-                ("KV cache", mem.kv_cache),
-                ("total", mem.total()),
+                ("total", weights + mem.activations),
             ] {
                 ui.label(k);
                 ui.label(si(v, "B"));
                 ui.end_row();
             }
         });
+        ui.small("an encoder keeps no KV cache: it attends over its own tokens in one pass");
         ui.label(format!(
             "{}: ridge point {:.1} FLOP/byte ({:.0} TFLOP/s ÷ {:.0} GB/s)",
             spec.name,
@@ -161,10 +167,13 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
         ));
         ui.small(&spec.source);
     });
-    let plan = encoder_ops(&shape, state.batch, n, false, bytes);
+    // The layer's own ops: the embeddings and pooling are not part of it.
+    let plan: Vec<_> = encoder_ops(&shape, state.batch, n, false, bytes)
+        .into_iter()
+        .filter(|p| p.scope.starts_with("layer 0"))
+        .collect();
     let points: Vec<RunPoint> = plan
         .iter()
-        .filter(|p| p.scope != "embeddings")
         .map(|p| {
             let pred = ceilings.predict(&p.cost);
             let intensity = p.cost.flops / p.cost.bytes.max(1.0);

@@ -126,12 +126,24 @@ impl TransformerShape {
     /// narrowed by grouped-query attention), two layer norms, the two FFN matrices with
     /// biases.
     pub fn encoder_params(&self) -> usize {
+        self.embedding_params() + self.layers * self.layer_params()
+    }
+
+    /// Parameters of the embeddings: word, position and 2 token-type tables and their
+    /// layer norm.
+    pub fn embedding_params(&self) -> usize {
+        (self.vocab + self.max_positions + 2) * self.hidden + 2 * self.hidden
+    }
+
+    /// Parameters of one encoder layer: Q, K, V and output projections with biases (K and V
+    /// narrowed by grouped-query attention), two layer norms, the two FFN matrices with
+    /// biases.
+    pub fn layer_params(&self) -> usize {
         let (d, f) = (self.hidden, self.intermediate);
         let kv = self.kv_heads * self.head_dim();
-        let embeddings = (self.vocab + self.max_positions + 2) * d + 2 * d;
         let attention = d * d + d + 2 * (d * kv + kv) + d * d + d;
         let ffn = d * f + f + f * d + d;
-        embeddings + self.layers * (attention + ffn + 4 * d)
+        attention + ffn + 4 * d
     }
 }
 
