@@ -351,17 +351,7 @@ where
         ));
     }
     draw_points(&mut chart, &points)?;
-    for ((op, dtype), n) in ops(&points) {
-        legend.push(Entry::Op(
-            Style::of(&op, &dtype),
-            format!("{op} {dtype} ({n})"),
-        ));
-    }
-    let notes = above_roof_notes(report, &points);
-    if !notes.is_empty() {
-        legend.push(Entry::Hollow);
-    }
-    side_column(&side, &legend, &notes)
+    points_legend(report, &points, legend, &side)
 }
 
 fn bandwidth_panel<DB: DrawingBackend>(
@@ -438,17 +428,31 @@ where
         legend.push(Entry::Line(red, format!("spec {} GB/s", short(s))));
     }
     draw_points(&mut chart, &points)?;
-    for ((op, dtype), n) in ops(&points) {
+    points_legend(report, &points, legend, &side)
+}
+
+/// The side column of a panel: `legend` (its roofs), an entry per (op, storage type) of
+/// `points`, and the notes on runs above their roof.
+fn points_legend<DB: DrawingBackend>(
+    report: &BenchReport,
+    points: &[Point],
+    mut legend: Vec<Entry>,
+    side: &DrawingArea<DB, Shift>,
+) -> Result<(), Error>
+where
+    DB::ErrorType: 'static,
+{
+    for ((op, dtype), n) in ops(points) {
         legend.push(Entry::Op(
             Style::of(&op, &dtype),
             format!("{op} {dtype} ({n})"),
         ));
     }
-    let notes = above_roof_notes(report, &points);
+    let notes = above_roof_notes(report, points);
     if !notes.is_empty() {
         legend.push(Entry::Hollow);
     }
-    side_column(&side, &legend, &notes)
+    side_column(side, &legend, &notes)
 }
 
 /// Why runs sit above their roof, one line per op that has any: a working set small enough

@@ -185,18 +185,9 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         w.format,
         gb(w.total(s.tied_embeddings))
     );
-    let e = &p.efficiency;
     println!(
-        "on {} ({} GB/s, {} TFLOP/s f16): {} efficiency fitted to {} + {} published rows: {:.0} % of bandwidth, {:.0} % of compute, {:.0} µs per layer and pass",
-        gpu.name,
-        gpu.bandwidth_gbps,
-        gpu.f16_tflops,
-        e.vendor,
-        e.rows.0,
-        e.rows.1,
-        100.0 * e.bandwidth,
-        100.0 * e.compute,
-        1e6 * e.layer_overhead_s
+        "on {} ({} GB/s, {} TFLOP/s f16), efficiency terms of {}",
+        gpu.name, gpu.bandwidth_gbps, gpu.f16_tflops, p.efficiency
     );
     println!(
         "\n{:<8} {:>7} {:>10} {:>13} {:>17} {:>15}",

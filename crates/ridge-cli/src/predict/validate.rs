@@ -70,15 +70,7 @@ pub fn run(json: bool) -> crate::CliResult {
     }
     println!("\nefficiency terms per vendor, fitted to these rows (no per-GPU term):");
     for e in Efficiency::fitted() {
-        println!(
-            "  {:<12} {:>2} decode + {:>2} prefill rows: {:.0} % of bandwidth, {:.0} % of compute, {:.0} µs per layer and pass",
-            e.vendor,
-            e.rows.0,
-            e.rows.1,
-            100.0 * e.bandwidth,
-            100.0 * e.compute,
-            1e6 * e.layer_overhead_s
-        );
+        println!("  {e}");
     }
     println!(
         "(rows fitted and checked are the same: these errors are in-sample; sources in crates/ridge-model/data/published.json)"

@@ -40,6 +40,28 @@ pub struct DecoderShape {
     pub context: usize,
 }
 
+/// The presets, one row each, from each model's `config.json` on Hugging Face: (name, layers,
+/// hidden, heads, KV heads, head width, FFN width, vocabulary, tied embeddings, context).
+#[rustfmt::skip]
+#[allow(clippy::type_complexity)]
+pub const PRESETS: &[(&str, usize, usize, usize, usize, usize, usize, usize, bool, usize)] = &[
+    ("smollm2-135m",   30,  576,  9,  3,  64,  1536,  49152, true,    8192),
+    ("smollm2-360m",   32,  960, 15,  5,  64,  2560,  49152, true,    8192),
+    ("smollm2-1.7b",   24, 2048, 32, 32,  64,  8192,  49152, true,    8192),
+    ("tinyllama-1.1b", 22, 2048, 32,  4,  64,  5632,  32000, false,   2048),
+    ("llama-3.2-1b",   16, 2048, 32,  8,  64,  8192, 128256, true,  131072),
+    ("llama-3.2-3b",   28, 3072, 24,  8, 128,  8192, 128256, true,  131072),
+    ("llama-2-7b",     32, 4096, 32, 32, 128, 11008,  32000, false,   4096),
+    ("llama-3-8b",     32, 4096, 32,  8, 128, 14336, 128256, false,   8192),
+    ("llama-3.1-8b",   32, 4096, 32,  8, 128, 14336, 128256, false, 131072),
+    ("mistral-7b",     32, 4096, 32,  8, 128, 14336,  32000, false,  32768),
+    ("qwen2.5-0.5b",   24,  896, 14,  2,  64,  4864, 151936, true,   32768),
+    ("qwen2.5-1.5b",   28, 1536, 12,  2, 128,  8960, 151936, true,   32768),
+    ("qwen2.5-7b",     28, 3584, 28,  4, 128, 18944, 152064, false,  32768),
+    ("llama-2-13b",    40, 5120, 40, 40, 128, 13824,  32000, false,   4096),
+    ("llama-3-70b",    80, 8192, 64,  8, 128, 28672, 128256, false,   8192),
+];
+
 /// Bounds far above any published decoder (widths ≈ 2¹⁴, vocabularies ≈ 2¹⁸, contexts ≈ 2²⁰),
 /// low enough that products such as vocab · d · layers stay exact in f64.
 const MAX_DIM: u64 = 1 << 20;
@@ -47,194 +69,27 @@ const MAX_LAYERS: u64 = 1 << 12;
 const MAX_CONTEXT: u64 = 1 << 24;
 
 impl DecoderShape {
-    /// The named presets, from each model's `config.json` on Hugging Face.
+    /// The named presets, from each model's `config.json` on Hugging Face ([`PRESETS`]).
     pub fn presets() -> Vec<DecoderShape> {
-        #[allow(clippy::too_many_arguments)]
-        fn p(
-            name: &str,
-            layers: usize,
-            hidden: usize,
-            heads: usize,
-            kv_heads: usize,
-            head_dim: usize,
-            ffn: usize,
-            vocab: usize,
-            tied_embeddings: bool,
-            context: usize,
-        ) -> DecoderShape {
-            DecoderShape {
-                name: name.into(),
-                layers,
-                hidden,
-                heads,
-                kv_heads,
-                head_dim,
-                ffn,
-                vocab,
-                tied_embeddings,
-                context,
-            }
-        }
-        vec![
-            p("smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, true, 8192),
-            p("smollm2-360m", 32, 960, 15, 5, 64, 2560, 49152, true, 8192),
-            p(
-                "smollm2-1.7b",
-                24,
-                2048,
-                32,
-                32,
-                64,
-                8192,
-                49152,
-                true,
-                8192,
-            ),
-            p(
-                "tinyllama-1.1b",
-                22,
-                2048,
-                32,
-                4,
-                64,
-                5632,
-                32000,
-                false,
-                2048,
-            ),
-            p(
-                "llama-3.2-1b",
-                16,
-                2048,
-                32,
-                8,
-                64,
-                8192,
-                128256,
-                true,
-                131072,
-            ),
-            p(
-                "llama-3.2-3b",
-                28,
-                3072,
-                24,
-                8,
-                128,
-                8192,
-                128256,
-                true,
-                131072,
-            ),
-            p(
-                "llama-2-7b",
-                32,
-                4096,
-                32,
-                32,
-                128,
-                11008,
-                32000,
-                false,
-                4096,
-            ),
-            p(
-                "llama-3-8b",
-                32,
-                4096,
-                32,
-                8,
-                128,
-                14336,
-                128256,
-                false,
-                8192,
-            ),
-            p(
-                "llama-3.1-8b",
-                32,
-                4096,
-                32,
-                8,
-                128,
-                14336,
-                128256,
-                false,
-                131072,
-            ),
-            p(
-                "mistral-7b",
-                32,
-                4096,
-                32,
-                8,
-                128,
-                14336,
-                32000,
-                false,
-                32768,
-            ),
-            p(
-                "qwen2.5-0.5b",
-                24,
-                896,
-                14,
-                2,
-                64,
-                4864,
-                151936,
-                true,
-                32768,
-            ),
-            p(
-                "qwen2.5-1.5b",
-                28,
-                1536,
-                12,
-                2,
-                128,
-                8960,
-                151936,
-                true,
-                32768,
-            ),
-            p(
-                "qwen2.5-7b",
-                28,
-                3584,
-                28,
-                4,
-                128,
-                18944,
-                152064,
-                false,
-                32768,
-            ),
-            p(
-                "llama-2-13b",
-                40,
-                5120,
-                40,
-                40,
-                128,
-                13824,
-                32000,
-                false,
-                4096,
-            ),
-            p(
-                "llama-3-70b",
-                80,
-                8192,
-                64,
-                8,
-                128,
-                28672,
-                128256,
-                false,
-                8192,
-            ),
-        ]
+        PRESETS
+            .iter()
+            .map(
+                |&(name, layers, hidden, heads, kv_heads, head_dim, ffn, vocab, tied, context)| {
+                    DecoderShape {
+                        name: name.into(),
+                        layers,
+                        hidden,
+                        heads,
+                        kv_heads,
+                        head_dim,
+                        ffn,
+                        vocab,
+                        tied_embeddings: tied,
+                        context,
+                    }
+                },
+            )
+            .collect()
     }
 
     /// The preset `name` (any case; `smollm2` is SmolLM2-135M).
