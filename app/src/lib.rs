@@ -40,17 +40,20 @@ pub enum Tab {
     Compare,
     /// What-if on the spec table.
     Teach,
+    /// Decoder LLMs on any GPU, and the model against published rates.
+    Llms,
 }
 
 impl Tab {
     /// Every panel, in tab order.
-    pub const ALL: [Tab; 6] = [
+    pub const ALL: [Tab; 7] = [
         Tab::Adapter,
         Tab::Roofline,
         Tab::Kernels,
         Tab::Transformer,
         Tab::Compare,
         Tab::Teach,
+        Tab::Llms,
     ];
 
     /// The tab's title.
@@ -62,6 +65,7 @@ impl Tab {
             Tab::Transformer => "Transformer",
             Tab::Compare => "Compare",
             Tab::Teach => "Teach",
+            Tab::Llms => "LLMs",
         }
     }
 }
@@ -210,6 +214,8 @@ pub struct RidgeApp {
     pub compare: panels::compare::State,
     /// Teach panel state.
     pub teach: panels::teach::State,
+    /// LLMs panel state.
+    pub llm: panels::llm::State,
 }
 
 impl RidgeApp {
@@ -262,6 +268,7 @@ impl RidgeApp {
             transformer: Default::default(),
             compare: panels::compare::State::with_examples(),
             teach: Default::default(),
+            llm: Default::default(),
         }
     }
 
@@ -296,6 +303,7 @@ impl RidgeApp {
             }
             Tab::Compare => panels::compare::show(ui, &mut self.compare),
             Tab::Teach => panels::teach::show(ui, &mut self.teach),
+            Tab::Llms => panels::llm::show(ui, &mut self.llm),
         });
         // Results of background work arrive between frames.
         self.roofline.poll(&self.gpu);

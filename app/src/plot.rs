@@ -5,7 +5,7 @@
 
 use egui::Color32;
 use egui_plot::{
-    GridInput, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, PlotPoints, Points,
+    Corner, GridInput, GridMark, HoverPosition, Legend, Line, MarkerShape, Plot, PlotPoints, Points,
 };
 use ridge_model::roofline::Ceilings;
 
@@ -118,7 +118,7 @@ pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) 
         .map(|(s, pts)| (s.name.clone(), pts.iter().map(|p| p.text.clone()).collect()))
         .collect();
     Plot::new(id)
-        .legend(Legend::default())
+        .legend(Legend::default().position(Corner::RightBottom))
         .x_axis_label("arithmetic intensity (FLOP/byte)")
         .y_axis_label("GFLOP/s")
         .x_grid_spacer(log_grid)
@@ -166,6 +166,69 @@ pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) 
                 plot.points(
                     Points::new(s.name.clone(), pts)
                         .radius(3.5)
+                        .filled(true)
+                        .color(s.color),
+                );
+            }
+        });
+}
+
+/// A log-log scatter of `series` (each point's `intensity` is x, `gflops` is y) with
+/// reference `lines` (log10 coordinates), axis labels `x_label` and `y_label`; hovering a
+/// point shows its text.
+pub fn scatter(
+    ui: &mut egui::Ui,
+    id: &str,
+    [x_label, y_label]: [&str; 2],
+    lines: &[(String, Color32, Vec<[f64; 2]>)],
+    series: &[Series],
+) {
+    let texts: Vec<(String, Vec<String>)> = series
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.points.iter().map(|p| p.text.clone()).collect(),
+            )
+        })
+        .collect();
+    Plot::new(id)
+        .legend(Legend::default().position(Corner::RightBottom))
+        .x_axis_label(x_label)
+        .y_axis_label(y_label)
+        .x_grid_spacer(log_grid)
+        .y_grid_spacer(log_grid)
+        .x_axis_formatter(|m, _| pow10_label(m))
+        .y_axis_formatter(|m, _| pow10_label(m))
+        .data_aspect(1.0)
+        .label_formatter(move |pos| match pos {
+            HoverPosition::NearDataPoint {
+                plot_name, index, ..
+            } => texts
+                .iter()
+                .find(|(n, _)| n == plot_name)
+                .and_then(|(_, t)| t.get(*index).cloned())
+                .or_else(|| Some(plot_name.to_string())),
+            HoverPosition::Elsewhere { position } => Some(format!(
+                "{:.1} · {:.1}",
+                10f64.powf(position.x),
+                10f64.powf(position.y)
+            )),
+        })
+        .show(ui, |plot| {
+            for (name, color, pts) in lines {
+                plot.line(Line::new(name.clone(), PlotPoints::from(pts.clone())).color(*color));
+            }
+            for s in series {
+                let pts: Vec<[f64; 2]> = s
+                    .points
+                    .iter()
+                    .filter(|p| p.drawable())
+                    .map(|p| [p.intensity.log10(), p.gflops.log10()])
+                    .collect();
+                plot.points(
+                    Points::new(s.name.clone(), pts)
+                        .radius(4.0)
                         .filled(true)
                         .color(s.color),
                 );

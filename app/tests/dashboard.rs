@@ -27,6 +27,35 @@ fn snapshot(h: &mut Harness<'_, RidgeApp>, name: &str) {
     h.snapshot_options(name, &options);
 }
 
+/// LLMs: the default question (Llama 3 8B, Q4_K_M, RTX 4090) answered with the model's own
+/// numbers, shown exactly, and the published rows with the model's median errors.
+#[test]
+fn llm_panel() {
+    use ridge_model::decoder::predict::{self, Phase};
+    use ridge_model::decoder::{DecoderShape, ModelWeights, Quant};
+    let mut app = RidgeApp::offline();
+    app.tab = Tab::Llms;
+    let s = &app.llm;
+    let shape = DecoderShape::preset(&s.model).unwrap();
+    let w = ModelWeights::of(&shape, Quant::parse(&s.quant).unwrap());
+    let gpu = ridge_model::hardware::find(&s.gpu).unwrap();
+    let p = predict::predict(&shape, &w, &gpu, s.batch, s.prompt, s.generate);
+    let checked = predict::check_published();
+    let decode =
+        predict::median_error(checked.iter().filter(|c| c.phase == Phase::Decode)).unwrap();
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label_contains(&format!("{:.1} tokens/s", p.decode.tokens_per_s));
+    h.get_by_label_contains(&format!("{:.0} tokens/s", p.prefill.tokens_per_s));
+    h.get_by_label_contains(&format!(
+        "Predicted against {} published rates: median error decode {:.0} %",
+        checked.len(),
+        100.0 * decode
+    ));
+    h.get_by_label_contains("fits the");
+    snapshot(&mut h, "llms");
+}
+
 #[test]
 fn teach_panel() {
     let mut app = RidgeApp::offline();

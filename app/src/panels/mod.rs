@@ -3,6 +3,7 @@
 pub mod adapter;
 pub mod compare;
 pub mod kernels;
+pub mod llm;
 pub mod roofline;
 pub mod teach;
 pub mod transformer;
