@@ -293,4 +293,8 @@ fn live_panels_on_this_adapter() {
             .next()
             .is_some()
     );
+    // Predicted against measured: a ratio column, totals and the rate.
+    assert_eq!(h.query_all_by_label("measured ÷ predicted").count(), 2);
+    assert!(h.query_all_by_label("total").count() >= 2);
+    h.get_by_label_contains("sentences/s");
 }

@@ -222,12 +222,10 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 r.texts.len(),
                 r.seq
             ));
-            egui::Grid::new(title).striped(true).show(ui, |ui| {
-                for h in ["", "dispatches", "measured", "predicted"] {
-                    ui.strong(h);
-                }
-                ui.end_row();
-                for (name, count, ms) in rows.iter() {
+            // (name, dispatches, measured ms, predicted ms)
+            let table: Vec<(&String, usize, Option<f64>, Option<f64>)> = rows
+                .iter()
+                .map(|(name, count, ms)| {
                     let p = predicted(&|op| {
                         if by_scope {
                             op.scope == *name
@@ -235,15 +233,109 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                             op.name == *name
                         }
                     });
+                    (name, *count, *ms, p)
+                })
+                .collect();
+            let total = |f: &dyn Fn(&(&String, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
+                table.iter().map(f).sum::<Option<f64>>()
+            };
+            let (measured, predicted) = (total(&|t| t.2), total(&|t| t.3));
+            egui::Grid::new(title).striped(true).show(ui, |ui| {
+                for h in [
+                    "",
+                    "dispatches",
+                    "measured",
+                    "predicted",
+                    "measured ÷ predicted",
+                ] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                let count: usize = table.iter().map(|t| t.1).sum();
+                for (name, count, ms, p) in table
+                    .iter()
+                    .map(|&(n, c, m, p)| (n.as_str(), c, m, p))
+                    .chain([("total", count, measured, predicted)])
+                {
                     ui.label(name);
                     ui.label(count.to_string());
-                    ui.label(super::ms(*ms));
+                    ui.label(super::ms(ms));
                     ui.label(super::ms(p));
+                    ratio_label(ui, ms, p);
                     ui.end_row();
                 }
             });
+            if !by_scope {
+                if let Some(ms) = measured {
+                    ui.label(format!(
+                        "{} sentences in {ms:.3} ms of GPU time: {:.0} sentences/s",
+                        r.texts.len(),
+                        r.texts.len() as f64 / (ms * 1e-3)
+                    ));
+                }
+                bars(ui, &table);
+            }
         }
     });
+}
+
+/// measured ÷ predicted, red when the model is off by more than 2× either way.
+fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>) {
+    match measured.zip(predicted).filter(|(_, p)| *p > 0.0) {
+        Some((m, p)) => {
+            let r = m / p;
+            let text = format!("{r:.2}×");
+            if !(0.5..=2.0).contains(&r) {
+                ui.colored_label(egui::Color32::from_rgb(230, 80, 80), text)
+                    .on_hover_text("the model is off by more than 2× here");
+            } else {
+                ui.label(text);
+            }
+        }
+        None => {
+            ui.label("n/a");
+        }
+    }
+}
+
+/// Predicted and measured time per op, side by side.
+fn bars(ui: &mut egui::Ui, table: &[(&String, usize, Option<f64>, Option<f64>)]) {
+    use egui_plot::{Bar, BarChart, Legend, Plot};
+    let series =
+        |offset: f64, pick: fn(&(&String, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
+            table
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    pick(t).map(|ms| {
+                        Bar::new(i as f64 + offset, ms)
+                            .width(0.35)
+                            .name(t.0.as_str())
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
+    let names: Vec<String> = table.iter().map(|t| t.0.clone()).collect();
+    Plot::new("transformer-bars")
+        .legend(Legend::default())
+        .height(220.0)
+        .y_axis_label("GPU time, ms")
+        .x_axis_formatter(move |m, _| {
+            let i = m.value.round();
+            if (m.value - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .show(ui, |plot| {
+            plot.bar_chart(
+                BarChart::new("predicted", series(-0.2, |t| t.3)).color(crate::plot::PALETTE[0]),
+            );
+            plot.bar_chart(
+                BarChart::new("measured", series(0.2, |t| t.2)).color(crate::plot::PALETTE[3]),
+            );
+        });
 }
 
 /// Sentences per batch and tokens per sentence of the prediction shown before anything is
