@@ -222,8 +222,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 r.texts.len(),
                 r.seq
             ));
-            // (name, dispatches, measured ms, predicted ms)
-            let table: Vec<(&String, usize, Option<f64>, Option<f64>)> = rows
+            let table: Vec<TimeRow> = rows
                 .iter()
                 .map(|(name, count, ms)| {
                     let p = predicted(&|op| {
@@ -236,9 +235,8 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                     (name, *count, *ms, p)
                 })
                 .collect();
-            let total = |f: &dyn Fn(&(&String, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
-                table.iter().map(f).sum::<Option<f64>>()
-            };
+            let total =
+                |f: &dyn Fn(&TimeRow) -> Option<f64>| table.iter().map(f).sum::<Option<f64>>();
             let (measured, predicted) = (total(&|t| t.2), total(&|t| t.3));
             egui::Grid::new(title).striped(true).show(ui, |ui| {
                 for h in [
@@ -279,6 +277,9 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
     });
 }
 
+/// One row of a time table: (name, dispatches, measured ms, predicted ms).
+type TimeRow<'a> = (&'a String, usize, Option<f64>, Option<f64>);
+
 /// measured ÷ predicted, red when the model is off by more than 2× either way.
 fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>) {
     match measured.zip(predicted).filter(|(_, p)| *p > 0.0) {
@@ -299,7 +300,7 @@ fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>)
 }
 
 /// Predicted and measured time per op, side by side.
-fn bars(ui: &mut egui::Ui, table: &[(&String, usize, Option<f64>, Option<f64>)]) {
+fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
     use egui_plot::{Bar, BarChart, Legend, Plot};
     let series =
         |offset: f64, pick: fn(&(&String, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
