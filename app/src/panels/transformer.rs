@@ -302,20 +302,19 @@ fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>)
 /// Predicted and measured time per op, side by side.
 fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
     use egui_plot::{Bar, BarChart, Legend, Plot};
-    let series =
-        |offset: f64, pick: fn(&(&String, usize, Option<f64>, Option<f64>)) -> Option<f64>| {
-            table
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| {
-                    pick(t).map(|ms| {
-                        Bar::new(i as f64 + offset, ms)
-                            .width(0.35)
-                            .name(t.0.as_str())
-                    })
+    let series = |offset: f64, pick: fn(&TimeRow) -> Option<f64>| {
+        table
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                pick(t).map(|ms| {
+                    Bar::new(i as f64 + offset, ms)
+                        .width(0.35)
+                        .name(t.0.as_str())
                 })
-                .collect::<Vec<_>>()
-        };
+            })
+            .collect::<Vec<_>>()
+    };
     let names: Vec<String> = table.iter().map(|t| t.0.clone()).collect();
     Plot::new("transformer-bars")
         .legend(Legend::default())
