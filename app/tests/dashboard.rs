@@ -195,6 +195,18 @@ fn a_bad_report_is_refused_with_a_message() {
         e.starts_with("broken.json: not a `ridge bench --json` report"),
         "{e}"
     );
+    // Load with an empty field says what is missing.
+    let mut app = RidgeApp::offline();
+    app.tab = Tab::Compare;
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    let e = h.state().compare.error.clone().unwrap_or_default();
+    assert!(
+        e.starts_with("give the path of a `ridge bench --json` report"),
+        "{e}"
+    );
 }
 
 /// Steps the harness until `done` or the deadline, with real time passing for the

@@ -193,8 +193,11 @@ fn fetch_model() -> Result {
 }
 
 fn dashboard(args: &[String]) -> Result {
-    ensure_vulkan_driver()?;
-    fetch_model()?;
+    // A replayed report needs neither a GPU driver nor the model.
+    if !args.iter().any(|a| a == "--replay") {
+        ensure_vulkan_driver()?;
+        fetch_model()?;
+    }
     let mut all: Vec<&str> = vec![
         "run",
         "--release",

@@ -94,12 +94,22 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
         ui.text_edit_singleline(&mut state.path)
             .labelled_by(label.id);
         if ui.button("Load").clicked() {
-            match std::fs::read(&state.path) {
+            // An empty field names what is missing, not an OS error about "".
+            let read = if state.path.trim().is_empty() {
+                Err(
+                    "give the path of a `ridge bench --json` report to load, or drop one on \
+                     the window"
+                        .to_string(),
+                )
+            } else {
+                std::fs::read(&state.path).map_err(|e| format!("{}: {e}", state.path))
+            };
+            match read {
                 Ok(b) => {
                     let name = state.path.clone();
                     state.add(&name, &b);
                 }
-                Err(e) => state.error = Some(format!("{}: {e}", state.path)),
+                Err(e) => state.error = Some(e),
             }
         }
     });
