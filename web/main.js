@@ -137,7 +137,12 @@ async function tuneClicked() {
 
 async function embedTyped() {
   const texts = $("texts").value.split("\n").map((t) => t.trim()).filter((t) => t);
-  if (!texts.length) return;
+  if (!texts.length) {
+    // Nothing to embed: old results must not stand as if they were this input's.
+    $("similarity").innerHTML = "";
+    $("embed-status").textContent = "nothing to embed: type one sentence per line";
+    return;
+  }
   $("embed").disabled = true;
   $("embed-status").textContent = "embedding…";
   try {
