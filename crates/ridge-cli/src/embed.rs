@@ -114,7 +114,7 @@ pub fn embed(args: EmbedArgs) -> crate::CliResult {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout();
     for (start, chunk) in texts.chunks(slice).enumerate().map(|(c, t)| (c * slice, t)) {
         let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
         let vectors = pollster::block_on(model.embed_with_progress(

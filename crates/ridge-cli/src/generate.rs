@@ -247,8 +247,7 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
         (None, None) => unreachable!("a prompt or a conversation"),
     };
     let mut cache = cache_for(&ctx, &model, prompt.len(), options.max_tokens)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::stdout();
     if args.json {
         writeln!(out, "{}", serde_json::json!({ "prompt_ids": prompt }))?;
     }
@@ -385,8 +384,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
             );
             continue;
         }
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
+        let mut out = crate::stdout();
         let (stats, reply) =
             pollster::block_on(session.reply(&ctx, &model, &ids, &options, |t| {
                 let _ = write!(out, "{}", t.text);

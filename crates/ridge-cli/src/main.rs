@@ -95,11 +95,21 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
 /// timing gets, and more only makes a run look hung.
 pub const MAX_REPEATS: usize = 1000;
 
-/// Parses `--repeats`: 1 to [`MAX_REPEATS`].
+/// Parses `--repeats`: 1 to [`MAX_REPEATS`] (any larger number, however large, says so).
 pub fn repeats(s: &str) -> Result<usize, String> {
-    match at_least_one(s)? {
-        n if n > MAX_REPEATS => Err(format!("must be at most {MAX_REPEATS}")),
-        n => Ok(n),
+    match s.parse::<i128>() {
+        Ok(n) if n < 1 => Err("must be at least 1".into()),
+        Ok(n) if n > MAX_REPEATS as i128 => Err(format!("must be at most {MAX_REPEATS}")),
+        Ok(n) => Ok(n as usize),
+        Err(_)
+            if s.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                && !s.is_empty() =>
+        {
+            Err(format!("must be at most {MAX_REPEATS}"))
+        }
+        Err(_) => Err("not a whole number".into()),
     }
 }
 
@@ -145,6 +155,31 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Standard output, locked, whose write errors say that it was standard output that failed
+/// ("cannot write to standard output: No space left on device"), as `println!`'s do through
+/// [`stdout_failure`].
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+/// See [`stdout`].
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    fn named(e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("cannot write to standard output: {e}"))
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(Self::named)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(Self::named)
     }
 }
 

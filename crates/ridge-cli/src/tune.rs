@@ -212,7 +212,9 @@ pub fn run(args: Args) -> crate::CliResult {
     }
     let path =
         cache::write(&fp, &table).map_err(|e| format!("{}: {e}", cache::path(&fp).display()))?;
-    println!("\nbest variants:");
+    if !table.entries.is_empty() {
+        println!("\nbest variants:");
+    }
     for e in &table.entries {
         println!(
             "  {:<10} bucket {:<18} {:<4} {:?} {:.4} ms",
@@ -225,6 +227,12 @@ pub fn run(args: Args) -> crate::CliResult {
     }
     let kept = if problems_kept == problems.len() {
         "every problem got an entry".to_string()
+    } else if problems_kept == 0 {
+        format!(
+            "no problem got an entry: the choice in force stays everywhere (no candidate beat it \
+             by {:.0} % twice)",
+            100.0 * ridge_tune::autotune::MARGIN
+        )
     } else {
         format!(
             "{problems_kept} of {} problems got an entry; the others keep the choice in force \

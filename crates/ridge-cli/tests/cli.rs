@@ -224,6 +224,18 @@ fn bad_arguments_fail_fast_with_one_line() {
         &["bench", "--repeats", "4294967296"],
         "must be at most 1000",
     );
+    fails(
+        &[
+            "check",
+            "--repeats",
+            "99999999999999999999999999999999999999999",
+        ],
+        "must be at most 1000",
+    );
+    fails(
+        &["predict", "--model", "gpt-5"],
+        "`--model list` names them",
+    );
     fails(&["predict", "--seq", "513"], "512 positions");
     fails(
         &["predict", "--seq", "18446744073709551615"],
@@ -367,10 +379,11 @@ fn a_changed_cached_model_is_refused() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} ran on a changed model");
         assert!(
-            err.contains("config.json differ from the SHA-256 digests"),
+            err.contains("config.json is missing or differs from the SHA-256 digest"),
             "{err}"
         );
         assert!(err.contains("ridge fetch-model --model minilm"), "{err}");
+        assert!(!err.contains("download"), "{err}");
     }
     let _ = std::fs::remove_dir_all(&copy);
 }

@@ -61,6 +61,9 @@ pub enum Error {
     /// Obtaining the model files failed.
     #[error("model download: {0}")]
     Fetch(String),
+    /// A cached model's files are missing or changed since they were fetched.
+    #[error("{0}")]
+    CacheChanged(String),
     /// A GPU error from the runtime or a kernel.
     #[error(transparent)]
     Gpu(#[from] ridge_core::Error),

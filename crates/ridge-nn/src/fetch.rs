@@ -172,8 +172,8 @@ pub fn missing(manifest: &Manifest, dir: &Path) -> Vec<&'static str> {
 /// digests): every load of a cached model does, so that a file changed since (a flipped bit,
 /// an edited config) is refused by name instead of silently giving another model's answers.
 ///
-/// Errors: [`Error::Fetch`] naming the files that are missing or differ, and the command that
-/// replaces them.
+/// Errors: [`Error::CacheChanged`] naming the files that are missing or differ, and the
+/// command that replaces them.
 pub fn verify(manifest: &Manifest, dir: &Path) -> Result<()> {
     let bad = missing(manifest, dir);
     if bad.is_empty() {
@@ -184,11 +184,20 @@ pub fn verify(manifest: &Manifest, dir: &Path) -> Result<()> {
     } else {
         "smollm2"
     };
-    Err(Error::Fetch(format!(
-        "{}: {} differ from the SHA-256 digests they were fetched with (changed or corrupted \
-         since): run `ridge fetch-model --model {model}` to replace them",
+    let (files, verb) = match bad.as_slice() {
+        [one] => (
+            one.to_string(),
+            "is missing or differs from the SHA-256 digest it was",
+        ),
+        many => (
+            many.join(", "),
+            "are missing or differ from the SHA-256 digests they were",
+        ),
+    };
+    Err(Error::CacheChanged(format!(
+        "{}: {files} {verb} fetched with (changed or corrupted since): run `ridge fetch-model \
+         --model {model}` to replace them",
         dir.display(),
-        bad.join(", ")
     )))
 }
 

@@ -141,6 +141,9 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
             format!("--batch {batch} × {context} tokens: too large to count exactly").into(),
         );
     }
+    if args.dtype != "f32" {
+        eprintln!("warning: --dtype prices an encoder; a decoder's weights are priced in --quant");
+    }
     let gpu = hardware::find(&args.adapter)?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
@@ -226,10 +229,20 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         gb(mem.activations),
         gb(mem.total())
     );
-    match (budget, fits, largest_context, largest_batch) {
-        (Some(b), Some(fits), Some(lc), Some(lb)) => println!(
-            "{} of {:.1} GB usable on {}: largest context at batch {batch} {lc} tokens, largest batch at {context} tokens {lb}",
-            if fits { "fits" } else { "does NOT fit" },
+    match (budget, largest_context, largest_batch) {
+        (Some(b), Some(0), _) => println!(
+            "does NOT fit the {:.1} GB usable on {}: the weights alone take {:.1} GB (the times above assume it did)",
+            gb(b),
+            gpu.name,
+            gb(mem.weights)
+        ),
+        (Some(b), Some(lc), Some(lb)) => println!(
+            "{} the {:.1} GB usable on {}: at batch {batch} a context of up to {lc} tokens fits; at {context} tokens a batch of up to {lb}",
+            if fits == Some(true) {
+                "fits"
+            } else {
+                "does NOT fit"
+            },
             gb(b),
             gpu.name
         ),

@@ -12,7 +12,9 @@ fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
         "minilm" | "all-MiniLM-L6-v2" => Ok(TransformerShape::minilm_l6()),
         path => {
             let text = std::fs::read_to_string(PathBuf::from(path)).map_err(|e| {
-                format!("--model {path}: not a preset (minilm) and not readable: {e}")
+                format!(
+                    "--model {path}: not a preset (`--model list` names them) and not a readable file: {e}"
+                )
             })?;
             Ok(TransformerShape::from_hf_config(&text).map_err(|e| format!("{path}: {e}"))?)
         }
@@ -21,6 +23,9 @@ fn shape(model: &str) -> Result<TransformerShape, Box<dyn std::error::Error>> {
 
 pub fn run(args: &super::Args) -> crate::CliResult {
     let s = shape(&args.model)?;
+    if args.quant.is_some() {
+        eprintln!("warning: --quant prices a decoder's weights; an encoder is priced in --dtype");
+    }
     let batch = args.batch.unwrap_or(32);
     if args.seq > s.max_positions {
         return Err(format!(
