@@ -18,6 +18,8 @@ pub struct RunPoint {
     pub gflops: f64,
     /// Hover text: op, shape, predicted and measured time.
     pub text: String,
+    /// For a measured run: (predicted, measured) ms, the predicted-vs-measured view's point.
+    pub times: Option<(f64, f64)>,
 }
 
 impl RunPoint {
@@ -235,6 +237,23 @@ pub fn scatter(
             }
         });
 }
+
+/// Twelve colours told apart (Tableau 10, black's stand-in light grey, olive), one per op
+/// where a plot colours by op.
+pub const OP_PALETTE: [Color32; 12] = [
+    Color32::from_rgb(0x4e, 0x79, 0xa7),
+    Color32::from_rgb(0xf2, 0x8e, 0x2b),
+    Color32::from_rgb(0xe1, 0x57, 0x59),
+    Color32::from_rgb(0x76, 0xb7, 0xb2),
+    Color32::from_rgb(0x59, 0xa1, 0x4f),
+    Color32::from_rgb(0x79, 0x70, 0x6e),
+    Color32::from_rgb(0xb0, 0x7a, 0xa1),
+    Color32::from_rgb(0xff, 0x9d, 0xa7),
+    Color32::from_rgb(0x9c, 0x75, 0x5f),
+    Color32::from_rgb(0xed, 0xc9, 0x48),
+    Color32::from_rgb(0xd0, 0xd0, 0xd0),
+    Color32::from_rgb(0x80, 0x80, 0x00),
+];
 
 /// Distinct colours for series and roofs.
 pub const PALETTE: [Color32; 6] = [

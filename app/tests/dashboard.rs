@@ -143,6 +143,39 @@ fn roofline_panel_replays_the_h200_report() {
     );
 }
 
+/// Predicted against measured: one point per timed run, and the count within ±25 % is the
+/// report's own (measured ÷ predicted of each row, under the roof it was scored against).
+#[test]
+fn predicted_vs_measured_view_replays_the_h200_report() {
+    let report = h200_report();
+    let mut app = RidgeApp::replay(&report);
+    let timed: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|r| r.measured_ms.is_some())
+        .collect();
+    let within = app
+        .roofline
+        .points
+        .iter()
+        .filter_map(|(_, p)| p.times)
+        .filter(|(p, m)| (m / p - 1.0).abs() <= 0.25)
+        .count();
+    assert_eq!(
+        app.roofline
+            .points
+            .iter()
+            .filter(|(_, p)| p.times.is_some())
+            .count(),
+        timed.len()
+    );
+    app.roofline.predicted_vs_measured = true;
+    let mut h = harness(app);
+    h.run();
+    h.get_by_label_contains(&format!("{within} of {} runs within ±25 %", timed.len()));
+    snapshot(&mut h, "predicted-vs-measured");
+}
+
 /// Every replayed run is scored against the roof the bench scored it against (its storage
 /// type's, the tensor cores' for f16 GEMMs): the hover text's percentage is the report's.
 #[test]

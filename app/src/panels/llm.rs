@@ -82,6 +82,7 @@ pub fn published_series(checked: &[Checked]) -> Vec<Series> {
                             100.0 * (c.ratio() - 1.0),
                             r.source
                         ),
+                        times: None,
                     }
                 })
                 .collect(),
@@ -216,6 +217,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
                         o.name,
                         ceilings.predict(&o.cost).bound
                     ),
+                    times: None,
                 }
             })
             .collect()

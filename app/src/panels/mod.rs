@@ -29,6 +29,7 @@ pub fn run_point(
     roof: Option<(Ceilings, &str)>,
 ) -> RunPoint {
     let s = measured_ms * 1e-3;
+    let predicted_ms = roof.as_ref().map(|(c, _)| c.predict(cost).seconds * 1e3);
     let mut text = format!(
         "{label}\nmeasured {measured_ms:.4} ms: {:.1} GFLOP/s, {:.1} GB/s",
         cost.flops / s / 1e9,
@@ -49,6 +50,7 @@ pub fn run_point(
         intensity: cost.flops / cost.bytes.max(1.0),
         gflops: cost.flops / s / 1e9,
         text,
+        times: predicted_ms.map(|p| (p, measured_ms)),
     }
 }
 

@@ -19,6 +19,8 @@ pub struct State {
     pub points: Vec<(String, RunPoint)>,
     /// Why the last sweep failed.
     pub error: Option<String>,
+    /// Show predicted against measured time instead of the roofline.
+    pub predicted_vs_measured: bool,
     sweep: Option<Task<SweepResult>>,
 }
 
@@ -131,10 +133,95 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
     if let Some(e) = &state.error {
         ui.colored_label(egui::Color32::RED, e);
     }
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut state.predicted_vs_measured, false, "roofline");
+        ui.selectable_value(
+            &mut state.predicted_vs_measured,
+            true,
+            "predicted vs measured time",
+        );
+    });
+    if state.predicted_vs_measured {
+        predicted_vs_measured(ui, &state.points);
+        return;
+    }
     let series = [Series {
         name: "kernel runs".into(),
         color: PALETTE[2],
         points: state.points.iter().map(|(_, p)| p.clone()).collect(),
     }];
     plot::roofline(ui, "roofline", &roofs(gpu), &series);
+}
+
+/// One point per measured run, predicted ms against measured ms, coloured by op, with the
+/// y = x line and a ±25 % band: how far to trust the model on this adapter.
+fn predicted_vs_measured(ui: &mut egui::Ui, points: &[(String, RunPoint)]) {
+    let op = |label: &str| label.split(' ').next().unwrap_or("").to_string();
+    let mut ops: Vec<String> = points.iter().map(|(l, _)| op(l)).collect();
+    ops.sort();
+    ops.dedup();
+    let series: Vec<Series> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Series {
+            name: name.clone(),
+            color: plot::OP_PALETTE[i % plot::OP_PALETTE.len()],
+            points: points
+                .iter()
+                .filter(|(l, _)| op(l) == *name)
+                .filter_map(|(_, p)| {
+                    let (predicted, measured) = p.times?;
+                    Some(RunPoint {
+                        intensity: predicted,
+                        gflops: measured,
+                        text: p.text.clone(),
+                        times: p.times,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    let times: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().flat_map(|p| [p.intensity, p.gflops]))
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    let within = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .filter(|p| (p.gflops / p.intensity - 1.0).abs() <= 0.25)
+        .count();
+    let total: usize = series.iter().map(|s| s.points.len()).sum();
+    ui.label(format!(
+        "{within} of {total} runs within ±25 % of the prediction (above the line: slower than predicted)"
+    ));
+    let lo = times
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
+    let hi = times
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .log10()
+        .ceil();
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() {
+        (lo, hi)
+    } else {
+        (-3.0, 1.0)
+    };
+    let band = |f: f64| vec![[lo, lo + f.log10()], [hi, hi + f.log10()]];
+    plot::scatter(
+        ui,
+        "predicted-vs-measured",
+        ["predicted ms", "measured ms"],
+        &[
+            ("y = x".into(), egui::Color32::GRAY, band(1.0)),
+            ("+25 %".into(), egui::Color32::DARK_GRAY, band(1.25)),
+            ("−25 %".into(), egui::Color32::DARK_GRAY, band(0.75)),
+        ],
+        &series,
+    );
 }

@@ -190,6 +190,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
                     pred.bound,
                     pred.seconds * 1e3
                 ),
+                times: None,
             }
         })
         .collect();
