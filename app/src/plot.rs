@@ -102,6 +102,37 @@ fn roof_points(c: &Ceilings) -> Vec<[f64; 2]> {
         .collect()
 }
 
+/// A plot on log10 axes labelled `x_label` and `y_label`, the legend at the bottom right
+/// (where a roofline has no data), hover text `texts` (per series, per point) near a point
+/// and `elsewhere(x, y)` of the coordinates elsewhere.
+fn log_log(
+    id: &str,
+    [x_label, y_label]: [&str; 2],
+    texts: Vec<(String, Vec<String>)>,
+    elsewhere: fn(f64, f64) -> String,
+) -> Plot<'static> {
+    Plot::new(id)
+        .legend(Legend::default().position(Corner::RightBottom))
+        .x_axis_label(x_label.to_string())
+        .y_axis_label(y_label.to_string())
+        .x_grid_spacer(log_grid)
+        .y_grid_spacer(log_grid)
+        .x_axis_formatter(|m, _| pow10_label(m))
+        .y_axis_formatter(|m, _| pow10_label(m))
+        .label_formatter(move |pos| match pos {
+            HoverPosition::NearDataPoint {
+                plot_name, index, ..
+            } => texts
+                .iter()
+                .find(|(n, _)| n == plot_name)
+                .and_then(|(_, t)| t.get(*index).cloned())
+                .or_else(|| Some(plot_name.to_string())),
+            HoverPosition::Elsewhere { position } => {
+                Some(elsewhere(10f64.powf(position.x), 10f64.powf(position.y)))
+            }
+        })
+}
+
 /// Draws rooflines and points; hovering a point shows its text, elsewhere the coordinates.
 pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) {
     // Points without FLOPs (copies, transposes) have no place on a log FLOP/s axis.
@@ -119,60 +150,44 @@ pub fn roofline(ui: &mut egui::Ui, id: &str, roofs: &[Roof], series: &[Series]) 
         .iter()
         .map(|(s, pts)| (s.name.clone(), pts.iter().map(|p| p.text.clone()).collect()))
         .collect();
-    Plot::new(id)
-        .legend(Legend::default().position(Corner::RightBottom))
-        .x_axis_label("arithmetic intensity (FLOP/byte)")
-        .y_axis_label("GFLOP/s")
-        .x_grid_spacer(log_grid)
-        .y_grid_spacer(log_grid)
-        .x_axis_formatter(|m, _| pow10_label(m))
-        .y_axis_formatter(|m, _| pow10_label(m))
-        .default_x_bounds(X_RANGE.0, X_RANGE.1)
-        .label_formatter(move |pos| match pos {
-            HoverPosition::NearDataPoint {
-                plot_name, index, ..
-            } => texts
+    log_log(
+        id,
+        ["arithmetic intensity (FLOP/byte)", "GFLOP/s"],
+        texts,
+        |x, y| format!("{x:.3} FLOP/byte\n{y:.1} GFLOP/s"),
+    )
+    .default_x_bounds(X_RANGE.0, X_RANGE.1)
+    .show(ui, |plot| {
+        for r in roofs {
+            plot.line(
+                Line::new(r.name.clone(), PlotPoints::from(roof_points(&r.ceilings)))
+                    .color(r.color)
+                    .width(2.0),
+            );
+            let ridge = r.ceilings.ridge_point();
+            plot.points(
+                Points::new(
+                    format!("{} ridge point", r.name),
+                    vec![[ridge.log10(), (r.ceilings.peak_flops / 1e9).log10()]],
+                )
+                .shape(MarkerShape::Diamond)
+                .radius(5.0)
+                .color(r.color),
+            );
+        }
+        for (s, pts) in shown {
+            let pts: Vec<[f64; 2]> = pts
                 .iter()
-                .find(|(n, _)| n == plot_name)
-                .and_then(|(_, t)| t.get(*index).cloned())
-                .or_else(|| Some(plot_name.to_string())),
-            HoverPosition::Elsewhere { position } => Some(format!(
-                "{:.3} FLOP/byte\n{:.1} GFLOP/s",
-                10f64.powf(position.x),
-                10f64.powf(position.y)
-            )),
-        })
-        .show(ui, |plot| {
-            for r in roofs {
-                plot.line(
-                    Line::new(r.name.clone(), PlotPoints::from(roof_points(&r.ceilings)))
-                        .color(r.color)
-                        .width(2.0),
-                );
-                let ridge = r.ceilings.ridge_point();
-                plot.points(
-                    Points::new(
-                        format!("{} ridge point", r.name),
-                        vec![[ridge.log10(), (r.ceilings.peak_flops / 1e9).log10()]],
-                    )
-                    .shape(MarkerShape::Diamond)
-                    .radius(5.0)
-                    .color(r.color),
-                );
-            }
-            for (s, pts) in shown {
-                let pts: Vec<[f64; 2]> = pts
-                    .iter()
-                    .map(|p| [p.intensity.log10(), p.gflops.log10()])
-                    .collect();
-                plot.points(
-                    Points::new(s.name.clone(), pts)
-                        .radius(3.5)
-                        .filled(true)
-                        .color(s.color),
-                );
-            }
-        });
+                .map(|p| [p.intensity.log10(), p.gflops.log10()])
+                .collect();
+            plot.points(
+                Points::new(s.name.clone(), pts)
+                    .radius(3.5)
+                    .filled(true)
+                    .color(s.color),
+            );
+        }
+    });
 }
 
 /// A log-log scatter of `series` (each point's `intensity` is x, `gflops` is y) with
@@ -194,48 +209,29 @@ pub fn scatter(
             )
         })
         .collect();
-    Plot::new(id)
-        .legend(Legend::default().position(Corner::RightBottom))
-        .x_axis_label(x_label)
-        .y_axis_label(y_label)
-        .x_grid_spacer(log_grid)
-        .y_grid_spacer(log_grid)
-        .x_axis_formatter(|m, _| pow10_label(m))
-        .y_axis_formatter(|m, _| pow10_label(m))
-        .data_aspect(1.0)
-        .label_formatter(move |pos| match pos {
-            HoverPosition::NearDataPoint {
-                plot_name, index, ..
-            } => texts
+    log_log(id, [x_label, y_label], texts, |x, y| {
+        format!("{x:.1} · {y:.1}")
+    })
+    .data_aspect(1.0)
+    .show(ui, |plot| {
+        for (name, color, pts) in lines {
+            plot.line(Line::new(name.clone(), PlotPoints::from(pts.clone())).color(*color));
+        }
+        for s in series {
+            let pts: Vec<[f64; 2]> = s
+                .points
                 .iter()
-                .find(|(n, _)| n == plot_name)
-                .and_then(|(_, t)| t.get(*index).cloned())
-                .or_else(|| Some(plot_name.to_string())),
-            HoverPosition::Elsewhere { position } => Some(format!(
-                "{:.1} · {:.1}",
-                10f64.powf(position.x),
-                10f64.powf(position.y)
-            )),
-        })
-        .show(ui, |plot| {
-            for (name, color, pts) in lines {
-                plot.line(Line::new(name.clone(), PlotPoints::from(pts.clone())).color(*color));
-            }
-            for s in series {
-                let pts: Vec<[f64; 2]> = s
-                    .points
-                    .iter()
-                    .filter(|p| p.drawable())
-                    .map(|p| [p.intensity.log10(), p.gflops.log10()])
-                    .collect();
-                plot.points(
-                    Points::new(s.name.clone(), pts)
-                        .radius(4.0)
-                        .filled(true)
-                        .color(s.color),
-                );
-            }
-        });
+                .filter(|p| p.drawable())
+                .map(|p| [p.intensity.log10(), p.gflops.log10()])
+                .collect();
+            plot.points(
+                Points::new(s.name.clone(), pts)
+                    .radius(4.0)
+                    .filled(true)
+                    .color(s.color),
+            );
+        }
+    });
 }
 
 /// Twelve colours told apart (Tableau 10, black's stand-in light grey, olive), one per op
