@@ -298,6 +298,25 @@ fn live_panels_on_this_adapter() {
         "{}",
         point.text
     );
+    // Attention and BigBird are in the list, and run.
+    for (i, op) in [(8, "attention"), (9, "sparse_attention")] {
+        h.state_mut().kernels.op = i;
+        h.state_mut().kernels.dims[i] = [2, 256, 64];
+        h.step();
+        h.get_by_label("Run once").click();
+        step_until(&mut h, op, 120, |a| {
+            a.roofline
+                .points
+                .iter()
+                .any(|(l, _)| l.starts_with(&format!("{op} ")))
+                || a.kernels.error.is_some()
+        });
+        assert!(
+            h.state().kernels.error.is_none(),
+            "{op}: {:?}",
+            h.state().kernels.error
+        );
+    }
 
     // MiniLM: loaded, two sentences embedded, the breakdown shown.
     if !ridge_nn::fetch::minilm_dir()

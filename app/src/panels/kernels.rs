@@ -12,7 +12,7 @@ use crate::Gpu;
 use crate::tasks::{self, Task};
 
 /// Ops and the names of their shape dimensions.
-pub const OPS: [(&str, &[&str]); 8] = [
+pub const OPS: [(&str, &[&str]); 10] = [
     ("gemm", &["M", "N", "K"]),
     ("layer_norm", &["rows", "cols"]),
     ("rms_norm", &["rows", "cols"]),
@@ -21,6 +21,11 @@ pub const OPS: [(&str, &[&str]); 8] = [
     ("add", &["elements"]),
     ("transpose", &["rows", "cols"]),
     ("nchw_to_nhwc", &["N", "C", "H = W"]),
+    ("attention", &["heads", "tokens", "head width"]),
+    (
+        "sparse_attention",
+        &["heads", "tokens (BigBird blocks of 64)", "head width"],
+    ),
 ];
 
 type Run = Result<(String, OpCost, f64), String>;
@@ -30,7 +35,7 @@ pub struct State {
     /// Index into [`OPS`].
     pub op: usize,
     /// Shape per op (up to three dimensions).
-    pub dims: [[usize; 3]; 8],
+    pub dims: [[usize; 3]; 10],
     /// f16 storage (where the adapter has `shader-f16`).
     pub f16: bool,
     /// Measure continuously.
@@ -57,6 +62,8 @@ impl Default for State {
                 [1 << 20, 1, 1],
                 [1024, 1024, 1],
                 [8, 64, 56],
+                [12, 512, 64],
+                [12, 1024, 64],
             ],
             f16: false,
             live: false,
@@ -77,6 +84,8 @@ impl State {
             "gemm" => d.to_vec(),
             "gelu" | "add" => vec![d[0]],
             "nchw_to_nhwc" => vec![d[0], d[1], d[2], d[2]],
+            // [batch, heads, tokens, head width]
+            "attention" | "sparse_attention" => vec![1, d[0], d[1], d[2]],
             _ => vec![d[0], d[1]],
         };
         CaseSpec {
@@ -160,6 +169,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         "gemm" => [4096, 4096, 4096],
         "gelu" | "add" => [1 << 26, 1, 1],
         "nchw_to_nhwc" => [64, 512, 256],
+        "attention" | "sparse_attention" => [64, 8192, 256],
         _ => [65536, 8192, 1],
     };
     for (i, name) in names.iter().enumerate() {
@@ -251,6 +261,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         .map(|(i, ms)| [i as f64, *ms])
         .collect();
     Plot::new("kernel-history")
+        .legend(egui_plot::Legend::default())
         .height(220.0)
         .x_axis_label("measurement")
         .y_axis_label("ms")
