@@ -139,12 +139,26 @@ pub fn show(ui: &mut egui::Ui, gpu: &mut Gpu, busy: bool) {
                 .iter()
                 .map(|p| [(p.bytes as f64).log2(), p.gbps])
                 .collect();
+            // Which point is "the" bandwidth: the largest copy, far past every cache.
+            if let Some(last) = m.bandwidth_curve.last() {
+                ui.small(format!(
+                    "the measured bandwidth is the copy of {} MiB (the largest, past every cache): \
+                     {:.1} GB/s; smaller copies can run from a cache and read higher",
+                    last.bytes >> 20,
+                    m.bandwidth_gbps
+                ));
+            }
             Plot::new("bandwidth-curve")
+                .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
                 .height(220.0)
                 .x_axis_label("working set (log2 bytes)")
                 .y_axis_label("copy GB/s")
                 .show(ui, |plot| {
-                    plot.line(Line::new("stream copy", PlotPoints::from(pts)))
+                    plot.line(Line::new("stream copy", PlotPoints::from(pts)));
+                    plot.hline(egui_plot::HLine::new(
+                        "the measured bandwidth",
+                        m.bandwidth_gbps,
+                    ));
                 });
         }
     });
