@@ -91,6 +91,24 @@ fn compare_panel_with_the_shipped_reports() {
             .is_some()
     );
     assert!(h.query_all_by_label_contains("llvmpipe").next().is_some());
+    // Each report's row shows its own numbers: copy bandwidth, f32 peak, runs, and both
+    // model errors (median |log2(measured ÷ predicted)| as a factor).
+    for (_, r, _) in &h.state().compare.reports.clone() {
+        let a = &r.accuracy_measured;
+        for want in [
+            format!("{:.1}", r.measured.bandwidth_gbps),
+            format!("{:.2}", r.measured.f32_tflops),
+            r.rows.len().to_string(),
+            format!("{:.2}×", a.memory.unwrap().exp2()),
+            format!("{:.2}×", a.compute.unwrap().exp2()),
+        ] {
+            assert!(
+                h.query_all_by_label(&want).count() > 0,
+                "{}: no {want:?}",
+                r.adapter
+            );
+        }
+    }
     snapshot(&mut h, "compare");
 }
 
