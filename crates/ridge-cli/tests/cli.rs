@@ -167,6 +167,9 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
     let check = json(&["predict", "--validate", "--json"]);
     assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
     assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);
+    // On GPUs left out of the fit too.
+    assert!(check["held_out_median_error"]["decode"].as_f64().unwrap() <= 0.20);
+    assert!(check["held_out_median_error"]["prefill"].as_f64().unwrap() <= 0.35);
     assert!(check["rows"].as_array().unwrap().len() >= 30);
     let fails = |args: &[&str], says: &str| {
         let out = ridge(args, &[]);

@@ -11,9 +11,9 @@
 //!
 //! Fitting ([`Efficiency::fit`]): for each vendor with at least [`MIN_ROWS`] decode rows,
 //! `bandwidth` and `layer_overhead_s` minimise the summed squared log error of its decode rows
-//! over a grid (bandwidth 0.20–1.00 by 0.01, overhead 0–500 µs by 2.5 µs); then `compute`
-//! minimises that of its prefill rows (0.05–1.00 by 0.01; one row suffices for this one
-//! term). A vendor with too few rows for a term takes that term from the fit of all rows
+//! over a grid (bandwidth 0.20–1.00 by 0.01, overhead 0–500 µs by 2.5 µs: every fifth point,
+//! then all points near the best); then `compute` minimises that of its prefill rows
+//! (0.05–1.00 by 0.01, the same way; one row suffices for this one term). A vendor with too few rows for a term takes that term from the fit of all rows
 //! together. A decode of N tokens is N steps at the mean context (the costs
 //! grow linearly with the context, so the mean step is exact while the bound holds).
 
@@ -339,47 +339,43 @@ impl Efficiency {
     /// published rows (module docs).
     pub fn fitted() -> &'static [Efficiency] {
         static FITS: OnceLock<Vec<Efficiency>> = OnceLock::new();
-        FITS.get_or_init(|| {
-            let rows: Vec<(Phase, String, RowUnits, f64)> = published()
-                .iter()
-                .filter_map(|r| {
-                    let (p, v, u) = row_units(r)?;
-                    Some((p, v, u, r.tokens_per_s))
-                })
-                .collect();
-            let mut vendors: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
-            vendors.sort();
-            vendors.dedup();
-            let pooled = Self::fit("all vendors", rows.iter().collect());
-            let mut fits: Vec<Efficiency> = vendors
-                .iter()
-                .map(|v| {
-                    let own: Vec<_> = rows.iter().filter(|r| &r.1 == v).collect();
-                    let decode = own.iter().filter(|r| r.0 == Phase::Decode).count();
-                    let prefill = own.iter().filter(|r| r.0 == Phase::Prefill).count();
-                    let fit = Self::fit(v, own);
-                    // Two decode terms need MIN_ROWS rows; the prefill term one row.
-                    let decode_terms = if decode >= MIN_ROWS { &fit } else { &pooled };
-                    Efficiency {
-                        vendor: v.clone(),
-                        rows: fit.rows,
-                        bandwidth: decode_terms.bandwidth,
-                        layer_overhead_s: decode_terms.layer_overhead_s,
-                        compute: if prefill > 0 {
-                            fit.compute
-                        } else {
-                            pooled.compute
-                        },
-                    }
-                })
-                .collect();
-            fits.push(pooled);
-            fits
-        })
+        FITS.get_or_init(|| Self::fit_all(&fit_rows(|_| true)))
+    }
+
+    /// Every vendor's fit over `rows`, then the pooled one (`all vendors`).
+    fn fit_all(rows: &[FitRow]) -> Vec<Efficiency> {
+        let mut vendors: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+        vendors.sort();
+        vendors.dedup();
+        let pooled = Self::fit("all vendors", rows.iter().collect());
+        let mut fits: Vec<Efficiency> = vendors
+            .iter()
+            .map(|v| {
+                let own: Vec<_> = rows.iter().filter(|r| &r.1 == v).collect();
+                let decode = own.iter().filter(|r| r.0 == Phase::Decode).count();
+                let prefill = own.iter().filter(|r| r.0 == Phase::Prefill).count();
+                let fit = Self::fit(v, own);
+                // Two decode terms need MIN_ROWS rows; the prefill term one row.
+                let decode_terms = if decode >= MIN_ROWS { &fit } else { &pooled };
+                Efficiency {
+                    vendor: v.clone(),
+                    rows: fit.rows,
+                    bandwidth: decode_terms.bandwidth,
+                    layer_overhead_s: decode_terms.layer_overhead_s,
+                    compute: if prefill > 0 {
+                        fit.compute
+                    } else {
+                        pooled.compute
+                    },
+                }
+            })
+            .collect();
+        fits.push(pooled);
+        fits
     }
 
     /// The fit over `rows` (module docs).
-    fn fit(vendor: &str, rows: Vec<&(Phase, String, RowUnits, f64)>) -> Efficiency {
+    fn fit(vendor: &str, rows: Vec<&FitRow>) -> Efficiency {
         let error = |e: &Efficiency, phase: Phase| -> f64 {
             rows.iter()
                 .filter(|r| r.0 == phase)
@@ -397,45 +393,74 @@ impl Efficiency {
             compute: 1.0,
             layer_overhead_s: 0.0,
         };
-        let mut best_err = f64::INFINITY;
-        for b in 20..=100 {
-            for o in 0..=200 {
-                let e = Efficiency {
-                    bandwidth: b as f64 / 100.0,
-                    layer_overhead_s: o as f64 * 2.5e-6,
-                    ..best.clone()
-                };
-                let err = error(&e, Phase::Decode);
-                if err < best_err {
-                    (best, best_err) = (e, err);
-                }
-            }
-        }
-        let mut best_err = f64::INFINITY;
-        let decode_fit = best.clone();
-        for c in 5..=100 {
+        // Bandwidth in hundredths (20..=100) and overhead in steps of 2.5 µs (0..=200): every
+        // fifth point of the grid first, then every point within one coarse step of the best.
+        let decode_err = |b: i32, o: i32| {
+            let e = Efficiency {
+                bandwidth: b as f64 / 100.0,
+                layer_overhead_s: o as f64 * 2.5e-6,
+                ..best.clone()
+            };
+            (error(&e, Phase::Decode), e)
+        };
+        let coarse = (20..=100)
+            .step_by(5)
+            .flat_map(|b| (0..=200).step_by(5).map(move |o| (b, o)));
+        let (b0, o0) = min_by_error(coarse, |(b, o)| decode_err(b, o).0);
+        let fine = ((b0 - 4).max(20)..=(b0 + 4).min(100))
+            .flat_map(|b| ((o0 - 4).max(0)..=(o0 + 4).min(200)).map(move |o| (b, o)));
+        let (b, o) = min_by_error(fine, |(b, o)| decode_err(b, o).0);
+        best = decode_err(b, o).1;
+        let prefill_err = |c: i32| {
             let e = Efficiency {
                 compute: c as f64 / 100.0,
-                ..decode_fit.clone()
+                ..best.clone()
             };
-            let err = error(&e, Phase::Prefill);
-            if err < best_err {
-                (best, best_err) = (e, err);
-            }
-        }
+            (error(&e, Phase::Prefill), e)
+        };
+        let c0 = min_by_error((5..=100).step_by(5), |c| prefill_err(c).0);
+        let c = min_by_error((c0 - 4).max(5)..=(c0 + 4).min(100), |c| prefill_err(c).0);
+        best = prefill_err(c).1;
         best
     }
 }
 
-/// Every published row the model can place, with its prediction.
-pub fn check_published() -> Vec<Checked> {
+/// The point of `grid` with the smallest `error` (the first of equals).
+fn min_by_error<P: Copy>(grid: impl Iterator<Item = P>, error: impl Fn(P) -> f64) -> P {
+    grid.map(|p| (error(p), p))
+        .reduce(|a, b| if b.0 < a.0 { b } else { a })
+        .expect("a grid of at least one point")
+        .1
+}
+
+/// A published row as the fit uses it: phase, vendor, unit-efficiency op times, published
+/// tokens/s.
+type FitRow = (Phase, String, RowUnits, f64);
+
+/// The published rows that `keep` keeps, ready to fit.
+fn fit_rows(keep: impl Fn(&Published) -> bool) -> Vec<FitRow> {
     published()
-        .into_iter()
+        .iter()
+        .filter(|r| keep(r))
+        .filter_map(|r| {
+            let (p, v, u) = row_units(r)?;
+            Some((p, v, u, r.tokens_per_s))
+        })
+        .collect()
+}
+
+/// Every published row the model can place, with its prediction under `fits` (the terms of
+/// its vendor, else the pooled ones).
+fn check_with(rows: Vec<Published>, fits: impl Fn(&Published) -> Vec<Efficiency>) -> Vec<Checked> {
+    rows.into_iter()
         .filter_map(|r| {
             let (phase, vendor, (units, steps, tokens, layers)) = row_units(&r)?;
-            let gpu = hardware::table().into_iter().find(|g| g.name == r.gpu)?;
-            let e = Efficiency::for_gpu(&gpu);
-            let predicted = phase_time(&units, steps, tokens, layers, &e).tokens_per_s;
+            let fits = fits(&r);
+            let e = fits
+                .iter()
+                .find(|e| e.vendor == vendor)
+                .or_else(|| fits.iter().find(|e| e.vendor == "all vendors"))?;
+            let predicted = phase_time(&units, steps, tokens, layers, e).tokens_per_s;
             Some(Checked {
                 row: r,
                 vendor,
@@ -444,6 +469,34 @@ pub fn check_published() -> Vec<Checked> {
             })
         })
         .collect()
+}
+
+/// Every published row the model can place, with its prediction (in-sample: the terms were
+/// fitted to these rows).
+pub fn check_published() -> Vec<Checked> {
+    check_with(published(), |_| Efficiency::fitted().to_vec())
+}
+
+/// Every published row predicted with terms fitted without its GPU's rows (leave one GPU
+/// out): how the model does on a GPU it has not seen.
+pub fn check_held_out() -> Vec<Checked> {
+    let mut gpus: Vec<String> = published().into_iter().map(|r| r.gpu).collect();
+    gpus.sort();
+    gpus.dedup();
+    let folds: Vec<(String, Vec<Efficiency>)> = gpus
+        .into_iter()
+        .map(|g| {
+            let fits = Efficiency::fit_all(&fit_rows(|r| r.gpu != g));
+            (g, fits)
+        })
+        .collect();
+    check_with(published(), |r| {
+        folds
+            .iter()
+            .find(|(g, _)| *g == r.gpu)
+            .map(|(_, f)| f.clone())
+            .unwrap_or_default()
+    })
 }
 
 /// The median of |predicted ÷ published − 1| over `rows`, `None` when empty.
@@ -522,6 +575,17 @@ mod tests {
                 assert!(p <= 0.50, "{v} prefill {p}");
             }
         }
+    }
+
+    #[test]
+    fn rows_of_gpus_left_out_of_the_fit_meet_the_overall_goals() {
+        // Each GPU's rows predicted with terms fitted without them: decode ≤ 20 %, prefill
+        // ≤ 35 % median error over all rows (measured: 9 % and 9 %).
+        let held = check_held_out();
+        assert_eq!(held.len(), published().len());
+        let of = |phase: Phase| median_error(held.iter().filter(|c| c.phase == phase)).unwrap();
+        assert!(of(Phase::Decode) <= 0.20, "{}", of(Phase::Decode));
+        assert!(of(Phase::Prefill) <= 0.35, "{}", of(Phase::Prefill));
     }
 
     #[test]
