@@ -182,10 +182,33 @@ fn ensure_vulkan_driver() -> Result {
 }
 
 /// Runs the `ridge` CLI (built in release mode) with `args`.
+/// `cargo run`'s arguments for the release `ridge` binary, before its own.
+const RIDGE: [&str; 6] = ["run", "--release", "--quiet", "-p", "ridge-cli", "--"];
+
 fn ridge(args: &[&str]) -> Result {
-    let mut all = vec!["run", "--release", "--quiet", "-p", "ridge-cli", "--"];
+    let mut all = RIDGE.to_vec();
     all.extend_from_slice(args);
     run("cargo", &all)
+}
+
+/// Runs `ridge args…` with its output captured: its standard output, or an error with its
+/// standard error.
+fn ridge_output(args: &[&str]) -> Result<String> {
+    let out = Command::new("cargo")
+        .args(RIDGE)
+        .args(args)
+        .current_dir(root())
+        .envs(quiet_env())
+        .output()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ridge {} failed: {}",
+            args.first().unwrap_or(&""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn fetch_model() -> Result {
@@ -247,30 +270,17 @@ fn smollm2_verdict() -> Result {
     let messages = std::env::temp_dir().join("ridge-demo-messages.json");
     std::fs::write(&messages, case["messages"].to_string()).map_err(|e| e.to_string())?;
     println!("\n$ ridge generate --messages <the fixture's first conversation> --json");
-    let out = Command::new("cargo")
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "-p",
-            "ridge-cli",
-            "--",
-            "generate",
-        ])
-        .arg("--messages")
-        .arg(&messages)
-        .args(["--max-tokens", &end.to_string(), "--json"])
-        .current_dir(root())
-        .envs(quiet_env())
-        .output()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "ridge generate failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let got: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+    let messages = messages.to_string_lossy();
+    let max_tokens = end.to_string();
+    let out = ridge_output(&[
+        "generate",
+        "--messages",
+        &messages,
+        "--max-tokens",
+        &max_tokens,
+        "--json",
+    ])?;
+    let got: Vec<u64> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| v.get("id").and_then(|i| i.as_u64()))

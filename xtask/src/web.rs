@@ -90,29 +90,8 @@ fn build() -> Result {
 /// The local folder of `model` (`minilm`, `smollm2`; fetched when missing), as the CLI
 /// reports it.
 pub fn model_dir(model: &str) -> Result<PathBuf> {
-    let out = Command::new("cargo")
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "-p",
-            "ridge-cli",
-            "--",
-            "fetch-model",
-            "--model",
-            model,
-            "--print-dir",
-        ])
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "ridge fetch-model failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    let out = crate::ridge_output(&["fetch-model", "--model", model, "--print-dir"])?;
+    Ok(PathBuf::from(out.trim()))
 }
 
 /// The model folders the server mounts: all-MiniLM-L6-v2 under `/model/`, SmolLM2's GGUF
