@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::phase::{Step, step_ops};
-use super::{DecoderShape, ModelWeights, Quant, WeightFormat};
+use super::{DecoderShape, ModelWeights, Quant};
 use crate::hardware::{self, GpuSpec};
 
 /// Fewest decode rows a vendor needs for a fit of its own.
@@ -183,6 +183,31 @@ fn f32_weights(quant: &str) -> bool {
     quant.eq_ignore_ascii_case("F32")
 }
 
+/// The unit-efficiency op times of `phase` for `batch` sequences after `past` cached tokens,
+/// and its step count: a prefill of `tokens` is one pass; a decode of `tokens`, that many
+/// steps, priced at the mean context (the costs grow linearly with it).
+fn phase_units(
+    s: &DecoderShape,
+    w: &ModelWeights,
+    gpu: &GpuSpec,
+    phase: Phase,
+    [batch, tokens, past]: [usize; 3],
+) -> (Vec<(String, f64, f64)>, f64) {
+    let (step, steps) = match phase {
+        Phase::Prefill => ((tokens.max(1), past), 1.0),
+        Phase::Decode => (
+            (1, past + tokens.saturating_sub(1) / 2),
+            tokens.max(1) as f64,
+        ),
+    };
+    let step = Step {
+        batch,
+        tokens: step.0,
+        past: step.1,
+    };
+    (unit_times(s, w, gpu, f32_weights(&w.format), step), steps)
+}
+
 /// The prediction of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecoderPrediction {
@@ -206,39 +231,10 @@ pub fn predict(
     generate: usize,
 ) -> DecoderPrediction {
     let e = Efficiency::for_gpu(gpu);
-    let f32w = f32_weights(&w.format);
-    let prefill_units = unit_times(
-        s,
-        w,
-        gpu,
-        f32w,
-        Step {
-            batch,
-            tokens: prompt.max(1),
-            past: 0,
-        },
-    );
-    let prefill = phase_time(&prefill_units, 1.0, (batch * prompt) as f64, s.layers, &e);
-    // The mean context over the decode steps (costs are linear in it).
-    let mean_past = prompt + generate.saturating_sub(1) / 2;
-    let decode_units = unit_times(
-        s,
-        w,
-        gpu,
-        f32w,
-        Step {
-            batch,
-            tokens: 1,
-            past: mean_past,
-        },
-    );
-    let decode = phase_time(
-        &decode_units,
-        generate.max(1) as f64,
-        (batch * generate.max(1)) as f64,
-        s.layers,
-        &e,
-    );
+    let (units, steps) = phase_units(s, w, gpu, Phase::Prefill, [batch, prompt, 0]);
+    let prefill = phase_time(&units, steps, (batch * prompt) as f64, s.layers, &e);
+    let (units, steps) = phase_units(s, w, gpu, Phase::Decode, [batch, generate, prompt]);
+    let decode = phase_time(&units, steps, batch as f64 * steps, s.layers, &e);
     DecoderPrediction {
         time_to_first_token_s: prefill.seconds,
         prefill,
@@ -281,17 +277,7 @@ type RowUnits = (Vec<(String, f64, f64)>, f64, f64, usize);
 
 fn row_units(r: &Published) -> Option<(Phase, String, RowUnits)> {
     let (s, w, gpu, phase, n) = row_problem(r)?;
-    // A prefill of n tokens is one pass; a decode of n, n steps at the mean context.
-    let (step, steps) = match phase {
-        Phase::Prefill => ((n, 0), 1.0),
-        Phase::Decode => ((1, (n - 1) / 2), n as f64),
-    };
-    let step = Step {
-        batch: 1,
-        tokens: step.0,
-        past: step.1,
-    };
-    let units = unit_times(&s, &w, &gpu, f32_weights(&w.format), step);
+    let (units, steps) = phase_units(&s, &w, &gpu, phase, [1, n, 0]);
     Some((
         phase,
         vendor(&gpu).to_string(),
@@ -326,13 +312,16 @@ impl std::fmt::Display for Efficiency {
 impl Efficiency {
     /// The terms for `gpu`'s vendor ([`Efficiency::fitted`]).
     pub fn for_gpu(gpu: &GpuSpec) -> Efficiency {
-        let v = vendor(gpu);
-        Self::fitted()
-            .iter()
-            .find(|e| e.vendor == v)
-            .or_else(|| Self::fitted().iter().find(|e| e.vendor == "all vendors"))
+        Self::of_vendor(Self::fitted(), vendor(gpu))
             .cloned()
             .expect("the pooled fit always exists")
+    }
+
+    /// `vendor`'s terms among `fits`, else the pooled ones.
+    fn of_vendor<'a>(fits: &'a [Efficiency], vendor: &str) -> Option<&'a Efficiency> {
+        fits.iter()
+            .find(|e| e.vendor == vendor)
+            .or_else(|| fits.iter().find(|e| e.vendor == "all vendors"))
     }
 
     /// Every vendor's fit and the pooled one (`all vendors`), computed once from the
@@ -456,10 +445,7 @@ fn check_with(rows: Vec<Published>, fits: impl Fn(&Published) -> Vec<Efficiency>
         .filter_map(|r| {
             let (phase, vendor, (units, steps, tokens, layers)) = row_units(&r)?;
             let fits = fits(&r);
-            let e = fits
-                .iter()
-                .find(|e| e.vendor == vendor)
-                .or_else(|| fits.iter().find(|e| e.vendor == "all vendors"))?;
+            let e = Efficiency::of_vendor(&fits, &vendor)?;
             let predicted = phase_time(&units, steps, tokens, layers, e).tokens_per_s;
             Some(Checked {
                 row: r,
@@ -517,11 +503,6 @@ pub fn median_error<'a>(rows: impl Iterator<Item = &'a Checked>) -> Option<f64> 
 /// The default format of a preset when none is given: llama.cpp's most used mix.
 pub fn default_quant() -> Quant {
     Quant::Q4_K_M
-}
-
-/// f16 weights, for `--quant F16`.
-pub fn f16() -> Quant {
-    Quant::Uniform(WeightFormat::F16)
 }
 
 #[cfg(test)]
