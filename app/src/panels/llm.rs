@@ -4,9 +4,9 @@
 //! and the model's predictions against every published measurement, with the y = x line
 //! and a ±20 % band, vendors coloured.
 
-use ridge_model::decoder::memory::{DecoderMemory, usable_fraction};
+use ridge_model::decoder::memory::{DecoderMemory, usable_bytes};
 use ridge_model::decoder::phase::{Step, step_ops};
-use ridge_model::decoder::predict::{self, Checked, Phase, vendor};
+use ridge_model::decoder::predict::{self, Checked, Phase};
 use ridge_model::decoder::{DecoderShape, ModelWeights, Quant};
 use ridge_model::hardware::{self, Precision};
 
@@ -26,6 +26,8 @@ pub struct State {
     pub generate: usize,
     /// Sequences per batch.
     pub batch: usize,
+    /// The published rows with their predictions (computed once, not every frame).
+    published: Option<Vec<Checked>>,
 }
 
 impl Default for State {
@@ -37,6 +39,7 @@ impl Default for State {
             prompt: 512,
             generate: 128,
             batch: 1,
+            published: None,
         }
     }
 }
@@ -145,9 +148,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
     let p = predict::predict(&shape, &w, gpu, state.batch, state.prompt, state.generate);
     let context = state.prompt + state.generate;
     let mem = DecoderMemory::of(&shape, &w, state.batch, context);
-    let budget = gpu
-        .memory_gb
-        .map(|g| g * 1e9 * usable_fraction(vendor(gpu) == "Apple"));
+    let budget = usable_bytes(gpu);
     egui::Grid::new("llm-figures").striped(true).show(ui, |ui| {
         for (k, v) in [
             (
@@ -244,7 +245,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             ],
         );
         let ui = &mut cols[1];
-        let checked = predict::check_published();
+        let checked = state.published.get_or_insert_with(predict::check_published);
         let median = |phase: Phase| {
             predict::median_error(checked.iter().filter(|c| c.phase == phase))
                 .map_or("n/a".into(), |e| format!("{:.0} %", 100.0 * e))
@@ -266,7 +267,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
                 ("+20 %".into(), egui::Color32::DARK_GRAY, band(1.2)),
                 ("−20 %".into(), egui::Color32::DARK_GRAY, band(0.8)),
             ],
-            &published_series(&checked),
+            &published_series(checked),
         );
     });
 }

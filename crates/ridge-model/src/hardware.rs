@@ -64,11 +64,16 @@ struct Table {
     gpus: Vec<GpuSpec>,
 }
 
-/// Every row of the spec table.
+/// Every row of the spec table (parsed once).
 pub fn table() -> Vec<GpuSpec> {
-    let table: Table = serde_json::from_str(include_str!("../data/gpus.json"))
-        .expect("data/gpus.json is valid (tested)");
-    table.gpus
+    static TABLE: std::sync::OnceLock<Vec<GpuSpec>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            let table: Table = serde_json::from_str(include_str!("../data/gpus.json"))
+                .expect("data/gpus.json is valid (tested)");
+            table.gpus
+        })
+        .clone()
 }
 
 fn words(s: &str) -> Vec<String> {

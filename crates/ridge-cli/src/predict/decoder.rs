@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use ridge_model::decoder::memory::{DecoderMemory, usable_fraction};
-use ridge_model::decoder::predict::{self, PhaseTime, vendor};
+use ridge_model::decoder::memory::{DecoderMemory, usable_bytes};
+use ridge_model::decoder::predict::{self, PhaseTime};
 use ridge_model::decoder::{DecoderShape, LayerBytes, ModelWeights};
 use ridge_model::hardware;
 
@@ -149,9 +149,7 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
     let p = predict::predict(s, &w, &gpu, batch, args.prompt, args.generate);
     let mem = DecoderMemory::of(s, &w, batch, context);
-    let budget = gpu
-        .memory_gb
-        .map(|g| g * 1e9 * usable_fraction(vendor(&gpu) == "Apple"));
+    let budget = usable_bytes(&gpu);
     let fits = budget.map(|b| mem.total() <= b);
     let largest_context = budget.map(|b| DecoderMemory::largest_context(s, &w, batch, b));
     let largest_batch = budget.map(|b| DecoderMemory::largest_batch(s, &w, context, b));

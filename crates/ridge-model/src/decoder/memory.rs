@@ -4,16 +4,23 @@ use serde::{Deserialize, Serialize};
 
 use super::phase::{ACTIVATION_BYTES, KV_BYTES};
 use super::{DecoderShape, ModelWeights};
+use crate::hardware::GpuSpec;
 
 /// Tokens one prefill pass processes at once (llama.cpp's default `n_ubatch`): a longer
 /// prompt is processed in passes of this many, so activations stop growing past it.
 pub const PREFILL_CHUNK: usize = 512;
 
-/// The share of a GPU's memory a model may use: Apple GPUs get about 75 % of unified memory
-/// (`recommendedMaxWorkingSetSize`, Apple's Metal tech talk 10580, 2022); discrete GPUs lose a
-/// few percent to the driver and context (5 % assumed).
-pub fn usable_fraction(apple: bool) -> f64 {
-    if apple { 0.75 } else { 0.95 }
+/// The bytes of `gpu`'s memory a model may use, `None` where the spec table gives no memory:
+/// Apple GPUs get about 75 % of unified memory (`recommendedMaxWorkingSetSize`, Apple's Metal
+/// tech talk 10580, 2022); discrete GPUs lose a few percent to the driver and context (5 %
+/// assumed).
+pub fn usable_bytes(gpu: &GpuSpec) -> Option<f64> {
+    let share = if super::predict::vendor(gpu) == "Apple" {
+        0.75
+    } else {
+        0.95
+    };
+    gpu.memory_gb.map(|gb| gb * 1e9 * share)
 }
 
 /// Memory of `batch` sequences of `context` tokens.

@@ -87,15 +87,19 @@ impl Published {
     }
 }
 
-/// Every published row.
+/// Every published row (parsed once).
 pub fn published() -> Vec<Published> {
     #[derive(Deserialize)]
     struct Doc {
         rows: Vec<Published>,
     }
-    serde_json::from_str::<Doc>(include_str!("../../data/published.json"))
-        .expect("data/published.json is valid (tested)")
-        .rows
+    static ROWS: OnceLock<Vec<Published>> = OnceLock::new();
+    ROWS.get_or_init(|| {
+        serde_json::from_str::<Doc>(include_str!("../../data/published.json"))
+            .expect("data/published.json is valid (tested)")
+            .rows
+    })
+    .clone()
 }
 
 /// The vendor of a spec-table row, from its PCI vendor id.
