@@ -170,7 +170,7 @@ pub struct Stdout(std::io::StdoutLock<'static>);
 
 impl Stdout {
     fn named(e: std::io::Error) -> std::io::Error {
-        std::io::Error::new(e.kind(), format!("cannot write to standard output: {e}"))
+        std::io::Error::new(e.kind(), stdout_message(e))
     }
 }
 
@@ -191,7 +191,12 @@ fn stdout_failure(payload: &(dyn std::any::Any + Send)) -> Option<String> {
         .map(String::as_str)
         .or_else(|| payload.downcast_ref::<&str>().copied())?;
     let cause = text.strip_prefix("failed printing to stdout: ")?;
-    Some(format!("cannot write to standard output: {cause}"))
+    Some(stdout_message(cause))
+}
+
+/// What a failed write to standard output says, whichever way it failed.
+fn stdout_message(cause: impl std::fmt::Display) -> String {
+    format!("cannot write to standard output: {cause}")
 }
 
 fn run(cli: Cli) -> CliResult {
