@@ -13,10 +13,16 @@
 //   the spans to their common maximum and normalises. Without SPLIT (one span) partial
 //   writes out directly.
 //
-// Invocation i owns dimensions i, i + WG, … (DPT of them) of every head; while scoring, it
-// owns key j0 + i of the tile. Masked and absent keys score −1e30 and weigh exactly 0.
+// A lone workgroup per span cannot hide a load's latency behind other warps, so every loop
+// over memory has a trip count fixed at compile time (DH is a define) and issues all its
+// loads before it uses any: one memory latency per phase of a tile, not one per row.
+// Scores: invocation i owns key j0 + i of the tile and loads its whole row, KCHUNK vec4s at
+// a time. Values (VCHUNK rows loaded at once): invocation i owns dimensions 4c..4c+3 (c = i mod DH4) of the keys
+// j0 + kl, j0 + kl + KL, … (kl = i / DH4, KL = WG / DH4 key lanes), loaded together; the
+// key lanes' sums are added once, after the span. Masked and absent keys score −1e30 and
+// weigh exactly 0.
 //
-// Defines: T, WG (= TILE), G, DPT (dims per invocation: ⌈dh / WG⌉), SPLIT.
+// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT.
 
 struct Params {
     tokens: u32, nh: u32, nkv: u32, dh: u32,
@@ -24,21 +30,32 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<T>;
-@group(0) @binding(2) var<storage, read> k_cache: array<T>;
-@group(0) @binding(3) var<storage, read> v_cache: array<T>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<T>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<T>>;
 @group(0) @binding(4) var<storage, read_write> out: array<T>;
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
 
 const TILE: u32 = WG;
-const DPAD: u32 = DPT * WG;
 const MASKED: f32 = -1e30;
+// Quads of dimensions in a head.
+const DH4: u32 = DH / 4u;
+// Key rows are loaded KCHUNK vec4s at a time (registers for 64 dimensions).
+const KCHUNK: u32 = 16u;
+// Value phase: key lanes, dimension quads per invocation, keys per lane in a tile.
+const KL: u32 = max(1u, WG / DH4);
+const QPT: u32 = (DH4 + WG - 1u) / WG;
+const KPL: u32 = (TILE + KL - 1u) / KL;
+// Value rows loaded at once.
+const VCHUNK: u32 = 16u;
+// Dimensions per invocation in the merge.
+const DPT: u32 = (DH + WG - 1u) / WG;
 
 // Query heads in quads: one reduction over the workgroup serves four heads' maxima (or sums)
 // at once, so a tile costs two reductions per four heads, not two per head.
 const HQ: u32 = (G + 3u) / 4u;
 
-var<workgroup> qs: array<f32, G * DPAD>;
+var<workgroup> qs: array<vec4<f32>, G * DH4>;
 var<workgroup> scores: array<f32, G * TILE>;
 var<workgroup> red: array<vec4<f32>, WG>;
 // The merge's single lanes.
@@ -68,9 +85,9 @@ fn reduce_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
     return r;
 }
 
-// Index of partial record (t, head, span): m, l, then DPAD output values.
+// Index of partial record (t, head, span): m, l, then DH output values.
 fn record(t: u32, head: u32, span: u32) -> u32 {
-    return ((t * p.nh + head) * p.splits + span) * (DPAD + 2u);
+    return ((t * p.nh + head) * p.splits + span) * (DH + 2u);
 }
 
 @compute @workgroup_size(WG)
@@ -82,101 +99,90 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let start = span * p.chunk;
     let end = min(start + p.chunk, visible);
 
-    for (var h = 0u; h < G; h++) {
-        for (var e = 0u; e < DPT; e++) {
-            let d = lid + e * WG;
-            var v = 0.0;
-            if d < p.dh { v = f32(q[(t * p.nh + g * G + h) * p.dh + d]) * p.scale; }
-            qs[h * DPAD + d] = v;
-        }
+    for (var i = lid; i < G * DH4; i += WG) {
+        qs[i] = vec4<f32>(q[(t * p.nh + g * G) * DH4 + i]) * p.scale;
     }
+    // This invocation's value slots: quads c + e·WG (e < QPT) of key lane kl.
+    let c = lid % DH4;
+    let kl = lid / DH4;
     var m: array<f32, G>;
     var l: array<f32, G>;
-    var acc: array<f32, G * DPT>;
+    var acc: array<vec4<f32>, G * QPT>;
     for (var h = 0u; h < G; h++) {
         m[h] = MASKED;
         l[h] = 0.0;
-        for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] = 0.0; }
+        for (var e = 0u; e < QPT; e++) { acc[h * QPT + e] = vec4<f32>(0.0); }
     }
     workgroupBarrier();
 
+    let stride = p.nkv * DH4; // vec4s from one key row to the next
     for (var j0 = start; j0 < end; j0 += TILE) {
         // Scores of this tile: invocation lid takes key j0 + lid for all G heads.
         let j = j0 + lid;
         var s: array<f32, G>;
         for (var h = 0u; h < G; h++) { s[h] = 0.0; }
         if j < end {
-            // Four loads in flight per step: a lone workgroup per span cannot hide one load's
-            // latency behind other warps, so each step issues four before using any.
-            let row = (j * p.nkv + g) * p.dh;
-            var d = 0u;
-            for (; d + 4u <= p.dh; d += 4u) {
-                let k = vec4<f32>(f32(k_cache[row + d]), f32(k_cache[row + d + 1u]),
-                                  f32(k_cache[row + d + 2u]), f32(k_cache[row + d + 3u]));
-                for (var h = 0u; h < G; h++) {
-                    let q = h * DPAD + d;
-                    s[h] += dot(vec4<f32>(qs[q], qs[q + 1u], qs[q + 2u], qs[q + 3u]), k);
+            let row = (j * p.nkv + g) * DH4;
+            for (var c0 = 0u; c0 < DH4; c0 += KCHUNK) {
+                var kr: array<vec4<f32>, KCHUNK>;
+                for (var u = 0u; u < KCHUNK; u++) {
+                    if c0 + u < DH4 { kr[u] = vec4<f32>(k_cache[row + c0 + u]); }
                 }
-            }
-            for (; d < p.dh; d++) {
-                let kd = f32(k_cache[row + d]);
-                for (var h = 0u; h < G; h++) { s[h] += qs[h * DPAD + d] * kd; }
+                for (var u = 0u; u < KCHUNK; u++) {
+                    if c0 + u < DH4 {
+                        for (var h = 0u; h < G; h++) { s[h] += dot(qs[h * DH4 + c0 + u], kr[u]); }
+                    }
+                }
             }
         }
         for (var quad = 0u; quad < HQ; quad++) {
             // Lane c holds head 4·quad + c; lanes past G stay masked and weigh 0.
             var score = vec4<f32>(MASKED);
             var m_old = vec4<f32>(MASKED);
-            for (var c = 0u; c < 4u; c++) {
-                let h = 4u * quad + c;
+            for (var c4 = 0u; c4 < 4u; c4++) {
+                let h = 4u * quad + c4;
                 if h < G {
-                    m_old[c] = m[h];
-                    if j < end { score[c] = s[h]; }
+                    m_old[c4] = m[h];
+                    if j < end { score[c4] = s[h]; }
                 }
             }
             let m_new = max(m_old, reduce_max(score, lid));
             let weight = select(vec4<f32>(0.0), exp(score - m_new), score > vec4<f32>(MASKED));
             let rescale = exp(m_old - m_new);
             let total = reduce_sum(weight, lid);
-            for (var c = 0u; c < 4u; c++) {
-                let h = 4u * quad + c;
+            for (var c4 = 0u; c4 < 4u; c4++) {
+                let h = 4u * quad + c4;
                 if h < G {
-                    scores[h * TILE + lid] = weight[c];
-                    l[h] = l[h] * rescale[c] + total[c];
-                    m[h] = m_new[c];
-                    for (var e = 0u; e < DPT; e++) { acc[h * DPT + e] *= rescale[c]; }
+                    scores[h * TILE + lid] = weight[c4];
+                    l[h] = l[h] * rescale[c4] + total[c4];
+                    m[h] = m_new[c4];
+                    for (var e = 0u; e < QPT; e++) { acc[h * QPT + e] *= rescale[c4]; }
                 }
             }
         }
         workgroupBarrier();
-        // Values: invocation lid takes its dimensions of every key of the tile.
+        // Values: this lane's keys of the tile, all loads issued first.
         let n = min(TILE, end - j0);
-        let stride = p.nkv * p.dh;
-        var jj = 0u;
-        for (; jj + 4u <= n; jj += 4u) {
-            let row = ((j0 + jj) * p.nkv + g) * p.dh;
-            for (var e = 0u; e < DPT; e++) {
-                let d = lid + e * WG;
-                if d < p.dh {
-                    let v = vec4<f32>(f32(v_cache[row + d]), f32(v_cache[row + stride + d]),
-                                      f32(v_cache[row + 2u * stride + d]),
-                                      f32(v_cache[row + 3u * stride + d]));
-                    for (var h = 0u; h < G; h++) {
-                        let w = h * TILE + jj;
-                        acc[h * DPT + e] += dot(vec4<f32>(scores[w], scores[w + 1u], scores[w + 2u],
-                                                          scores[w + 3u]), v);
-                    }
-                }
-            }
-        }
-        for (; jj < n; jj++) {
-            let row = ((j0 + jj) * p.nkv + g) * p.dh;
-            for (var e = 0u; e < DPT; e++) {
-                let d = lid + e * WG;
-                if d < p.dh {
-                    let vd = f32(v_cache[row + d]);
-                    for (var h = 0u; h < G; h++) {
-                        acc[h * DPT + e] += scores[h * TILE + jj] * vd;
+        if kl < KL {
+            for (var e = 0u; e < QPT; e++) {
+                let ce = c + e * WG;
+                if ce < DH4 {
+                    for (var u0 = 0u; u0 < KPL; u0 += VCHUNK) {
+                        var vr: array<vec4<f32>, VCHUNK>;
+                        for (var u = 0u; u < VCHUNK; u++) {
+                            let jj = kl + (u0 + u) * KL;
+                            if u0 + u < KPL && jj < n {
+                                vr[u] = vec4<f32>(v_cache[((j0 + jj) * p.nkv + g) * DH4 + ce]);
+                            }
+                        }
+                        for (var u = 0u; u < VCHUNK; u++) {
+                            let jj = kl + (u0 + u) * KL;
+                            if u0 + u < KPL && jj < n {
+                                for (var h = 0u; h < G; h++) {
+                                    acc[h * QPT + e] += scores[h * TILE + jj] * vr[u];
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -184,21 +190,32 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         workgroupBarrier();
     }
 
+    // The key lanes' sums, head by head: lane 0 of each quad ends with the total.
     for (var h = 0u; h < G; h++) {
         let head = g * G + h;
-        if SPLIT {
-            let r = record(t, head, span);
-            if lid == 0u {
-                part[r] = m[h];
-                part[r + 1u] = l[h];
+        for (var e = 0u; e < QPT; e++) {
+            let ce = c + e * WG;
+            var total = acc[h * QPT + e];
+            if KL > 1u {
+                red[lid] = select(vec4<f32>(0.0), total, kl < KL);
+                workgroupBarrier();
+                if kl == 0u {
+                    for (var r = 1u; r < KL; r++) { total += red[r * DH4 + c]; }
+                }
+                workgroupBarrier();
             }
-            for (var e = 0u; e < DPT; e++) {
-                part[r + 2u + lid + e * WG] = acc[h * DPT + e];
-            }
-        } else {
-            for (var e = 0u; e < DPT; e++) {
-                let d = lid + e * WG;
-                if d < p.dh { out[(t * p.nh + head) * p.dh + d] = T(acc[h * DPT + e] / l[h]); }
+            if kl == 0u && ce < DH4 {
+                if SPLIT {
+                    let rec = record(t, head, span);
+                    if lid == 0u {
+                        part[rec] = m[h];
+                        part[rec + 1u] = l[h];
+                    }
+                    for (var i = 0u; i < 4u; i++) { part[rec + 2u + 4u * ce + i] = total[i]; }
+                } else {
+                    let o = total / l[h];
+                    for (var i = 0u; i < 4u; i++) { out[(t * p.nh + head) * DH + 4u * ce + i] = T(o[i]); }
+                }
             }
         }
     }

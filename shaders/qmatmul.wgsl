@@ -15,8 +15,9 @@
 //
 // Prologue: NORM multiplies each row of x by its inverse RMS, 1/√(mean(x²) + eps), and by γ
 // (RMSNorm, Zhang & Sennrich 2019) as it is read: the norm before a product costs no dispatch
-// and no round trip through memory. The workgroup computes its rows' RMS itself (a row of
-// K values is a few KB).
+// and no round trip through memory. matvec sums x² over the blocks it reads anyway and
+// scales the reduced dot products; matmul's workgroup computes its rows' RMS first (a row
+// of K values is a few KB).
 //
 // Epilogue ROPE (W is [W_q; W_k; W_v], rows permuted for RoPE on adjacent pairs as llama.cpp
 // stores them): row pairs (2j, 2j + 1) of a Q or K head are rotated by the angle of x's row's
@@ -80,13 +81,6 @@ fn nibbles_hi(w: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
 }
 
-// Block `kb` of row `row` of x: 32 values as 8 vec4s.
-fn x_block(row: u32, kb: u32) -> array<vec4<f32>, 8> {
-    var xb: array<vec4<f32>, 8>;
-    for (var j = 0u; j < 8u; j++) { xb[j] = xval(row, kb * 8u + j); }
-    return xb;
-}
-
 // Σ w·x over block b of W (counted row-major) and a block of x.
 fn block_dot(xb: array<vec4<f32>, 8>, b: u32) -> f32 {
     let base = b * QW;
@@ -148,6 +142,25 @@ fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
 const ROWS_WG: u32 = (WG / TPR) * RPT;
 // Partial sums: [row of x][row of W in the workgroup][lane].
 var<workgroup> partial: array<f32, MROWS * RPT * WG>;
+// NORM: partial Σ x² of each row of x, [row of x][invocation].
+var<workgroup> squares: array<f32, MROWS * WG>;
+
+// Block `kb` of row `row` of x (times γ under NORM) and its Σ x² (before γ).
+struct XBlock {
+    v: array<vec4<f32>, 8>,
+    ss: f32,
+}
+fn x_block(row: u32, kb: u32) -> XBlock {
+    var b: XBlock;
+    b.ss = 0.0;
+    for (var j = 0u; j < 8u; j++) {
+        let v = vec4<f32>(x[row * (p.k / 4u) + kb * 8u + j]);
+        b.ss += dot(v, v);
+        b.v[j] = v;
+        if NORM { b.v[j] *= vec4<f32>(gamma[kb * 8u + j]); }
+    }
+    return b;
+}
 
 @compute @workgroup_size(WG)
 fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -156,50 +169,34 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     let lane = lid % TPR;
     let base = (wid.x + wid.y * nwg.x) * ROWS_WG;
     let m0 = wid.z * MROWS;
-    let kv = p.k / 4u;
-    var inv: array<f32, MROWS>;
-    for (var i = 0u; i < MROWS; i++) { inv[i] = 1.0; }
-    if NORM {
-        // Σ x² of each row, the whole workgroup on it.
-        for (var i = 0u; i < MROWS; i++) {
-            var s = 0.0;
-            if m0 + i < p.m {
-                for (var c = lid; c < kv; c += WG) {
-                    let v = vec4<f32>(x[(m0 + i) * kv + c]);
-                    s += dot(v, v);
-                }
-            }
-            partial[i * WG + lid] = s;
-        }
-        workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s >>= 1u) {
-            if lid < s {
-                for (var i = 0u; i < MROWS; i++) { partial[i * WG + lid] += partial[i * WG + lid + s]; }
-            }
-            workgroupBarrier();
-        }
-        for (var i = 0u; i < MROWS; i++) { inv[i] = inverseSqrt(partial[i * WG] / f32(p.k) + p.eps); }
-        workgroupBarrier();
-    }
-    // acc[i · RPT + j]: row m0 + i of x against row base + r·RPT + j of W.
+    // acc[i · RPT + j]: row m0 + i of x against row base + r·RPT + j of W. ss[i]: Σ x² of
+    // the blocks of row m0 + i this invocation read: the TPR lanes of a row of W read every
+    // block of x once, so their sum is the row's Σ x² (NORM's RMS costs no pass of its own).
     var acc: array<f32, MROWS * RPT>;
+    var ss: array<f32, MROWS>;
     for (var i = 0u; i < MROWS * RPT; i++) { acc[i] = 0.0; }
-    for (var b = lane; b < p.blocks; b += TPR) {
-        if MROWS == 1u {
+    for (var i = 0u; i < MROWS; i++) { ss[i] = 0.0; }
+    if MROWS == 1u {
+        for (var b = lane; b < p.blocks; b += TPR) {
             // x's block once, dotted with RPT rows of W: RPT blocks of weights in flight.
             let xb = x_block(m0, b);
+            ss[0] += xb.ss;
             for (var j = 0u; j < RPT; j++) {
                 let n = base + r * RPT + j;
-                if n < p.n { acc[j] += block_dot(xb, n * p.blocks + b); }
+                if n < p.n { acc[j] += block_dot(xb.v, n * p.blocks + b); }
             }
-        } else {
-            let n = base + r * RPT;
-            if n < p.n {
+        }
+    } else {
+        let n = base + r * RPT;
+        if n < p.n {
+            for (var b = lane; b < p.blocks; b += TPR) {
                 let w = block_weights(n * p.blocks + b);
                 for (var i = 0u; i < MROWS; i++) {
                     if m0 + i < p.m {
+                        let xb = x_block(m0 + i, b);
+                        ss[i] += xb.ss;
                         var s = 0.0;
-                        for (var j = 0u; j < 8u; j++) { s += dot(w[j], xval(m0 + i, b * 8u + j)); }
+                        for (var j = 0u; j < 8u; j++) { s += dot(w[j], xb.v[j]); }
                         acc[i * RPT] += s;
                     }
                 }
@@ -207,14 +204,16 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         }
     }
     for (var i = 0u; i < MROWS; i++) {
+        if NORM { squares[i * WG + lid] = ss[i]; }
         for (var j = 0u; j < RPT; j++) {
-            partial[(i * ROWS_WG + r * RPT + j) * TPR + lane] = acc[i * RPT + j] * inv[i];
+            partial[(i * ROWS_WG + r * RPT + j) * TPR + lane] = acc[i * RPT + j];
         }
     }
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {
         if lane < s {
             for (var i = 0u; i < MROWS; i++) {
+                if NORM { squares[i * WG + lid] += squares[i * WG + lid + s]; }
                 for (var j = 0u; j < RPT; j++) {
                     let at = (i * ROWS_WG + r * RPT + j) * TPR + lane;
                     partial[at] += partial[at + s];
@@ -225,15 +224,19 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     }
     // Output o of the workgroup: row m0 + o / ROWS_WG of x, row base + o % ROWS_WG of W.
     for (var o = lid; o < MROWS * ROWS_WG; o += WG) {
-        let m = m0 + o / ROWS_WG;
+        let i = o / ROWS_WG;
+        let m = m0 + i;
         let local = o % ROWS_WG;
         let n = base + local;
         if m >= p.m || n >= p.n { continue; }
-        let v = partial[o * TPR];
+        // 1/RMS of row m, from the Σ x² of the lanes of this output's row of W.
+        var inv = 1.0;
+        if NORM { inv = inverseSqrt(squares[i * WG + (local / RPT) * TPR] / f32(p.k) + p.eps); }
+        let v = partial[o * TPR] * inv;
         if GLU {
-            if (local & 1u) == 0u { store_glu(m, n, v, partial[(o + 1u) * TPR]); }
+            if (local & 1u) == 0u { store_glu(m, n, v, partial[(o + 1u) * TPR] * inv); }
         } else if ROPE {
-            if (local & 1u) == 0u { rope_store(m, n, v, partial[(o + 1u) * TPR]); }
+            if (local & 1u) == 0u { rope_store(m, n, v, partial[(o + 1u) * TPR] * inv); }
         } else {
             store(m, n, v);
         }

@@ -97,8 +97,9 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
         for dtype in dtypes(ctx) {
             // Decode at depths of one tile, a few, and past 64 tiles (spans of two tiles);
             // prefills whole, split, and long. Heads: SmolLM2's 9 over 3 (one quad of
-            // heads), plain multi-head, a width of 80 (two slices a lane), 5 per KV head and 8
-            // (two quads).
+            // heads), plain multi-head, a width of 80 (20 quads: 3 key lanes, 4 idle), 5 per
+            // KV head and 8 (two quads), 128 (two rounds of value loads), 16 (16 key lanes)
+            // and 260 (a row in 5 rounds of key loads, two quads an invocation).
             for (tokens, pos0) in [
                 (1, 0),
                 (1, 1),
@@ -109,7 +110,16 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                 (17, 50),
                 (130, 3),
             ] {
-                for (nh, nkv, dh) in [(9, 3, 64), (4, 4, 32), (6, 2, 80), (10, 2, 64), (8, 1, 32)] {
+                for (nh, nkv, dh) in [
+                    (9, 3, 64),
+                    (4, 4, 32),
+                    (6, 2, 80),
+                    (10, 2, 64),
+                    (8, 1, 32),
+                    (4, 2, 128),
+                    (4, 4, 16),
+                    (2, 1, 260),
+                ] {
                     seed += 1;
                     let op = KvAttention {
                         tokens,
@@ -142,6 +152,19 @@ fn kv_attention_refuses_what_it_cannot_run() {
         expect_err(
             "past the cache",
             op.run(ctx, &q, &kc, &kc.clone(), &out),
+            |e| matches!(e, Error::Shape { .. }),
+        )?;
+        let odd = KvAttention {
+            heads: 2,
+            kv_heads: 1,
+            head_dim: 30,
+            ..op
+        };
+        let q30 = Tensor::empty(ctx, &[1, 2, 30], DType::F32)?;
+        let kc30 = Tensor::empty(ctx, &[16, 1, 30], DType::F32)?;
+        expect_err(
+            "a head width of 30",
+            odd.run(ctx, &q30, &kc30, &kc30.clone(), &q30.clone()),
             |e| matches!(e, Error::Shape { .. }),
         )?;
         let wide = KvAttention {

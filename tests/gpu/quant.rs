@@ -237,15 +237,18 @@ fn rms_norm_prologue_matches_norm_then_product() {
         let mut seed = 300;
         for dtype in dtypes(ctx) {
             for format in QuantFormat::ALL {
-                for (m, glu) in [
-                    (1, false),
-                    (3, true),
-                    (MATVEC_ROWS + 1, false),
-                    (40, true),
-                    (70, false),
+                // K: 3 blocks, and 35 (some of the matrix-vector kernel's lanes sum x² over
+                // three blocks, the others over two).
+                for (m, glu, k) in [
+                    (1, false, 96),
+                    (1, true, 1120),
+                    (3, true, 96),
+                    (MATVEC_ROWS + 1, false, 1120),
+                    (40, true, 96),
+                    (70, false, 96),
                 ] {
                     seed += 1;
-                    let (n, k) = (if glu { 134 } else { 75 }, 96);
+                    let n = if glu { 134 } else { 75 };
                     let bytes = weights(format, n, k, seed, 20.0);
                     let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
                     let wf = quant::dequantize(format, &bytes)?;

@@ -362,7 +362,9 @@ impl Context {
     /// Gives every free tensor buffer back to the device (after a model is dropped, say);
     /// returns the bytes released. Later tensors allocate afresh.
     pub fn release_free_buffers(&self) -> u64 {
-        self.buffers.trim()
+        let released = self.buffers.trim();
+        self.recorder().forget_bind_groups();
+        released
     }
     /// `name (backend, device type)`, for messages.
     pub fn describe(&self) -> String {

@@ -13,6 +13,16 @@ use std::sync::{Arc, Mutex, Weak};
 /// Free buffers kept at most, in bytes, before dropped buffers are released for real.
 const MAX_POOLED_BYTES: u64 = 1 << 30;
 
+/// Buffers released for real so far, by every pool (and unpooled buffers dropped): the
+/// recorder's bind-group cache, whose bind groups keep their buffers alive, empties itself
+/// when this moves.
+static RELEASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The count of buffers released for real so far (see [`RELEASES`]).
+pub(crate) fn releases() -> u64 {
+    RELEASES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The size class of a request: rounded up to 3 significant bits (at most 12.5 % more), at
 /// least 256 bytes.
 pub fn size_class(bytes: u64) -> u64 {
@@ -47,8 +57,11 @@ pub(crate) struct PooledBuffer {
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
-        if let Some(pool) = self.pool.upgrade() {
-            pool.give_back(self.buffer.clone());
+        match self.pool.upgrade() {
+            Some(pool) => pool.give_back(self.buffer.clone()),
+            None => {
+                RELEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 }
@@ -111,6 +124,7 @@ impl BufferPool {
     /// Forgets a buffer: wgpu frees it once no recorded or submitted work uses it (an
     /// explicit `destroy` would break dispatches recorded but not yet submitted).
     fn release(&self, buffer: &wgpu::Buffer) {
+        RELEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.allocated
             .fetch_sub(buffer.size(), std::sync::atomic::Ordering::Relaxed);
     }

@@ -6,8 +6,12 @@
 //! submissions, not one per op, and the GPU works while the host records. Consecutive
 //! dispatches share one compute pass (a pass per dispatch cost MiniLM's batch-1 forward
 //! twice the host time: 14–22 µs per dispatch against 9 on the H200's host,
-//! benches/NOTES.md). Each dispatch's uniform parameters go into one arena buffer per
-//! submission (written just before it is submitted), not into a buffer of their own.
+//! benches/NOTES.md). Each dispatch's uniform parameters go into one arena buffer (written
+//! just before each submission: queue writes and submissions run in queue order, so the
+//! arena is reused without waiting), not into a buffer of their own. Bind groups are cached
+//! by pipeline, arena offset and bound buffers: a decode step repeats the last one's
+//! dispatches on the same buffers, and creating ~180 bind groups a token was host time
+//! spent for nothing.
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -18,12 +22,16 @@ use crate::profiler::{Profile, ProfileState, TimingMethod};
 /// the H200, MiniLM's 53 dispatches took ≈ 3 ms of wall clock beyond their GPU time when
 /// submitted together; benches/NOTES.md), so a forward pass submitted only at its end
 /// leaves the GPU idle for that long.
-const FLUSH_EVERY: u32 = 16;
+const FLUSH_EVERY: u32 = 64;
 /// The first submission after the host waited comes sooner (after 2 dispatches, then 4, 8,
-/// 16): an idle GPU starts after two dispatches' recording instead of sixteen.
+/// … 64): an idle GPU starts after two dispatches' recording, and a long stream of
+/// dispatches (a decode step is ~180) costs few submissions.
 const FLUSH_FIRST: u32 = 2;
 /// Bytes of uniform parameters per submission.
 const ARENA_BYTES: u64 = 64 << 10;
+/// Bind groups cached at most: enough for a few decode steps' distinct ones; past it the
+/// cache starts over.
+const MAX_BIND_GROUPS: usize = 4096;
 
 /// One compute dispatch.
 pub struct Dispatch<'a> {
@@ -44,6 +52,36 @@ struct Arena {
     data: Vec<u8>,
 }
 
+/// What a bind group binds: its pipeline's layout, the uniform slot, the storage buffers.
+#[derive(PartialEq, Eq, Hash)]
+struct BindKey {
+    pipeline: wgpu::ComputePipeline,
+    uniform: (u64, u64),
+    buffers: Vec<(u32, wgpu::Buffer, u64, Option<std::num::NonZeroU64>)>,
+}
+
+impl BindKey {
+    /// The key of `d`'s bind group with its parameters at `offset`; `None` where a binding is
+    /// not a whole or partial buffer (never cached).
+    fn new(d: &Dispatch<'_>, offset: u64, size: u64) -> Option<Self> {
+        let buffers = d
+            .bindings
+            .iter()
+            .map(|(binding, resource)| match resource {
+                wgpu::BindingResource::Buffer(b) => {
+                    Some((*binding, b.buffer.clone(), b.offset, b.size))
+                }
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Self {
+            pipeline: d.pipeline.clone(),
+            uniform: (offset, size),
+            buffers,
+        })
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
@@ -57,6 +95,18 @@ pub(crate) struct Recorder {
     flush_at: u32,
     scope: String,
     pub(crate) profile: Option<ProfileState>,
+    /// Bind groups by what they bind (they keep those buffers alive: emptied when a buffer
+    /// is released for real, see [`crate::pool::releases`]).
+    bind_groups: std::collections::HashMap<BindKey, wgpu::BindGroup>,
+    /// [`crate::pool::releases`] when `bind_groups` was last checked.
+    releases_seen: u64,
+}
+
+impl Recorder {
+    /// Empties the bind-group cache, letting go of the buffers its bind groups hold.
+    pub(crate) fn forget_bind_groups(&mut self) {
+        self.bind_groups.clear();
+    }
 }
 
 impl Context {
@@ -112,26 +162,41 @@ impl Context {
         let offset = arena.data.len() as u64;
         arena.data.extend_from_slice(d.params);
         arena.data.resize((offset + slot) as usize, 0);
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &arena.buffer,
-                offset,
-                size: std::num::NonZeroU64::new((d.params.len() as u64).max(16)),
-            }),
-        }];
-        entries.extend(
-            d.bindings
-                .iter()
-                .map(|(binding, resource)| wgpu::BindGroupEntry {
-                    binding: *binding,
-                    resource: resource.clone(),
+        let size = (d.params.len() as u64).max(16);
+        let arena_buffer = arena.buffer.clone();
+        let releases = crate::pool::releases();
+        if releases != rec.releases_seen || rec.bind_groups.len() >= MAX_BIND_GROUPS {
+            rec.bind_groups.clear();
+            rec.releases_seen = releases;
+        }
+        let key = BindKey::new(d, offset, size);
+        let cached = key.as_ref().and_then(|k| rec.bind_groups.get(k)).cloned();
+        let bind_group = cached.unwrap_or_else(|| {
+            let mut entries = vec![wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &arena_buffer,
+                    offset,
+                    size: std::num::NonZeroU64::new(size),
                 }),
-        );
-        let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(d.label),
-            layout: &d.pipeline.get_bind_group_layout(0),
-            entries: &entries,
+            }];
+            entries.extend(
+                d.bindings
+                    .iter()
+                    .map(|(binding, resource)| wgpu::BindGroupEntry {
+                        binding: *binding,
+                        resource: resource.clone(),
+                    }),
+            );
+            let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(d.label),
+                layout: &d.pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            if let Some(k) = key {
+                rec.bind_groups.insert(k, bind_group.clone());
+            }
+            bind_group
         });
         let timestamps = match rec.profile.as_mut() {
             Some(p) if p.method == TimingMethod::GpuTimestamps => {
@@ -190,10 +255,11 @@ impl Context {
     fn flush_locked(&self, rec: &mut Recorder) {
         rec.recorded = 0;
         rec.pass = None; // ends the open pass, unlocking the encoder
-        if let Some(arena) = rec.arena.take()
+        if let Some(arena) = rec.arena.as_mut()
             && !arena.data.is_empty()
         {
             self.queue().write_buffer(&arena.buffer, 0, &arena.data);
+            arena.data.clear();
         }
         if let Some(encoder) = rec.encoder.take() {
             self.queue().submit([encoder.finish()]);

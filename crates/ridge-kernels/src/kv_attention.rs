@@ -22,8 +22,8 @@ use crate::shaders::{self, KV_ATTENTION, Variant};
 const WG: u32 = 64;
 /// Workgroups the key split aims for: enough to fill a large GPU's compute units.
 pub const TARGET_WORKGROUPS: usize = 256;
-/// The largest `G · ⌈dh/64⌉` (query heads per KV head × dimension slices per invocation): the
-/// per-invocation accumulators.
+/// The largest `G · ⌈dh/256⌉` (query heads per KV head × quads of dimensions an invocation
+/// owns): the per-invocation accumulators, in vec4s.
 pub const MAX_ACCUMULATORS: usize = 32;
 
 /// Causal grouped-query attention over a KV cache.
@@ -126,8 +126,10 @@ impl KvAttention {
     /// Attention of `q` against the first `pos0 + T` rows of the caches into `out`.
     ///
     /// Errors: [`Error::Shape`] for shapes that disagree (module docs), `nh` not a multiple
-    /// of `nkv`, or `pos0 + T` past the caches; [`Error::InvalidArgument`] for head groups
-    /// too wide (`G·⌈dh/64⌉` over [`MAX_ACCUMULATORS`]); dtype, alias and limit errors as
+    /// of `nkv`, `dh` not a multiple of 4, or `pos0 + T` past the caches;
+    /// [`Error::InvalidArgument`] for head groups too wide (`G·⌈dh/256⌉` over
+    /// [`MAX_ACCUMULATORS`]) and views not starting on a vec4; [`Error::LimitExceeded`] when
+    /// the queries of a group overflow workgroup memory; dtype, alias and limit errors as
     /// every op.
     pub fn run(
         &self,
@@ -145,18 +147,27 @@ impl KvAttention {
                 format!("{nh} heads over {nkv} KV heads of width {dh}"),
             ));
         }
+        if !dh.is_multiple_of(4) {
+            return Err(Error::shape(
+                name,
+                format!("head width {dh} is not a multiple of 4 (keys and values are read as vec4s)"),
+            ));
+        }
         let g = self.group();
-        let dpt = dh.div_ceil(WG as usize);
-        if g * dpt > MAX_ACCUMULATORS {
+        let qpt = dh.div_ceil(4 * WG as usize);
+        if g * qpt > MAX_ACCUMULATORS {
             return Err(Error::invalid(
                 name,
                 format!(
                     "{g} query heads per KV head of width {dh} need {} accumulators per \
                      invocation; the kernel holds {MAX_ACCUMULATORS}",
-                    g * dpt
+                    g * qpt
                 ),
             ));
         }
+        // Workgroup memory: G queries, G·TILE weights, the vec4 and scalar reductions.
+        let shared = 4 * (g * dh + g * WG as usize + 4 * WG as usize + WG as usize);
+        launch::check_workgroup(ctx, name, WG, shared as u32)?;
         if q.numel() != t * nh * dh {
             return Err(Error::shape(
                 name,
@@ -176,20 +187,28 @@ impl KvAttention {
         }
         launch::same_dtype(name, q.dtype(), &[k_cache, v_cache, out])?;
         launch::no_alias(name, out, &[q, k_cache, v_cache])?;
+        if ![q, k_cache, v_cache]
+            .iter()
+            .all(|t| launch::starts_on_vector(t, 4))
+        {
+            return Err(Error::invalid(
+                name,
+                "q and the caches must start on a 4-element boundary (they are read as vec4s)",
+            ));
+        }
         launch::fits_u32(name, "cache", k_cache.numel())?;
         let (spans, chunk) = self.split();
         let split = spans > 1;
-        let dpad = dpt * WG as usize;
         let part = if split {
-            Tensor::empty(ctx, &[t * nh * spans * (dpad + 2)], DType::F32)?
+            Tensor::empty(ctx, &[t * nh * spans * (dh + 2)], DType::F32)?
         } else {
             ctx.placeholder().clone()
         };
         launch::fits_u32(name, "partials", part.numel())?;
         launch::float_dtype(ctx, name, q.dtype())?;
-        let key = (q.dtype(), g, dpt, split);
-        let defines = launch::memoized(name, &key, |&(dtype, g, dpt, split)| {
-            defines(shaders::storage_defines(dtype), g, dpt, split)
+        let key = (q.dtype(), g, dh, split);
+        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split)| {
+            defines(shaders::storage_defines(dtype), g, dh, split)
         });
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
@@ -235,17 +254,17 @@ impl KvAttention {
     }
 }
 
-fn defines(base: ridge_core::Defines, g: usize, dpt: usize, split: bool) -> ridge_core::Defines {
+fn defines(base: ridge_core::Defines, g: usize, dh: usize, split: bool) -> ridge_core::Defines {
     base.u32("WG", WG)
         .u32("G", g as u32)
-        .u32("DPT", dpt as u32)
+        .u32("DH", dh as u32)
         .bool("SPLIT", split)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for split in [false, true] {
-        let d = defines(shaders::storage_defines(dtype), 3, 1, split);
+        let d = defines(shaders::storage_defines(dtype), 3, 64, split);
         v.push((&KV_ATTENTION, "partial", d.clone()));
         if split {
             v.push((&KV_ATTENTION, "merge", d));
