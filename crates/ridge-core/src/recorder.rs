@@ -52,33 +52,59 @@ struct Arena {
     data: Vec<u8>,
 }
 
-/// What a bind group binds: its pipeline's layout, the uniform slot, the storage buffers.
-#[derive(PartialEq, Eq, Hash)]
-struct BindKey {
+/// A cached bind group and what it binds: its pipeline's layout, the uniform slot, the
+/// storage buffers (compared in full on every hit: a hash collision must not bind the wrong
+/// buffers).
+struct Cached {
     pipeline: wgpu::ComputePipeline,
     uniform: (u64, u64),
     buffers: Vec<(u32, wgpu::Buffer, u64, Option<std::num::NonZeroU64>)>,
+    group: wgpu::BindGroup,
 }
 
-impl BindKey {
-    /// The key of `d`'s bind group with its parameters at `offset`; `None` where a binding is
-    /// not a whole or partial buffer (never cached).
-    fn new(d: &Dispatch<'_>, offset: u64, size: u64) -> Option<Self> {
-        let buffers = d
-            .bindings
-            .iter()
-            .map(|(binding, resource)| match resource {
-                wgpu::BindingResource::Buffer(b) => {
-                    Some((*binding, b.buffer.clone(), b.offset, b.size))
-                }
-                _ => None,
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Self {
-            pipeline: d.pipeline.clone(),
-            uniform: (offset, size),
-            buffers,
+/// The storage buffers of `d` as (binding, buffer, offset, size); `None` where a binding is
+/// not a buffer (never cached).
+fn buffer_bindings<'a>(
+    d: &'a Dispatch<'a>,
+) -> Option<Vec<(u32, &'a wgpu::Buffer, u64, Option<std::num::NonZeroU64>)>> {
+    d.bindings
+        .iter()
+        .map(|(binding, resource)| match resource {
+            wgpu::BindingResource::Buffer(b) => Some((*binding, b.buffer, b.offset, b.size)),
+            _ => None,
         })
+        .collect()
+}
+
+/// The cache key of `d`'s bind group with its parameters at `uniform` (offset, size).
+fn bind_hash(
+    d: &Dispatch<'_>,
+    uniform: (u64, u64),
+    buffers: &[(u32, &wgpu::Buffer, u64, Option<std::num::NonZeroU64>)],
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    d.pipeline.hash(&mut h);
+    uniform.hash(&mut h);
+    buffers.hash(&mut h);
+    h.finish()
+}
+
+impl Cached {
+    fn binds(
+        &self,
+        d: &Dispatch<'_>,
+        uniform: (u64, u64),
+        buffers: &[(u32, &wgpu::Buffer, u64, Option<std::num::NonZeroU64>)],
+    ) -> bool {
+        self.pipeline == *d.pipeline
+            && self.uniform == uniform
+            && self.buffers.len() == buffers.len()
+            && self
+                .buffers
+                .iter()
+                .zip(buffers)
+                .all(|(a, b)| a.0 == b.0 && a.1 == *b.1 && a.2 == b.2 && a.3 == b.3)
     }
 }
 
@@ -97,7 +123,7 @@ pub(crate) struct Recorder {
     pub(crate) profile: Option<ProfileState>,
     /// Bind groups by what they bind (they keep those buffers alive: emptied when a buffer
     /// is released for real, see [`crate::pool::releases`]).
-    bind_groups: std::collections::HashMap<BindKey, wgpu::BindGroup>,
+    bind_groups: std::collections::HashMap<u64, Cached>,
     /// [`crate::pool::releases`] when `bind_groups` was last checked.
     releases_seen: u64,
 }
@@ -169,8 +195,18 @@ impl Context {
             rec.bind_groups.clear();
             rec.releases_seen = releases;
         }
-        let key = BindKey::new(d, offset, size);
-        let cached = key.as_ref().and_then(|k| rec.bind_groups.get(k)).cloned();
+        let buffers = buffer_bindings(d);
+        let key = buffers
+            .as_ref()
+            .map(|b| bind_hash(d, (offset, size), b));
+        let cached = match (key, &buffers) {
+            (Some(k), Some(b)) => rec
+                .bind_groups
+                .get(&k)
+                .filter(|c| c.binds(d, (offset, size), b))
+                .map(|c| c.group.clone()),
+            _ => None,
+        };
         let bind_group = cached.unwrap_or_else(|| {
             let mut entries = vec![wgpu::BindGroupEntry {
                 binding: 0,
@@ -188,15 +224,21 @@ impl Context {
                         resource: resource.clone(),
                     }),
             );
-            let bind_group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            let group = self.device().create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(d.label),
                 layout: &d.pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-            if let Some(k) = key {
-                rec.bind_groups.insert(k, bind_group.clone());
+            if let (Some(k), Some(b)) = (key, buffers) {
+                let cached = Cached {
+                    pipeline: d.pipeline.clone(),
+                    uniform: (offset, size),
+                    buffers: b.into_iter().map(|(i, buf, o, s)| (i, buf.clone(), o, s)).collect(),
+                    group: group.clone(),
+                };
+                rec.bind_groups.insert(k, cached);
             }
-            bind_group
+            group
         });
         let timestamps = match rec.profile.as_mut() {
             Some(p) if p.method == TimingMethod::GpuTimestamps => {
@@ -272,6 +314,17 @@ impl Context {
         let mut rec = self.recorder();
         rec.scope.clear();
         rec.scope.push_str(scope);
+    }
+
+    /// [`Context::set_scope`] with a name built only while a profile is being taken: a decode
+    /// step names 60 scopes, and formatting them when nothing reads them is host time spent
+    /// for nothing. Outside a profile the scope is cleared.
+    pub fn set_scope_with(&self, scope: impl FnOnce() -> String) {
+        let mut rec = self.recorder();
+        rec.scope.clear();
+        if rec.profile.is_some() {
+            rec.scope = scope();
+        }
     }
 
     /// Starts a profile: every dispatch from now on becomes a span, timed with GPU timestamps

@@ -287,7 +287,7 @@ impl Bert {
         }
 
         for (l, layer) in self.layers.iter().enumerate() {
-            ctx.set_scope(&format!("layer {l} · attention"));
+            ctx.set_scope_with(|| format!("layer {l} · attention"));
             let qkv = new(&[b, s, 3, nh, dh])?;
             layer.qkv.forward(ctx, &x, &qkv, Epilogue::None)?;
             // Fused attention reads Q, K and V straight out of the packed projection and writes
@@ -308,7 +308,7 @@ impl Bert {
             let x1 = new(&[t, h])?;
             layer.norm1.forward(ctx, &residual, &x1)?;
 
-            ctx.set_scope(&format!("layer {l} · feed-forward"));
+            ctx.set_scope_with(|| format!("layer {l} · feed-forward"));
             let act = new(&[t, c.intermediate_size])?;
             layer.up.forward(ctx, &x1, &act, Epilogue::Gelu)?;
             // x1 is needed only as the residual: the down projection accumulates into it.

@@ -336,7 +336,7 @@ impl Llama {
         keep(&x, &mut hidden)?;
         let (rope, attention) = self.attention_ops(t, pos0);
         for (l, layer) in self.layers.iter().enumerate() {
-            ctx.set_scope(&format!("layer {l} · attention"));
+            ctx.set_scope_with(|| format!("layer {l} · attention"));
             let q = new(&[t, nh, dh])?;
             layer.qkv.forward_qkv_rope(
                 ctx,
@@ -352,7 +352,7 @@ impl Llama {
             attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
             layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
 
-            ctx.set_scope(&format!("layer {l} · feed-forward"));
+            ctx.set_scope_with(|| format!("layer {l} · feed-forward"));
             let act = new(&[t, c.ffn])?;
             layer
                 .gate_up
