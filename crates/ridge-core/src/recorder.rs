@@ -196,9 +196,7 @@ impl Context {
             rec.releases_seen = releases;
         }
         let buffers = buffer_bindings(d);
-        let key = buffers
-            .as_ref()
-            .map(|b| bind_hash(d, (offset, size), b));
+        let key = buffers.as_ref().map(|b| bind_hash(d, (offset, size), b));
         let cached = match (key, &buffers) {
             (Some(k), Some(b)) => rec
                 .bind_groups
@@ -233,7 +231,10 @@ impl Context {
                 let cached = Cached {
                     pipeline: d.pipeline.clone(),
                     uniform: (offset, size),
-                    buffers: b.into_iter().map(|(i, buf, o, s)| (i, buf.clone(), o, s)).collect(),
+                    buffers: b
+                        .into_iter()
+                        .map(|(i, buf, o, s)| (i, buf.clone(), o, s))
+                        .collect(),
                     group: group.clone(),
                 };
                 rec.bind_groups.insert(k, cached);

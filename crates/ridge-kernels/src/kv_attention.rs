@@ -7,10 +7,12 @@
 //! Query head `h` reads KV head `h / (nh / nkv)` (Ainslie et al., "GQA", 2023); token `t`
 //! sees keys `0..=pos0 + t`. Scores are scaled by `1/√dh` (Vaswani et al., 2017).
 //!
-//! Decode is `T = 1`: the keys are split into spans of a multiple of 64 so that about
-//! [`TARGET_WORKGROUPS`] workgroups run, each writing a partial softmax that a second pass
-//! merges (Dao et al., "Flash-Decoding for long-context inference", 2023). Prefill (many
-//! tokens) fills the GPU with one span per token and skips the merge.
+//! Decode is `T = 1`: over at most [`WIDE_CONTEXT`] keys, one workgroup of 256 per KV head
+//! walks them in tiles of 256 and writes the output (no merge pass); over more, the keys are
+//! split into spans of a multiple of 64 so that about [`TARGET_WORKGROUPS`] workgroups run,
+//! each writing a partial softmax that a second pass merges (Dao et al., "Flash-Decoding for
+//! long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
+//! token and skips the merge.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
@@ -20,6 +22,13 @@ use crate::shaders::{self, KV_ATTENTION, Variant};
 
 /// Invocations per workgroup, and keys per tile.
 const WG: u32 = 64;
+/// The workgroup (and tile) of a decode step whose context is at most [`WIDE_CONTEXT`] keys:
+/// one workgroup per KV head walks the keys 256 at a time, and no merge pass follows (on the
+/// H200 a decode step's 30 merge dispatches cost ~0.19 ms of GPU time and as much of the
+/// host's recording, benches/NOTES.md run 90).
+const WIDE_WG: u32 = 256;
+/// The longest context decoded by [`WIDE_WG`] workgroups without a key split: two tiles.
+pub const WIDE_CONTEXT: usize = 512;
 /// Workgroups the key split aims for: enough to fill a large GPU's compute units.
 pub const TARGET_WORKGROUPS: usize = 256;
 /// The largest `G · ⌈dh/256⌉` (query heads per KV head × quads of dimensions an invocation
@@ -55,11 +64,33 @@ impl KvAttention {
     /// about [`TARGET_WORKGROUPS`] (one span when the tokens alone do).
     pub fn split(&self) -> (usize, usize) {
         let len = self.context().max(1);
-        let tiles = len.div_ceil(WG as usize);
+        let wg = self.workgroup() as usize;
+        if wg == WIDE_WG as usize {
+            return (1, len.div_ceil(wg) * wg);
+        }
+        let tiles = len.div_ceil(wg);
         let want = TARGET_WORKGROUPS.div_ceil(self.tokens.max(1) * self.kv_heads.max(1));
         let spans = want.clamp(1, tiles);
-        let chunk = tiles.div_ceil(spans) * WG as usize;
+        let chunk = tiles.div_ceil(spans) * wg;
         (len.div_ceil(chunk), chunk)
+    }
+
+    /// Invocations per workgroup (and keys per tile): [`WIDE_WG`] for a decode step over at
+    /// most [`WIDE_CONTEXT`] keys, else 64.
+    /// (A head group whose workgroup memory at 256 would pass WebGPU's guaranteed 16 KiB
+    /// stays at 64.)
+    pub fn workgroup(&self) -> u32 {
+        let wide = self.tokens == 1
+            && self.context() <= WIDE_CONTEXT
+            && self.shared_bytes(WIDE_WG) <= 16 << 10;
+        if wide { WIDE_WG } else { WG }
+    }
+
+    /// Workgroup memory of a launch with `wg` invocations: G queries, G·TILE weights, the
+    /// vec4 and scalar reductions.
+    fn shared_bytes(&self, wg: u32) -> usize {
+        let (g, w) = (self.group(), wg as usize);
+        4 * (g * self.head_dim + g * w + 4 * w + w)
     }
 
     /// Cost: 4·dh FLOPs per (query head, visible key) for QKᵀ and PV plus 5 for the softmax;
@@ -150,11 +181,14 @@ impl KvAttention {
         if !dh.is_multiple_of(4) {
             return Err(Error::shape(
                 name,
-                format!("head width {dh} is not a multiple of 4 (keys and values are read as vec4s)"),
+                format!(
+                    "head width {dh} is not a multiple of 4 (keys and values are read as vec4s)"
+                ),
             ));
         }
         let g = self.group();
-        let qpt = dh.div_ceil(4 * WG as usize);
+        let wg = self.workgroup();
+        let qpt = dh.div_ceil(4 * wg as usize);
         if g * qpt > MAX_ACCUMULATORS {
             return Err(Error::invalid(
                 name,
@@ -166,8 +200,7 @@ impl KvAttention {
             ));
         }
         // Workgroup memory: G queries, G·TILE weights, the vec4 and scalar reductions.
-        let shared = 4 * (g * dh + g * WG as usize + 4 * WG as usize + WG as usize);
-        launch::check_workgroup(ctx, name, WG, shared as u32)?;
+        launch::check_workgroup(ctx, name, wg, self.shared_bytes(wg) as u32)?;
         if q.numel() != t * nh * dh {
             return Err(Error::shape(
                 name,
@@ -206,9 +239,9 @@ impl KvAttention {
         };
         launch::fits_u32(name, "partials", part.numel())?;
         launch::float_dtype(ctx, name, q.dtype())?;
-        let key = (q.dtype(), g, dh, split);
-        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split)| {
-            defines(shaders::storage_defines(dtype), g, dh, split)
+        let key = (q.dtype(), g, dh, split, wg);
+        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split, wg)| {
+            defines(shaders::storage_defines(dtype), g, dh, split, wg)
         });
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
@@ -254,8 +287,14 @@ impl KvAttention {
     }
 }
 
-fn defines(base: ridge_core::Defines, g: usize, dh: usize, split: bool) -> ridge_core::Defines {
-    base.u32("WG", WG)
+fn defines(
+    base: ridge_core::Defines,
+    g: usize,
+    dh: usize,
+    split: bool,
+    wg: u32,
+) -> ridge_core::Defines {
+    base.u32("WG", wg)
         .u32("G", g as u32)
         .u32("DH", dh as u32)
         .bool("SPLIT", split)
@@ -263,12 +302,46 @@ fn defines(base: ridge_core::Defines, g: usize, dh: usize, split: bool) -> ridge
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
+    v.push((
+        &KV_ATTENTION,
+        "partial",
+        defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG),
+    ));
     for split in [false, true] {
-        let d = defines(shaders::storage_defines(dtype), 3, 64, split);
+        let d = defines(shaders::storage_defines(dtype), 3, 64, split, WG);
         v.push((&KV_ATTENTION, "partial", d.clone()));
         if split {
             v.push((&KV_ATTENTION, "merge", d));
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(pos0: usize, heads: usize, kv_heads: usize) -> KvAttention {
+        KvAttention {
+            tokens: 1,
+            heads,
+            kv_heads,
+            head_dim: 64,
+            pos0,
+        }
+    }
+
+    #[test]
+    fn short_decodes_take_one_wide_workgroup_and_no_merge() {
+        // SmolLM2: 512 keys in one span of two 256-key tiles; one more key splits.
+        let at = decode(WIDE_CONTEXT - 1, 9, 3);
+        assert_eq!((at.workgroup(), at.split()), (WIDE_WG, (1, 512)));
+        let past = decode(WIDE_CONTEXT, 9, 3);
+        assert_eq!(past.workgroup(), WG);
+        assert!(past.split().0 > 1);
+        // 32 query heads per KV head would need 46 KB of workgroup memory at 256.
+        assert_eq!(decode(10, 32, 1).workgroup(), WG);
+        // Prefill keeps 64 whatever the context.
+        assert_eq!(KvAttention { tokens: 2, ..at }.workgroup(), WG);
+    }
 }
