@@ -116,6 +116,9 @@ fn main() {
         10
     };
 
+    let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
+    let ceil = measured.ceilings(dtype == DType::F16);
+
     // Prefill: time to first token = the prompt's forward + the argmax read back.
     for &p in &prompts {
         let prompt = ids(p, vocab);
@@ -137,10 +140,18 @@ fn main() {
             "pp{p}: {:.0} tokens/s, time to first token {ms:.2} ms (median of {repeats}; first run {cold:.0} ms with pipeline compilation)",
             p as f64 / (ms * 1e-3)
         );
+        if Some(&p) == prompts.iter().max() {
+            // The longest prompt once more, profiled: where prefill's time goes.
+            cache.clear();
+            ctx.start_profiling();
+            step(&ctx, &model, &mut cache, &prompt);
+            let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
+            println!("  pp{p} profiled ({} dispatches):", profile.spans.len());
+            op_table(&profile, &model.plan(p, 0), &ceil, measured.bandwidth_gbps);
+        }
     }
 
     // Decode at depth: the cache filled by a prefill of `c` tokens, then `tokens` steps.
-    let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     for &c in &contexts {
         let mut cache = model.cache(&ctx, c + 2 * tokens + 2).expect("cache");
         let mut id = step(&ctx, &model, &mut cache, &ids(c, vocab));
@@ -177,7 +188,6 @@ fn main() {
         let (_, recorded) = record_token(&ctx, &model, &mut cache, id);
         let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
         let plan = model.plan(1, pos0);
-        let ceil = measured.ceilings(dtype == DType::F16);
         println!(
             "  one token at depth {pos0}: {} ({:.1} per layer), host recording {recorded:.2} ms ({:.1} µs a dispatch), GPU elapsed {}",
             profiler::dispatches(profile.spans.len()),
@@ -187,43 +197,53 @@ fn main() {
                 .elapsed_ms()
                 .map_or("n/a".into(), |ms| format!("{ms:.3} ms")),
         );
+        op_table(&profile, &plan, &ceil, measured.bandwidth_gbps);
+    }
+}
+
+/// GPU time per op of `profile` against the roofline's prediction for `plan`'s ops.
+fn op_table(
+    profile: &ridge::core::Profile,
+    plan: &[ridge::nn::llama::PlannedOp],
+    ceil: &ridge::model::Ceilings,
+    bandwidth_gbps: f64,
+) {
+    println!(
+        "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured):",
+        profile.method,
+        bandwidth_gbps,
+        ceil.peak_flops / 1e12
+    );
+    let mut ops = profile.by_name();
+    ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+    let (mut total, mut predicted_total) = (0.0, 0.0);
+    for (name, count, ms) in ops {
+        let p: f64 = plan
+            .iter()
+            .filter(|o| o.name == name)
+            .map(|o| ceil.predict(&o.cost).seconds * 1e3)
+            .sum();
+        predicted_total += p;
+        total += ms.unwrap_or(0.0);
+        let (ms, ratio) = match ms {
+            Some(ms) => (format!("{ms:.4}"), format!("{:.2}×", ms / p)),
+            None => ("n/a".into(), String::new()),
+        };
         println!(
-            "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured):",
-            profile.method,
-            measured.bandwidth_gbps,
-            ceil.peak_flops / 1e12
+            "    {name:<19} {} {ms:>9} ms  predicted {p:>8.4} ms  {ratio:>7}",
+            profiler::dispatches(count)
         );
-        let mut ops = profile.by_name();
-        ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
-        let (mut total, mut predicted_total) = (0.0, 0.0);
-        for (name, count, ms) in ops {
-            let p: f64 = plan
-                .iter()
-                .filter(|o| o.name == name)
-                .map(|o| ceil.predict(&o.cost).seconds * 1e3)
-                .sum();
-            predicted_total += p;
-            total += ms.unwrap_or(0.0);
-            let (ms, ratio) = match ms {
-                Some(ms) => (format!("{ms:.4}"), format!("{:.2}×", ms / p)),
-                None => ("n/a".into(), String::new()),
-            };
-            println!(
-                "    {name:<19} {} {ms:>9} ms  predicted {p:>8.4} ms  {ratio:>7}",
-                profiler::dispatches(count)
-            );
-        }
+    }
+    println!(
+        "    {:<19} {} {total:>9.4} ms  predicted {predicted_total:>8.4} ms  {:>6.2}×",
+        "total",
+        profiler::dispatches(profile.spans.len()),
+        total / predicted_total
+    );
+    if plan.len() != profile.spans.len() {
         println!(
-            "    {:<19} {} {total:>9.4} ms  predicted {predicted_total:>8.4} ms  {:>6.2}×",
-            "total",
-            profiler::dispatches(profile.spans.len()),
-            total / predicted_total
+            "    (the plan lists {} dispatches: it is out of date)",
+            plan.len()
         );
-        if plan.len() != profile.spans.len() {
-            println!(
-                "    (the plan lists {} dispatches: it is out of date)",
-                plan.len()
-            );
-        }
     }
 }
