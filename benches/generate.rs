@@ -7,7 +7,9 @@
 //!
 //! Uses the GGUF in the cache (`cargo xtask fetch-model`), or with `--random-weights` a file
 //! of the same shape and formats (Q4_1 linear weights, Q8_0 embedding) with seeded random
-//! weights, for the GPU machine, where the 98 MB file cannot travel. Greedy decoding: each
+//! weights, for the GPU machine, where the 98 MB file cannot travel; `--gguf FILE` runs a
+//! file of the caller's (there, the random GGUF of `../shared/device/random_gguf.py` that
+//! llama-bench runs in the same call). Greedy decoding: each
 //! token is the GPU's argmax, read back (4 bytes) before the next step is recorded.
 
 mod common;
@@ -24,7 +26,10 @@ use ridge::nn::llama::random::random_gguf;
 use ridge::nn::{KvCache, Llama, LlamaConfig, fetch};
 
 fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
-    let file = if random {
+    let file = if let Some(path) = common::value("--gguf") {
+        // A file of the caller's (on the GPU machine: the random GGUF llama.cpp runs too).
+        FileBytes::open(Path::new(&path)).expect("--gguf FILE")
+    } else if random {
         let bytes = random_gguf(
             &LlamaConfig::smollm2_135m(),
             QuantFormat::Q4_1,
@@ -102,10 +107,10 @@ fn main() {
     println!(
         "SmolLM2-135M on {} ({}, {dtype} activations), weights {:.1} MB loaded in {:.2} s",
         ctx.describe(),
-        if random {
-            "random weights"
-        } else {
-            "real weights"
+        match common::value("--gguf") {
+            Some(path) => path,
+            None if random => "random weights".into(),
+            None => "real weights".into(),
         },
         model.weight_bytes() as f64 / 1e6,
         start.elapsed().as_secs_f64()

@@ -41,3 +41,12 @@ pub fn list(name: &str, default: &[usize]) -> Vec<usize> {
 pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
+
+/// The text after `--name`, or `None` when it is absent.
+#[allow(dead_code)] // not every bench takes a value
+pub fn value(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Ridge, llama.cpp's Vulkan backend and PyTorch on SmolLM2-135M, in one call on the GPU
+# machine (issue 25's ratios). Run here first, to fill .devbin (besides prepare.sh's files):
+#     llama-bench (built per ../shared/device/llama-cpp.md), gguf-py/ (llama.cpp's), the
+#     metadata JSON of the real GGUF (gguf_meta.py) as smollm2_meta.json, random_gguf.py,
+#     smollm2_torch.py, generate (and optionally generate-old, the bench before a change);
+# then one `run` call with carry [".gl", ".devbin"]:  bash .devbin/peers.sh
+# Every program runs the same random-weight GGUF of SmolLM2's exact shape and formats
+# (PyTorch: transformers' LlamaForCausalLM of the same configuration, random f16/f32 weights).
+set -uo pipefail
+B=${B:-.devbin}
+source $B/gpu-env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+W=/tmp/ridge-work; mkdir -p "$W"
+export RIDGE_CACHE_DIR=$W/cache
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+PYTHONPATH=$B/gguf-py python3 $B/random_gguf.py $B/smollm2_meta.json $W/smollm2.gguf
+ls -l $W/smollm2.gguf
+echo "== llama.cpp (Vulkan), flash attention on"
+timeout 150 $B/llama-bench -m $W/smollm2.gguf -ngl 99 -fa 1 -p 128,1024 -n 128 -r 5 2>&1 | grep -E "^\||error|Vulkan"
+timeout 100 $B/llama-bench -m $W/smollm2.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 4096 -r 3 2>&1 | grep -E "^\||error"
+for bin in ${BINS:-generate-old generate}; do
+  [ -x $B/$bin ] || continue
+  for dt in "" --f16; do
+    echo "== Ridge: $bin $dt"
+    args="--gguf $W/smollm2.gguf"
+    [ $bin = generate-old ] && args=--random-weights
+    timeout 120 $B/$bin $args $dt --tokens 128 --prompts 128,1024 --contexts 128,4096 2>&1
+  done
+done
+echo "== PyTorch (transformers, static cache)"
+timeout ${TORCH_S:-150} python3 $B/smollm2_torch.py 2>&1 | grep -v Warning
+} 2>&1 | tee "$W/log.txt"
+cp "$W/log.txt" "$OUT/" 2>/dev/null
+true
