@@ -237,8 +237,39 @@ fn replayed_runs_carry_the_reports_roofline_fractions() {
     assert!(checked > 20, "{checked}");
 }
 
+/// Kernels in replay: the chosen shape's cost and its predictions on the replayed GPU's
+/// measured roof and its spec table, shown before any run, exactly as the model computes them.
 #[test]
 fn kernels_panel_predicts_on_the_h200_report() {
+    let report = h200_report();
+    let app = RidgeApp::replay(&report);
+    let case = app.kernels.case();
+    let cost = ridge_kernels::sweep::cost(&case).unwrap();
+    let (roof, name) = app.gpu.ceilings_for(&case.op, false).unwrap();
+    let p = roof.predict(&cost);
+    let spec = report
+        .spec
+        .as_ref()
+        .unwrap()
+        .ceilings(ridge_model::Precision::F32)
+        .predict(&cost);
+    // The measured roof carries the report's dispatch overhead; the spec table none.
+    assert!(p.overhead_s > 0.0 && spec.overhead_s == 0.0);
+    let measured = ridge_app::panels::kernels::prediction_text(&p);
+    let from_spec = ridge_app::panels::kernels::prediction_text(&spec);
+    assert!(measured.contains("µs of dispatch)") && !from_spec.contains("dispatch"));
+    let mut app = app;
+    app.tab = Tab::Kernels;
+    let mut h = harness(app);
+    h.run();
+    for want in [
+        format!("predicted ({name} roof)"),
+        measured,
+        from_spec,
+        format!("{:.3e} / {:.3e}", cost.flops, cost.bytes),
+    ] {
+        h.get_by_label_contains(&want);
+    }
     replayed_panel(Tab::Kernels, "kernels", "gemm");
 }
 

@@ -1,6 +1,7 @@
-//! Kernels, live: pick an op, drag its shape; while "live" is on it runs on the GPU again and
-//! again (median of 5 launches each time) and shows predicted vs measured time and the
-//! fraction of the roofline reached. Every shape measured also lands on the Roofline panel.
+//! Kernels, live: pick an op, drag its shape: its FLOPs, bytes and predicted time (measured
+//! roof and spec table) follow the controls; while "live" is on it runs on the GPU again and
+//! again (median of 5 launches each time) and shows measured time and the fraction of the
+//! roofline reached. Every shape measured also lands on the Roofline panel.
 
 use egui_plot::{HLine, Line, Plot, PlotPoints};
 use ridge_core::DType;
@@ -197,12 +198,8 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             ridge_model::Precision::F32
         })
     });
-    // The cost comes with the prepared case: shown once this shape has been measured.
-    let cost = state
-        .last
-        .as_ref()
-        .filter(|(l, _, _)| *l == label)
-        .map(|(_, c, _)| *c);
+    // The cost and the predictions follow the controls, before any run (in replay too).
+    let cost = ridge_kernels::sweep::cost(&case).ok();
     egui::Grid::new("kernel-live").striped(true).show(ui, |ui| {
         ui.label("shape");
         ui.label(&label);
@@ -229,9 +226,8 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 .map(|(n, c)| (n, Some(c)))
             {
                 if let Some(ceil) = ceilings {
-                    let p = ceil.predict(c);
                     ui.label(name);
-                    ui.label(format!("{:.4} ms, {}-bound", p.seconds * 1e3, p.bound));
+                    ui.label(prediction_text(&ceil.predict(c)));
                     ui.end_row();
                 }
             }
@@ -272,4 +268,19 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 plot.hline(HLine::new("predicted", p));
             }
         });
+}
+
+/// `0.0050 ms, compute-bound`, and where the roof carries a measured dispatch overhead, how
+/// the time splits: `(0.0005 ms of compute + 4.5 µs of dispatch)`.
+pub fn prediction_text(p: &ridge_model::Prediction) -> String {
+    let mut t = format!("{:.4} ms, {}-bound", p.seconds * 1e3, p.bound);
+    if p.overhead_s > 0.0 {
+        t.push_str(&format!(
+            " ({:.4} ms of {} + {:.1} µs of dispatch)",
+            p.compute_s.max(p.memory_s) * 1e3,
+            if p.compute_s >= p.memory_s { "compute" } else { "memory traffic" },
+            p.overhead_s * 1e6
+        ));
+    }
+    t
 }

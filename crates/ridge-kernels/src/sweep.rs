@@ -165,10 +165,48 @@ fn filled(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Tensor> {
     Tensor::from_f32(ctx, &values, shape, dtype)
 }
 
+/// FLOPs and bytes of one launch of a case, without a GPU (the dashboard shows them before
+/// a shape is run).
+///
+/// Errors: `InvalidArgument` for an unknown op.
+pub fn cost(c: &CaseSpec) -> Result<OpCost> {
+    let (s, d) = (c.shape.as_slice(), c.dtype);
+    Ok(match c.op.as_str() {
+        "gemm" => Gemm::new(s[0], s[1], s[2]).cost(d, d, 1, 1, false),
+        "layer_norm" | "rms_norm" => Norm {
+            kind: if c.op == "rms_norm" {
+                NormKind::RmsNorm
+            } else {
+                NormKind::LayerNorm
+            },
+            rows: s[0],
+            cols: s[1],
+            eps: 1e-5,
+        }
+        .cost(d, true),
+        "softmax" => Softmax::new(s[0], s[1]).cost(d, false),
+        "gelu" => Unary::Gelu.cost(s[0], d),
+        "add" => Binary::Add.cost(s[0], s[0], s[0], d),
+        "transpose" | "nchw_to_nhwc" | "nhwc_to_nchw" => layout::cost(s.iter().product(), d),
+        "attention" | "sparse_attention" => {
+            let att = crate::attention::Attention::new(s[0], s[1], s[2], s[3]);
+            let sparse = (c.op == "sparse_attention").then(|| bigbird(s[2]));
+            att.cost(d, sparse.as_ref())
+        }
+        other => {
+            return Err(ridge_core::Error::invalid(
+                "bench",
+                format!("unknown op {other:?}"),
+            ));
+        }
+    })
+}
+
 /// Allocates a case's tensors and returns its cost and launcher.
 ///
 /// Errors: `InvalidArgument` for an unknown op; allocation and limit errors.
 pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
+    let cost = cost(c)?;
     let (s, d) = (c.shape.as_slice(), c.dtype);
     let out = |shape: &[usize]| Tensor::empty(ctx, shape, d);
     Ok(match c.op.as_str() {
@@ -180,7 +218,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 out(&[s[0], s[1]])?,
             );
             Prepared {
-                cost: g.cost(d, d, 1, 1, false),
+                cost,
                 launch: Box::new(move |ctx| g.run(ctx, &a, &b, None, &o)),
             }
         }
@@ -204,7 +242,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             );
             let rms = kind == NormKind::RmsNorm;
             Prepared {
-                cost: norm.cost(d, true),
+                cost,
                 launch: Box::new(move |ctx| norm.run(ctx, &x, Some(&g), (!rms).then_some(&b), &y)),
             }
         }
@@ -212,21 +250,21 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let sm = Softmax::new(s[0], s[1]);
             let (x, y) = (filled(ctx, s, d)?, out(s)?);
             Prepared {
-                cost: sm.cost(d, false),
+                cost,
                 launch: Box::new(move |ctx| sm.run(ctx, &x, None, &y)),
             }
         }
         "gelu" => {
             let (x, y) = (filled(ctx, s, d)?, out(s)?);
             Prepared {
-                cost: Unary::Gelu.cost(s[0], d),
+                cost,
                 launch: Box::new(move |ctx| unary(ctx, Unary::Gelu, &x, &y)),
             }
         }
         "add" => {
             let (a, b, y) = (filled(ctx, s, d)?, filled(ctx, s, d)?, out(s)?);
             Prepared {
-                cost: Binary::Add.cost(s[0], s[0], s[0], d),
+                cost,
                 launch: Box::new(move |ctx| binary(ctx, Binary::Add, &a, &b, &y)),
             }
         }
@@ -239,7 +277,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let x = filled(ctx, s, d)?;
             let y = out(&layout::permuted_shape(s, perm)?)?;
             Prepared {
-                cost: layout::cost(x.numel(), d),
+                cost,
                 launch: Box::new(move |ctx| layout::permute(ctx, &x, perm, &y)),
             }
         }
@@ -255,7 +293,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 .then(|| crate::attention::SparseLayout::upload(ctx, bigbird(s[2])))
                 .transpose()?;
             Prepared {
-                cost: att.cost(d, sparse.as_ref().map(|l| &l.layout)),
+                cost,
                 launch: Box::new(move |ctx| att.run(ctx, &q, &k, &vv, None, sparse.as_ref(), &o)),
             }
         }
