@@ -278,7 +278,11 @@ pub fn prediction_text(p: &ridge_model::Prediction) -> String {
         t.push_str(&format!(
             " ({:.4} ms of {} + {:.1} µs of dispatch)",
             p.compute_s.max(p.memory_s) * 1e3,
-            if p.compute_s >= p.memory_s { "compute" } else { "memory traffic" },
+            if p.compute_s >= p.memory_s {
+                "compute"
+            } else {
+                "memory traffic"
+            },
             p.overhead_s * 1e6
         ));
     }

@@ -6,20 +6,23 @@
 //! ```text
 //! q, K[pos0..], V[pos0..] = RoPE(RMSNorm(x)·γ_attn·[W_q; W_k; W_v]ᵀ)   rms_qmatmul_rope
 //!                                                         (the KV-cache append in its epilogue)
-//! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention  [T, nh·dh]
+//! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention, or attention
+//!                                              (a prompt into an empty cache)  [T, nh·dh]
 //! x    += a·W_oᵀ                                          qmatmul (residual epilogue)
 //! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ), h = RMSNorm(x)·γ_ffn  rms_qmatmul (SwiGLU)  [T, F]
 //! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
 //! ```
 //! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
 //! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (6 when
-//! attention splits its keys across workgroups and merges them): each RMSNorm runs inside
+//! decode attention splits its keys across workgroups and merges them; see `attend.rs` for
+//! which attention runs): each RMSNorm runs inside
 //! the product after it, which normalises its rows of `x` as it reads them, and RoPE with
 //! the KV-cache append in the Q/K/V product's epilogue.
 //!
 //! Precision: f32 activations and KV cache, or (opt-in, adapters with `shader-f16`) f16;
 //! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
 
+mod attend;
 pub mod config;
 pub mod random;
 pub mod tokenizer;
@@ -27,7 +30,9 @@ pub mod tokenizer;
 use ridge_core::{Context, DType, Tensor};
 use ridge_kernels::qmatmul::gather_rows;
 use ridge_kernels::quant::{QuantFormat, QuantMatrix, interleave_rows};
-use ridge_kernels::{KvAttention, PairLayout, RopeQkv, RopeTable};
+use ridge_kernels::{PairLayout, RopeQkv, RopeTable};
+
+use attend::Attend;
 
 pub use config::LlamaConfig;
 
@@ -398,16 +403,12 @@ impl Llama {
             ridge_kernels::qmatmul::gather_cost(self.embed.format, t, self.config.hidden, dt),
         );
         let (rope, attention) = self.attention_ops(t, pos0);
-        let spans = attention.split().0;
         for layer in &self.layers {
             for (n, cost) in layer.qkv.qkv_rope_ops(&layer.attn_norm, &rope, dt) {
                 op(n, cost);
             }
-            op("kv_attention", attention.cost(dt));
-            if spans > 1 {
-                let c = &self.config;
-                let merge = (t * c.heads * spans * (c.head_dim + 2) * 4) as f64;
-                op("kv_attention_merge", ridge_model::OpCost::new(0.0, merge));
+            for (n, cost) in attention.ops(dt) {
+                op(n, cost);
             }
             let (n, cost) = linear(&layer.out, t, Epilogue::Residual);
             op(n, cost);
@@ -434,7 +435,7 @@ impl Llama {
     }
 
     /// The RoPE + KV-append and attention ops of a forward over `t` tokens from `pos0`.
-    fn attention_ops(&self, t: usize, pos0: usize) -> (RopeQkv, KvAttention) {
+    fn attention_ops(&self, t: usize, pos0: usize) -> (RopeQkv, Attend) {
         let c = &self.config;
         (
             RopeQkv {
@@ -445,13 +446,7 @@ impl Llama {
                 pos0,
                 layout: PairLayout::Adjacent,
             },
-            KvAttention {
-                tokens: t,
-                heads: c.heads,
-                kv_heads: c.kv_heads,
-                head_dim: c.head_dim,
-                pos0,
-            },
+            Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0),
         )
     }
 }

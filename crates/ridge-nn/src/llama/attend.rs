@@ -1,0 +1,103 @@
+//! Which attention a forward runs: a prompt into an empty cache takes the tiled dense
+//! kernel with a causal mask (query tiles share each key tile's loads: prefill is
+//! compute-bound), everything else the KV-cache kernel (decode, and prompts appended to a
+//! conversation, whose queries start past position 0).
+//!
+//! Grouped-query heads on the dense kernel: the `nkv` KV heads are its batch and the
+//! `G = nh / nkv` query heads of each its heads, K and V read with a head stride of 0, so
+//! every query head of a group reads its group's one K and V row (Ainslie et al., "GQA",
+//! 2023) straight out of the cache `[capacity, nkv, dh]`; Q and the output stay
+//! `[T, nh, dh]`.
+
+use ridge_core::{Context, DType, Result, Tensor};
+use ridge_kernels::KvAttention;
+use ridge_kernels::attention::{Attention, HeadLayout};
+use ridge_model::OpCost;
+
+/// The attention of one layer's forward over `tokens` tokens from `pos0`.
+pub(super) enum Attend {
+    /// Against the KV cache (split across workgroups and merged where long).
+    Cache(KvAttention),
+    /// Dense causal attention over the prompt's own keys (`pos0 = 0`).
+    Dense(Attention),
+}
+
+impl Attend {
+    /// The kernel for `tokens` queries at positions `pos0..` with `heads` query heads over
+    /// `kv_heads` KV heads of width `head_dim`.
+    pub(super) fn new(
+        tokens: usize,
+        heads: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        pos0: usize,
+    ) -> Self {
+        let cache = KvAttention {
+            tokens,
+            heads,
+            kv_heads,
+            head_dim,
+            pos0,
+        };
+        let dense_fits = head_dim.is_multiple_of(4) && head_dim <= 256;
+        if pos0 > 0 || tokens < 2 || !dense_fits || kv_heads == 0 || heads % kv_heads != 0 {
+            return Self::Cache(cache);
+        }
+        let g = heads / kv_heads;
+        let q = HeadLayout {
+            offset: 0,
+            batch_stride: g * head_dim,
+            seq_stride: heads * head_dim,
+            head_stride: head_dim,
+        };
+        let kv = HeadLayout {
+            offset: 0,
+            batch_stride: head_dim,
+            seq_stride: kv_heads * head_dim,
+            head_stride: 0,
+        };
+        Self::Dense(Attention {
+            causal: true,
+            q,
+            k: kv,
+            v: kv,
+            o: q,
+            // One dispatch: a prompt's query tiles fill the GPU without cutting key tiles.
+            kv_splits: Some(1),
+            ..Attention::new(kv_heads, g, tokens, head_dim)
+        })
+    }
+
+    /// Attention of `q` `[T, nh, dh]` against the caches' first `pos0 + T` rows into `out`.
+    ///
+    /// Errors: as [`KvAttention::run`] and [`Attention::run`].
+    pub(super) fn run(
+        &self,
+        ctx: &Context,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        out: &Tensor,
+    ) -> Result<()> {
+        match self {
+            Self::Cache(a) => a.run(ctx, q, k_cache, v_cache, out),
+            Self::Dense(a) => a.run(ctx, q, k_cache, v_cache, None, None, out),
+        }
+    }
+
+    /// The dispatches [`Attend::run`] makes, as (profile name, cost).
+    pub(super) fn ops(&self, dtype: DType) -> Vec<(&'static str, OpCost)> {
+        match self {
+            Self::Dense(a) => vec![("attention", a.cost(dtype, None))],
+            Self::Cache(a) => {
+                let mut ops = vec![("kv_attention", a.cost(dtype))];
+                let spans = a.split().0;
+                if spans > 1 {
+                    let merge = (a.tokens * a.heads * spans * (a.head_dim + 2) * 4) as f64;
+                    ops.push(("kv_attention_merge", OpCost::new(0.0, merge)));
+                }
+                ops
+            }
+        }
+    }
+}
