@@ -9,8 +9,9 @@
 //   registers and dotted with every row, so W is read once per MROWS rows of x; with RPT > 1
 //   (large matrices, one row of x) each invocation loads x's block once and dots it with RPT
 //   rows' blocks, RPT weight loads in flight.
-// matmul (prefill): 64 × 64 tiles of y, one block of K (32) per step: x's tile and W's
-//   dequantized tile staged in workgroup memory, a 4 × 4 register tile per invocation.
+// matmul (prefill): BM × 64 tiles of y (BM = 64, or 32 where 64-row tiles would leave a
+//   large GPU's units idle), one block of K (32) per step: x's tile and W's dequantized
+//   tile staged in workgroup memory, a 4 × 4 register tile per invocation.
 // gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
 //
 // Prologue: NORM multiplies each row of x by its inverse RMS, 1/√(mean(x²) + eps), and by γ
@@ -32,7 +33,7 @@
 // Weight of a block with scale d (and minimum m): Q8_0 d·q, Q4_0 d·(q − 8), Q4_1 d·q + m.
 // A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
 //
-// Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG,
+// Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG, BM,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
 // matvec invocation, with MROWS = 1), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
 // rope_store.
@@ -243,9 +244,10 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     }
 }
 
-const BM: u32 = 64u;
+// BM (64 or 32, a define): rows of x a tile covers; four invocations a row.
 const BN: u32 = 64u;
-var<workgroup> xs: array<f32, 2048>; // [32][BM]: x's tile, k-major
+const WGS: u32 = BM * 4u;
+var<workgroup> xs: array<f32, 32u * BM>; // [32][BM]: x's tile, k-major
 var<workgroup> ws: array<f32, 2048>; // [32][BN]: W's tile dequantized, k-major
 var<workgroup> row_inv: array<f32, BM>; // NORM: the inverse RMS of the tile's rows
 
@@ -279,7 +281,7 @@ fn stage_weights(b: u32, part: u32, col: u32, live: bool) {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WGS)
 fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let n0 = wid.x * BN;
     let m0 = wid.y * BM;
@@ -308,7 +310,7 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     }
     for (var b = 0u; b < p.blocks; b++) {
         // x's tile: BM rows × 8 vec4s.
-        for (var i = lid; i < BM * 8u; i += 256u) {
+        for (var i = lid; i < BM * 8u; i += WGS) {
             let row = i / 8u;
             let c = i % 8u;
             var v = vec4<f32>(0.0);
@@ -322,8 +324,9 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             xs[(4u * c + 3u) * BM + row] = v.w;
         }
         // W's tile: four invocations per row, 8 weights each.
-        let row = lid / 4u;
-        stage_weights((n0 + row) * p.blocks + b, lid % 4u, row, n0 + row < p.n);
+        for (var row = lid / 4u; row < BN; row += WGS / 4u) {
+            stage_weights((n0 + row) * p.blocks + b, lid % 4u, row, n0 + row < p.n);
+        }
         workgroupBarrier();
         for (var kk = 0u; kk < 32u; kk++) {
             let a = vec4<f32>(xs[kk * BM + 4u * ty], xs[kk * BM + 4u * ty + 1u],

@@ -92,6 +92,8 @@ fn every_format_both_kernels_odd_shapes() {
                     (MATVEC_MAX_M, 50, 64),
                     (MATVEC_MAX_M + 1, 67, 160),
                     (67, 131, 224),
+                    // 3 × 87 tiles of 64: enough workgroups for 64-row tiles (fewer take 32).
+                    (131, 86 * 64 + 7, 64),
                 ] {
                     seed += 1;
                     check(ctx, format, QMatmul::new(m), n, k, dtype, seed)?;
@@ -239,16 +241,17 @@ fn rms_norm_prologue_matches_norm_then_product() {
             for format in QuantFormat::ALL {
                 // K: 3 blocks, and 35 (some of the matrix-vector kernel's lanes sum x² over
                 // three blocks, the others over two).
-                for (m, glu, k) in [
-                    (1, false, 96),
-                    (1, true, 1120),
-                    (3, true, 96),
-                    (MATVEC_ROWS + 1, false, 1120),
-                    (40, true, 96),
-                    (70, false, 96),
+                for (m, glu, k, n) in [
+                    (1, false, 96, 75),
+                    (1, true, 1120, 134),
+                    (3, true, 96, 134),
+                    (MATVEC_ROWS + 1, false, 1120, 75),
+                    (40, true, 96, 134),
+                    (70, false, 96, 75),
+                    // Enough 64-row tiles for the tiled kernel's tall tile.
+                    (131, true, 96, 2 * 43 * 64 + 2),
                 ] {
                     seed += 1;
-                    let n = if glu { 134 } else { 75 };
                     let bytes = weights(format, n, k, seed, 20.0);
                     let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
                     let wf = quant::dequantize(format, &bytes)?;
