@@ -113,6 +113,63 @@ fn prefill_and_token_by_token_decode_agree() {
     });
 }
 
+/// A prompt of 1,030 tokens into an empty cache runs the dense causal attention (grouped
+/// KV heads as its batch); the same tokens as a 1,000-token prompt on the KV-cache kernel and
+/// 30 decode steps must give the same last logits.
+#[test]
+fn long_prompts_take_the_dense_attention_and_agree_with_decode() {
+    on_every_adapter("decoder_dense_prefill", |ctx| {
+        let config = LlamaConfig {
+            context: 1040,
+            ..tiny()
+        };
+        let model = Llama::load(
+            ctx,
+            &parse(random_gguf(
+                &config,
+                QuantFormat::Q8_0,
+                QuantFormat::Q8_0,
+                9,
+            )),
+            DType::F32,
+        )
+        .map_err(nn)?;
+        let names =
+            |t, pos0| -> Vec<&'static str> { model.plan(t, pos0).iter().map(|o| o.name).collect() };
+        if !names(1030, 0).contains(&"attention") || names(1000, 0).contains(&"attention") {
+            return Err(Error::invalid(
+                "plan",
+                "1,030 tokens should take the dense attention, 1,000 the KV-cache kernel",
+            ));
+        }
+        let ids: Vec<u32> = (0..1030).map(|i| (i * 13 + 5) % 100).collect();
+        let mut a = model.cache(ctx, 1040).map_err(nn)?;
+        let whole = block(
+            model
+                .forward(ctx, &mut a, &ids, false)
+                .map_err(nn)?
+                .logits
+                .to_f32(ctx),
+        )?;
+        let mut b = model.cache(ctx, 1040).map_err(nn)?;
+        model
+            .forward(ctx, &mut b, &ids[..1000], false)
+            .map_err(nn)?;
+        let mut last = Vec::new();
+        for &id in &ids[1000..] {
+            last = block(
+                model
+                    .forward(ctx, &mut b, &[id], false)
+                    .map_err(nn)?
+                    .logits
+                    .to_f32(ctx),
+            )?;
+        }
+        // As above: the same sums in another order.
+        assert_close("dense prefill", &last, &whole, |_| 1e-4)
+    });
+}
+
 fn load_err(ctx: &Context, bytes: Vec<u8>) -> String {
     match Llama::load(ctx, &parse(bytes), DType::F32) {
         Ok(_) => "loaded".into(),

@@ -44,12 +44,13 @@ const TPR: u32 = 16;
 const TILE: usize = 64;
 /// Rows of the tiled kernel's short tile.
 const TILE_SHORT: usize = 32;
-/// Workgroups below which the tiled kernel takes [`TILE_SHORT`]-row tiles: two per compute
-/// unit of a large GPU (the H200 has 132). SmolLM2's 576-row output and down projections of
-/// a 1024-token prompt make 144 tiles of 64 × 64: about one workgroup a unit, nothing to
-/// hide a load behind (run 92 profiled them at 10.8 TFLOP/s against 18.9 for the 3072-row
-/// gate/up product).
-const MIN_TILES: usize = 256;
+/// Workgroups below which the tiled kernel takes [`TILE_SHORT`]-row tiles: a large GPU's
+/// units (the H200 has 132) need more than one workgroup each to hide a load. Measured on
+/// the H200 (benches/NOTES.md runs 93–94): SmolLM2's 576-row projections of a 1024-token
+/// prompt (144 tiles of 64) 12 % faster with 32-row tiles and prompts of 128–256 tokens
+/// 10–12 % faster end to end, but its 960-row Q/K/V product (240 tiles) 66 % slower: the
+/// threshold lies between.
+const MIN_TILES: usize = 192;
 
 /// `y = x·Wᵀ` with a quantized `W`, optionally accumulated into `y` or gated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,6 +14,14 @@ use ridge_kernels::KvAttention;
 use ridge_kernels::attention::{Attention, HeadLayout};
 use ridge_model::OpCost;
 
+/// Prompts from this many tokens on take the dense kernel. Measured on the H200 (wall clock
+/// of the whole prefill, benches/NOTES.md run 94): the dense kernel took 21 % longer at 256
+/// tokens (its 2–4 query tiles per head leave the GPU idle where the KV-cache kernel runs a
+/// workgroup per token), 15 % at 512, and 1 % less at 1024, where its profiled time is a
+/// third below the KV-cache kernel's; it reads each key once per query tile instead of once
+/// per token, so longer prompts gain more.
+const DENSE_MIN_TOKENS: usize = 1024;
+
 /// The attention of one layer's forward over `tokens` tokens from `pos0`.
 pub(super) enum Attend {
     /// Against the KV cache (split across workgroups and merged where long).
@@ -40,7 +48,12 @@ impl Attend {
             pos0,
         };
         let dense_fits = head_dim.is_multiple_of(4) && head_dim <= 256;
-        if pos0 > 0 || tokens < 2 || !dense_fits || kv_heads == 0 || heads % kv_heads != 0 {
+        if pos0 > 0
+            || tokens < DENSE_MIN_TOKENS
+            || !dense_fits
+            || kv_heads == 0
+            || heads % kv_heads != 0
+        {
             return Self::Cache(cache);
         }
         let g = heads / kv_heads;
