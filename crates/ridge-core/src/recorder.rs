@@ -52,21 +52,22 @@ struct Arena {
     data: Vec<u8>,
 }
 
+/// A storage binding as the cache compares it: (binding, buffer, offset, size).
+type BufferBinding<B> = (u32, B, u64, Option<std::num::NonZeroU64>);
+
 /// A cached bind group and what it binds: its pipeline's layout, the uniform slot, the
 /// storage buffers (compared in full on every hit: a hash collision must not bind the wrong
 /// buffers).
 struct Cached {
     pipeline: wgpu::ComputePipeline,
     uniform: (u64, u64),
-    buffers: Vec<(u32, wgpu::Buffer, u64, Option<std::num::NonZeroU64>)>,
+    buffers: Vec<BufferBinding<wgpu::Buffer>>,
     group: wgpu::BindGroup,
 }
 
 /// The storage buffers of `d` as (binding, buffer, offset, size); `None` where a binding is
 /// not a buffer (never cached).
-fn buffer_bindings<'a>(
-    d: &'a Dispatch<'a>,
-) -> Option<Vec<(u32, &'a wgpu::Buffer, u64, Option<std::num::NonZeroU64>)>> {
+fn buffer_bindings<'a>(d: &'a Dispatch<'a>) -> Option<Vec<BufferBinding<&'a wgpu::Buffer>>> {
     d.bindings
         .iter()
         .map(|(binding, resource)| match resource {
@@ -80,7 +81,7 @@ fn buffer_bindings<'a>(
 fn bind_hash(
     d: &Dispatch<'_>,
     uniform: (u64, u64),
-    buffers: &[(u32, &wgpu::Buffer, u64, Option<std::num::NonZeroU64>)],
+    buffers: &[BufferBinding<&wgpu::Buffer>],
 ) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -95,7 +96,7 @@ impl Cached {
         &self,
         d: &Dispatch<'_>,
         uniform: (u64, u64),
-        buffers: &[(u32, &wgpu::Buffer, u64, Option<std::num::NonZeroU64>)],
+        buffers: &[BufferBinding<&wgpu::Buffer>],
     ) -> bool {
         self.pipeline == *d.pipeline
             && self.uniform == uniform

@@ -52,7 +52,7 @@ impl Attend {
             || tokens < DENSE_MIN_TOKENS
             || !dense_fits
             || kv_heads == 0
-            || heads % kv_heads != 0
+            || !heads.is_multiple_of(kv_heads)
         {
             return Self::Cache(cache);
         }
