@@ -323,10 +323,12 @@ impl RidgeApp {
             "adapter": self.gpu.ctx.as_ref().map(|c| c.info().name.clone()),
             "error": self.gpu.error,
             "measure_error": self.gpu.measure_error,
-
             "measured_gbps": c.as_ref().map(|c| c.bandwidth / 1e9),
             "measured_gflops": c.as_ref().map(|c| c.peak_flops / 1e9),
             "roofline_points": self.roofline.points.len(),
+            "sweep_busy": self.roofline.busy(),
+            "sweep_measured": self.roofline.progress.0,
+            "sweep_total": self.roofline.progress.1,
             "sweep_error": self.roofline.error,
             "tab": self.tab.name(),
         })

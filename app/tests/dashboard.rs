@@ -378,6 +378,38 @@ fn live_panels_on_this_adapter() {
         );
     }
 
+    // The quick sweep streams its runs onto the roofline as they are measured, says how far
+    // it is, and stops on Cancel after the kernel in flight.
+    h.state_mut().tab = Tab::Roofline;
+    h.step();
+    let before = h.state().roofline.points.len();
+    h.get_by_label("Run the quick sweep").click();
+    step_until(&mut h, "the sweep's first run", 300, |a| {
+        a.roofline.progress.0 >= 1 || a.roofline.error.is_some()
+    });
+    assert!(
+        h.state().roofline.error.is_none(),
+        "{:?}",
+        h.state().roofline.error
+    );
+    let total = h.state().roofline.progress.1;
+    assert!(
+        h.state().roofline.busy(),
+        "the sweep ended after its first of {total} runs"
+    );
+    assert!(
+        h.state().roofline.points.len() > before,
+        "the first run is not plotted"
+    );
+    h.get_by_label_contains(&format!("of {total} kernels"));
+    h.get_by_label("Cancel").click();
+    step_until(&mut h, "the sweep to stop", 300, |a| !a.roofline.busy());
+    let done = h.state().roofline.progress.0;
+    assert!(
+        done >= 1 && done < total,
+        "{done} of {total} measured after Cancel"
+    );
+
     // MiniLM: loaded, two sentences embedded, the breakdown shown.
     if !ridge_nn::fetch::minilm_dir()
         .join("model.safetensors")

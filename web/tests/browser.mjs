@@ -10,7 +10,8 @@
 //   6.–7. a missing model folder or a single missing file gives a clear error in the page;
 //   8. the dashboard (dashboard.html) starts on the page's WebGPU canvas, finds the adapter,
 //      measures its ceilings and draws the roofline (a non-blank screenshot with the roof's
-//      colour in it), and its quick sweep plots measured kernel runs;
+//      colour in it), and its quick sweep plots kernel runs as they are measured (the
+//      longest frame gap meanwhile is reported);
 //   9. the JavaScript package, imported by a plain page (api-test.html) as a web developer
 //      would: SmolLM2's greedy reply to the first fixture prompt gives the fixture's first 8
 //      tokens, an embedding matches MiniLM's fixture, and a generator loaded and freed three
@@ -359,6 +360,17 @@ try {
     drawn.colors > 100 && drawn.roof > 500,
     `dashboard canvas drawn: ${drawn.colors} colours, ${drawn.roof} roof pixels`,
   );
+  // Frames while the sweep runs: the longest gap between two says how long the page froze.
+  await dash.evaluate(() => {
+    window.__gaps = [];
+    let last = performance.now();
+    const frame = (t) => {
+      window.__gaps.push(t - last);
+      last = t;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
   // The Roofline tab's first button, "Run the quick sweep", sits at the top left.
   await dash.mouse.click(75, 43);
   await dash.waitForFunction(
@@ -374,6 +386,31 @@ try {
   check(
     status.roofline_points > 0,
     `dashboard sweep plotted ${status.roofline_points} kernel runs (${status.sweep_error ?? "no error"})`,
+  );
+  // Runs stream in while the sweep goes on: the first one is plotted before the last is
+  // measured, and more follow.
+  check(
+    status.sweep_busy && status.sweep_measured < status.sweep_total,
+    `dashboard sweep plots runs as they are measured (${status.sweep_measured} of ${status.sweep_total} when the first appeared)`,
+  );
+  await dash.waitForFunction(
+    (first) => {
+      const s = JSON.parse(window.ridgeDashboard);
+      return s.sweep_measured > first || !s.sweep_busy;
+    },
+    status.sweep_measured,
+    { timeout: 2 * 60_000, polling: 500 },
+  );
+  const sweep = await dash.evaluate(() => ({
+    status: JSON.parse(window.ridgeDashboard),
+    frames: window.__gaps.length,
+    longest: Math.max(...window.__gaps),
+  }));
+  // The longest frame gap says how long the page froze (reported, not checked: SwiftShader
+  // compiles shaders for seconds on a loaded machine).
+  console.log(
+    `dashboard during the sweep: ${sweep.frames} frames, longest gap ${(sweep.longest / 1000).toFixed(2)} s, ` +
+      `${sweep.status.sweep_measured} of ${sweep.status.sweep_total} runs measured`,
   );
   await dash.close();
 } catch (e) {

@@ -1,16 +1,17 @@
 //! Roofline: log-log, the spec-table and the measured roofs with their ridge points, and
 //! every kernel run measured in this session as a point (hover: op, shape, predicted and
-//! measured time). A quick sweep fills it in one click.
+//! measured time). A quick sweep fills it in one click: its runs appear as they are
+//! measured, with how many are done, and Cancel stops it after the kernel in flight.
 
 use ridge_kernels::sweep::{self, SweepSize};
 use ridge_model::OpCost;
 
 use crate::Gpu;
 use crate::plot::{self, PALETTE, Roof, RunPoint, Series};
-use crate::tasks::{self, Task};
+use crate::tasks::{self, Stream};
 
-/// Each run: label, cost, measured ms, op, f16 storage.
-type SweepResult = Result<Vec<(String, OpCost, f64, String, bool)>, String>;
+/// One measured run of a sweep: label, cost, measured ms, op, f16 storage; or why it failed.
+type SweepRun = Result<(String, OpCost, f64, String, bool), String>;
 
 /// Measured runs and the sweep in flight.
 #[derive(Default)]
@@ -21,7 +22,10 @@ pub struct State {
     pub error: Option<String>,
     /// Show predicted against measured time instead of the roofline.
     pub predicted_vs_measured: bool,
-    sweep: Option<Task<SweepResult>>,
+    /// The sweep in flight: its runs stream in as they are measured.
+    sweep: Option<Stream<SweepRun>>,
+    /// Runs of the sweep in flight measured so far, and its total.
+    pub progress: (usize, usize),
 }
 
 impl State {
@@ -38,34 +42,52 @@ impl State {
         self.sweep.is_some()
     }
 
-    /// Collects a finished sweep.
+    /// Plots the sweep's runs measured since the last frame; forgets the sweep once it ends.
     pub fn poll(&mut self, gpu: &Gpu) {
-        if let Some(result) = self.sweep.as_ref().and_then(Task::take) {
-            self.sweep = None;
-            match result {
-                Ok(runs) => {
-                    for (label, cost, ms, op, f16) in runs {
-                        let roof = gpu.ceilings_for(&op, f16);
-                        let p = super::run_point(&label, &cost, ms, roof);
-                        self.record(label, p);
-                    }
+        let Some(sweep) = &self.sweep else { return };
+        // Read before draining: a run sent just before the end is then drained too.
+        let finished = sweep.finished();
+        for run in sweep.drain() {
+            match run {
+                Ok((label, cost, ms, op, f16)) => {
+                    let roof = gpu.ceilings_for(&op, f16);
+                    let p = super::run_point(&label, &cost, ms, roof);
+                    self.record(label, p);
+                    self.progress.0 += 1;
                 }
                 Err(e) => self.error = Some(e),
             }
+        }
+        if finished {
+            self.sweep = None;
+        }
+    }
+
+    /// Asks the sweep in flight to stop after the kernel it is measuring.
+    pub fn cancel_sweep(&self) {
+        if let Some(s) = &self.sweep {
+            s.cancel();
         }
     }
 
     fn start_sweep(&mut self, gpu: &Gpu, egui: &egui::Context) {
         let Some(ctx) = gpu.ctx.clone() else { return };
         self.error = None;
-        self.sweep = Some(tasks::spawn(egui, move || async move {
-            let mut runs = Vec::new();
-            for case in sweep::cases(&ctx, SweepSize::Quick, &[]) {
-                let (label, cost, ms) = super::measure_case(&ctx, &case).await?;
+        let cases = sweep::cases(&ctx, SweepSize::Quick, &[]);
+        self.progress = (0, cases.len());
+        self.sweep = Some(tasks::spawn_stream(egui, move |sink| async move {
+            for case in cases {
+                if sink.cancelled() {
+                    return;
+                }
+                let run = super::measure_case(&ctx, &case).await;
+                let failed = run.is_err();
                 let f16 = case.dtype == ridge_core::DType::F16;
-                runs.push((label, cost, ms, case.op.clone(), f16));
+                sink.send(run.map(|(label, cost, ms)| (label, cost, ms, case.op.clone(), f16)));
+                if failed {
+                    return;
+                }
             }
-            Ok(runs)
         }));
     }
 }
@@ -114,9 +136,17 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         {
             state.start_sweep(gpu, ui.ctx());
         }
-        if state.sweep.is_some() {
+        if let Some(sweep) = &state.sweep {
             ui.spinner();
-            ui.label("measuring every kernel…");
+            let (done, total) = state.progress;
+            if sweep.cancelling() {
+                ui.label(format!("stopping after {done} of {total} kernels…"));
+            } else {
+                ui.label(format!("measured {done} of {total} kernels"));
+                if ui.button("Cancel").clicked() {
+                    state.cancel_sweep();
+                }
+            }
         }
         // Runs without FLOPs (layout conversions) have no place on a log-log roofline.
         let drawable = state.points.iter().filter(|(_, p)| p.drawable()).count();
