@@ -69,21 +69,14 @@ pub fn label(case: &CaseSpec) -> String {
     format!("{} {:?} {}", case.op, case.shape, case.dtype)
 }
 
-/// The measured roof a run of `op` in f16 or f32 storage is scored against, and its name:
-/// the tensor cores' for an f16 GEMM where their peak was measured, else the storage type's
-/// FMA peak.
+/// The measured roof a run of `op` in f16 or f32 storage is scored against, and its name
+/// ([`ridge_model::report::Measured::roof_for`]).
 pub fn measured_roof(
     m: &ridge_model::report::Measured,
     op: &str,
     f16: bool,
 ) -> (Ceilings, &'static str) {
-    let tensor = op == "gemm" && f16 && m.tensor_tflops.is_some();
-    let name = match (tensor, f16 && m.f16_tflops.is_some()) {
-        (true, _) => "measured tensor cores",
-        (false, true) => "measured f16 FMA",
-        (false, false) => "measured f32 FMA",
-    };
-    (m.ceilings_for(f16, tensor), name)
+    m.roof_for(op, f16)
 }
 
 /// A timed row of a `ridge bench` report as a roofline point, labelled `prefix` + the case

@@ -7,6 +7,7 @@ use clap::builder::PossibleValuesParser;
 
 use ridge_core::DType;
 use ridge_kernels::{Gemm, GemmKernel, ceilings, sweep};
+use ridge_model::calibrate::Calibration;
 use ridge_model::report::{Accuracy, BenchReport, Row};
 use ridge_model::{Precision, hardware};
 
@@ -231,7 +232,7 @@ pub fn run(args: Args) -> crate::CliResult {
     say(format!("  measured ceilings: {}", fmt(&accuracy_measured)));
     say(format!("  spec ceilings:     {}", fmt(&accuracy_spec)));
 
-    let report = BenchReport {
+    let mut report = BenchReport {
         ridge_version: env!("CARGO_PKG_VERSION").into(),
         adapter: fp.name.clone(),
         backend: fp.backend.clone(),
@@ -249,7 +250,11 @@ pub fn run(args: Args) -> crate::CliResult {
         rows,
         accuracy_measured,
         accuracy_spec,
+        calibration: None,
     };
+    let calibration = Calibration::fit(&report);
+    print_calibration(&calibration, &say);
+    report.calibration = Some(calibration);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
         match json_file {
@@ -267,6 +272,33 @@ pub fn run(args: Args) -> crate::CliResult {
         say(format!("roofline written to {}", path.display()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The per-op terms fitted on this run and their errors (`ridge_model::calibrate`).
+fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
+    say(format!(
+        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency);\n\
+         errors are median factors; held out = each launch predicted by a fit without it (goal ≤ 1.15×):",
+        c.overhead_s * 1e6
+    ));
+    say(format!(
+        "  {:<18} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>9}",
+        "op", "runs", "bound", "eff.", "fixed cost", "roofline", "fitted", "held out"
+    ));
+    for k in &c.kinds {
+        say(format!(
+            "  {:<18} {:>4} {:>8} {:>6.1}% {:>8.1} µs {:>8.2}× {:>6.2}× {:>9}",
+            format!("{} {}", k.op, k.dtype),
+            k.rows,
+            k.bound.to_string(),
+            100.0 * k.efficiency,
+            k.latency_s * 1e6,
+            k.roofline_error,
+            k.fitted_error,
+            k.held_out_error
+                .map_or("n/a (1 run)".into(), |e| format!("{e:.2}×"))
+        ));
+    }
 }
 
 /// Dense vs block-sparse attention by sequence length: measured and predicted time ratios,

@@ -7,6 +7,7 @@
 //! - Bytes are the *fewest* bytes an op must move between device memory and the cores: every
 //!   input read once, every output written once. Caches can only make the real figure larger.
 
+pub mod calibrate;
 pub mod cost;
 pub mod decoder;
 pub mod hardware;

@@ -63,6 +63,19 @@ impl Measured {
             .unwrap_or_else(|| self.ceilings(f16))
     }
 
+    /// The roof a launch of `op` in f16 or f32 storage is held against, and its name: the
+    /// tensor cores' for an f16 GEMM where their peak was measured (Ridge's f16 GEMM runs on
+    /// them there), else the storage type's FMA peak.
+    pub fn roof_for(&self, op: &str, f16: bool) -> (Ceilings, &'static str) {
+        let tensor = op == "gemm" && f16 && self.tensor_tflops.is_some();
+        let name = match (tensor, f16 && self.f16_tflops.is_some()) {
+            (true, _) => "measured tensor cores",
+            (false, true) => "measured f16 FMA",
+            (false, false) => "measured f32 FMA",
+        };
+        (self.ceilings_for(f16, tensor), name)
+    }
+
     /// A compute roof of `tflops` over the measured bandwidth and dispatch overhead.
     fn roof(&self, tflops: f64, source: &str) -> Ceilings {
         Ceilings::new(
@@ -174,6 +187,10 @@ pub struct BenchReport {
     pub accuracy_measured: Accuracy,
     /// Accuracy of the predictions from the spec table.
     pub accuracy_spec: Accuracy,
+    /// Per-op terms fitted on these rows and their errors (reports from before the fit read
+    /// as `None`; [`crate::calibrate::Calibration::fit`] computes it for any report).
+    #[serde(default)]
+    pub calibration: Option<crate::calibrate::Calibration>,
 }
 
 #[cfg(test)]
