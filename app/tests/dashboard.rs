@@ -105,6 +105,10 @@ fn compare_panel_with_the_shipped_reports() {
             r.rows.len().to_string(),
             format!("{:.2}×", a.memory.unwrap().exp2()),
             format!("{:.2}×", a.compute.unwrap().exp2()),
+            format!(
+                "{:.2}× (median of op kinds)",
+                r.calibration.as_ref().unwrap().median_held_out().unwrap()
+            ),
         ] {
             assert!(
                 h.query_all_by_label(&want).count() > 0,

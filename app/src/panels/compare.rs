@@ -47,7 +47,11 @@ impl State {
     /// Parses and adds a report; a bad file sets [`State::error`].
     pub fn add(&mut self, name: &str, bytes: &[u8]) {
         match serde_json::from_slice::<BenchReport>(bytes) {
-            Ok(r) => {
+            Ok(mut r) => {
+                // Reports from before the fit get it here (it needs only their rows).
+                if r.calibration.is_none() {
+                    r.calibration = Some(ridge_model::calibrate::Calibration::fit(&r));
+                }
                 self.reports.push((name.to_string(), r, true));
                 self.error = None;
             }
@@ -126,6 +130,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             "runs",
             "model error (memory-bound)",
             "model error (compute-bound)",
+            "calibrated, held out",
         ] {
             ui.strong(h);
         }
@@ -143,6 +148,16 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             for e in [r.accuracy_measured.memory, r.accuracy_measured.compute] {
                 ui.label(e.map_or("—".into(), |e| format!("{:.2}×", e.exp2())));
             }
+            ui.label(
+                r.calibration
+                    .as_ref()
+                    .and_then(|c| c.median_held_out())
+                    .map_or("—".into(), |e| format!("{e:.2}× (median of op kinds)")),
+            )
+            .on_hover_text(
+                "Each run predicted by the roofline plus its op kind's fraction of the roof and \
+                 fixed cost, fitted on the report's other runs (ridge bench prints them per kind)",
+            );
             ui.end_row();
         }
     });

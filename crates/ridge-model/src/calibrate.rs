@@ -208,6 +208,17 @@ impl Calibration {
         Self { overhead_s, kinds }
     }
 
+    /// The median over op kinds of their held-out error factors (`None` when no kind has
+    /// two launches).
+    pub fn median_held_out(&self) -> Option<f64> {
+        let mut e: Vec<f64> = self.kinds.iter().filter_map(|k| k.held_out_error).collect();
+        if e.is_empty() {
+            return None;
+        }
+        e.sort_by(f64::total_cmp);
+        Some(e[e.len() / 2])
+    }
+
     /// The fitted time of one launch of `op` in `dtype` costing `flops` and `bytes` on the
     /// report's adapter, seconds; `None` for a kind the report did not time.
     pub fn predict(
@@ -278,7 +289,12 @@ mod tests {
             let held = k.held_out_error.unwrap();
             println!(
                 "{} {}: efficiency {:.3}, fixed {:.2} µs, roofline {:.2}×, fitted {:.2}×, held out {held:.2}×",
-                k.op, k.dtype, k.efficiency, k.latency_s * 1e6, k.roofline_error, k.fitted_error
+                k.op,
+                k.dtype,
+                k.efficiency,
+                k.latency_s * 1e6,
+                k.roofline_error,
+                k.fitted_error
             );
             assert!(held <= 1.25, "{} {}: {held:.3}× held out", k.op, k.dtype);
             assert!(k.efficiency > 0.0 && k.latency_s >= 0.0);
