@@ -15,7 +15,7 @@ const repeats = Number(params.get("repeats") ?? 3);
 const runSuite = params.get("suite") !== "0";
 
 const $ = (id) => document.getElementById(id);
-const state = { adapter: null, suite: null, model: null, errors: {} };
+const state = { adapter: null, suite: null, suite_progress: null, model: null, errors: {} };
 window.ridgeState = state;
 
 let ridge = null; // the Ridge API (pkg/ridge.js); window.ridge for tests and scripts
@@ -148,7 +148,16 @@ async function embedTyped() {
   try {
     const t0 = performance.now();
     const vectors = await embedder.embed(texts);
-    $("embed-status").textContent = `${texts.length} sentences in ${(performance.now() - t0).toFixed(0)} ms`;
+    let status = `${texts.length} sentences in ${(performance.now() - t0).toFixed(0)} ms`;
+    // As the CLI warns: a text past the model's token limit is embedded from its start only.
+    const cut = (await embedder.truncated(texts)).flatMap((c, i) => (c ? [i + 1] : []));
+    if (cut.length) {
+      const many = cut.length > 1;
+      status += ` — sentence${many ? "s" : ""} ${cut.join(", ")} ${many ? "pass" : "passes"} the model's ` +
+        `token limit (max_seq_length) and ${many ? "were" : "was"} embedded from ${many ? "their" : "its"} ` +
+        "first tokens only, as sentence-transformers does";
+    }
+    $("embed-status").textContent = status;
     showSimilarity(texts, vectors);
   } catch (e) {
     fail("embed", $("embed-status"), e.message);
@@ -167,7 +176,6 @@ async function main() {
       tuning_warnings: ridge.tuningWarnings,
     };
     showAdapter(state.adapter);
-    $("tune").disabled = false;
     $("tune").onclick = tuneClicked;
   } catch (e) {
     fail("adapter", $("adapter"), `no WebGPU adapter: ${e.message}`);
@@ -176,15 +184,31 @@ async function main() {
   if (runSuite) {
     $("suite-status").textContent = "running every kernel against its CPU reference…";
     $("model-status").textContent = "waiting for the kernel suite…";
+    $("tune-status").textContent = "waits for the kernel suite (both at once would slow both)";
+    const bar = $("suite-progress");
     try {
-      state.suite = await ridge.runSuite({ repeats });
+      state.suite = await ridge.runSuite({
+        repeats,
+        onProgress: ({ done, total, step }) => {
+          state.suite_progress = { done, total };
+          bar.hidden = false;
+          bar.max = total;
+          bar.value = done;
+          $("suite-status").textContent = `${done}/${total}: ${step}`;
+        },
+      });
       showSuite(state.suite);
     } catch (e) {
       fail("suite", $("suite-status"), e.message);
+    } finally {
+      bar.hidden = true;
     }
   } else {
     $("suite-status").textContent = "skipped (suite=0)";
   }
+  // The autotuner times kernels too: it starts once the suite is done.
+  $("tune").disabled = false;
+  $("tune-status").textContent = "";
   $("model-status").textContent = `loading the model from ${modelBase}…`;
   try {
     embedder = await ridge.embedder(modelBase, { onProgress: showProgress });

@@ -29,7 +29,10 @@ export declare class Ridge {
   adapter: Adapter;
   tuningKey: string;
   tuningWarnings: string[];
-  runSuite(options?: { repeats?: number }): Promise<SuiteCase[]>;
+  runSuite(options?: {
+    repeats?: number;
+    onProgress?: (p: { done: number; total: number; step: string }) => void;
+  }): Promise<SuiteCase[]>;
   tune(options?: {
     ops?: string;
     budgetSeconds?: number;
@@ -48,6 +51,8 @@ export declare class Embedder {
   dim: number;
   fromCache: string[];
   embed(texts: string[], options?: { batchSize?: number }): Promise<number[][]>;
+  /** Whether each text passes the model's token limit (it is then embedded from its first tokens). */
+  truncated(texts: string[]): Promise<boolean[]>;
   tokenIds(texts: string[]): Promise<number[][]>;
   dispose(): Promise<void>;
 }

@@ -66,10 +66,11 @@ export class Ridge {
 
   /**
    * Every kernel on seeded random data against its f64 CPU reference, timed.
+   * `onProgress({ done, total, step })` follows it: each case is checked, then timed.
    * @returns {Promise<object[]>} one result per case: op, shape, dtype, max_abs_error, worst_ratio, passed, ms, cost
    */
-  runSuite({ repeats = 3 } = {}) {
-    return this.#call("suite", { repeats });
+  runSuite({ repeats = 3, onProgress } = {}) {
+    return this.#call("suite", { repeats }, (e) => onProgress?.(e.suite));
   }
 
   /**
@@ -146,6 +147,16 @@ export class Embedder {
   async embed(texts, { batchSize = 16 } = {}) {
     const { vectors } = await this.#ridge._call("embed", { handle: this.#handle, texts, batch_size: batchSize });
     return vectors;
+  }
+
+  /**
+   * Whether each text is longer than the model's token limit (`max_seq_length`, 256 for
+   * all-MiniLM-L6-v2): such texts are embedded from their first tokens only, as
+   * sentence-transformers does.
+   * @returns {Promise<boolean[]>}
+   */
+  truncated(texts) {
+    return this.#ridge._call("truncated", { handle: this.#handle, texts });
   }
 
   /** Token ids of each text, as the model's tokenizer makes them. */

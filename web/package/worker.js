@@ -4,7 +4,8 @@
 // Messages in:  { id, cmd, args }
 // Messages out: { id, ok, value | error }, and while a call runs { id, event } with
 //               { progress: { file, loaded, total } } (model downloads), { tuning: { done,
-//               total, problem } } (the autotuner) or { token: { id, text } } (generation).
+//               total, problem } } (the autotuner), { suite: { done, total, step } } (the
+//               kernel suite) or { token: { id, text } } (generation).
 
 import init, { Ridge } from "./ridge_web.js";
 
@@ -36,8 +37,9 @@ const commands = {
     return { adapter: JSON.parse(ridge.adapter()), tuning_key: key, tuning_warnings: warnings };
   },
 
-  async suite({ repeats = 3 }) {
-    return JSON.parse(await ridge.run_suite(repeats));
+  async suite({ repeats = 3 }, event) {
+    const report = (done, total, step) => event({ suite: { done, total, step } });
+    return JSON.parse(await ridge.run_suite(repeats, report));
   },
 
   async tune({ ops = "", budget_s = 30 }, event) {
@@ -67,6 +69,11 @@ const commands = {
     const vectors = [];
     for (let i = 0; i < texts.length; i++) vectors.push(Array.from(flat.subarray(i * dim, (i + 1) * dim)));
     return { vectors };
+  },
+
+  async truncated({ handle, texts }) {
+    const m = model(handle, "embedder");
+    return texts.map((t) => m.truncates(t));
   },
 
   async tokens({ handle, texts }) {

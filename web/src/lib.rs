@@ -198,10 +198,19 @@ impl Ridge {
     /// Runs the kernel suite (every op on seeded random data against its f64 CPU reference,
     /// `repeats` timed launches each); resolves to a JSON array of case results (op, shape,
     /// dtype, max_abs_error, worst_ratio, passed, detail, ms, cost).
-    pub fn run_suite(&self, repeats: usize) -> Promise {
+    /// `on_progress(done, total, step)` is called as each case is checked, then timed.
+    pub fn run_suite(&self, repeats: usize, on_progress: js_sys::Function) -> Promise {
         let ctx = self.ctx.clone();
         future_to_promise(async move {
-            let results = ridge_kernels::suite::run(&ctx, repeats.max(1))
+            let report = |p: ridge_kernels::suite::Progress| {
+                let _ = on_progress.call3(
+                    &JsValue::NULL,
+                    &(p.done as f64).into(),
+                    &(p.total as f64).into(),
+                    &p.step.into(),
+                );
+            };
+            let results = ridge_kernels::suite::run_with_progress(&ctx, repeats.max(1), &report)
                 .await
                 .map_err(js_err)?;
             Ok(serde_json::to_string(&results).map_err(js_err)?.into())
@@ -238,6 +247,12 @@ impl Ridge {
     /// [`Ridge::release_memory`] gives them back to the device).
     pub fn unload_model(&self) {
         *self.model.borrow_mut() = None;
+    }
+
+    /// Whether `text` is longer than the model's `max_seq_length` tokens (it is then cut, as
+    /// sentence-transformers cuts it).
+    pub fn truncates(&self, text: String) -> Result<bool, JsValue> {
+        self.model()?.truncates(&text).map_err(js_err)
     }
 
     /// Token ids of `text` ([CLS] … [SEP], truncated at the model's `max_seq_length`).

@@ -100,9 +100,22 @@ try {
   console.log(`shader-f16: ${a.features.includes("shader-f16") ? "yes" : "no → every kernel on its f32 path"}`);
   check(await page.locator("#adapter table tr").count() > 5, "the page shows the limits");
 
-  // 2. Kernel suite.
+  // 2. Kernel suite, with its progress shown; the autotuner waits for it.
+  const tuneWaits = await page.evaluate(() =>
+    window.ridgeState.suite === null ? document.getElementById("tune").disabled : true,
+  );
+  check(tuneWaits, "the autotuner's button waits for the kernel suite");
   const [suite, suiteError] = await settled(page, "suite", 15);
   check(!suiteError, `suite ran ${suiteError ?? ""}`);
+  const progress = await page.evaluate(() => window.ridgeState.suite_progress);
+  check(
+    progress && progress.done === progress.total && progress.total === 2 * (suite ?? []).length,
+    `suite progress shown to the end: ${JSON.stringify(progress)} for ${(suite ?? []).length} cases checked, then timed`,
+  );
+  check(
+    await page.evaluate(() => !document.getElementById("tune").disabled),
+    "the autotuner's button is enabled once the suite is done",
+  );
   for (const r of suite ?? []) {
     check(r.passed, `suite ${r.op} ${r.shape} ${r.dtype}: error ÷ bound ${r.worst_ratio.toFixed(3)} ${r.detail}`);
   }
@@ -113,6 +126,14 @@ try {
   check(!modelError && model?.dim === 384, `model loaded ${modelError ?? ""}`);
   if (modelError) throw new Error(modelError);
   const texts = fixture.sentences.map((s) => s.text);
+  // The page warns about texts past the token limit, as the CLI does: exactly those whose
+  // fixture ids filled the limit and were cut.
+  const cut = await page.evaluate((t) => window.embedder.truncated(t), texts);
+  const wantCut = fixture.sentences.map((s) => s.label.includes("truncated"));
+  check(
+    JSON.stringify(cut) === JSON.stringify(wantCut),
+    `texts past the token limit flagged: ${fixture.sentences.filter((_, i) => cut[i]).map((s) => s.label).join(", ") || "none"}`,
+  );
   const ids = await page.evaluate((t) => window.embedder.tokenIds(t), texts);
   fixture.sentences.forEach((s, i) =>
     check(JSON.stringify(ids[i]) === JSON.stringify(s.input_ids), `token ids of sentence ${i} (${s.label})`),

@@ -25,7 +25,20 @@ pub fn run(args: Args) -> crate::CliResult {
     } else {
         "wall clock (synchronised)"
     };
-    let results = pollster::block_on(suite::run(&ctx, args.repeats))?;
+    // Progress on stderr (hidden when it is not a terminal): every case is checked, then timed.
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:<44} [{bar:30}] {pos}/{len} steps, {elapsed}, about {eta} left",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    let results = pollster::block_on(suite::run_with_progress(&ctx, args.repeats, &|p| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+        bar.set_message(p.step);
+    }))?;
+    bar.finish_and_clear();
     let failed = results.iter().filter(|r| !r.passed).count();
     if args.json {
         let doc = serde_json::json!({

@@ -401,28 +401,70 @@ fn cases(ctx: &Context, dtype: DType) -> Result<Vec<Case>> {
 /// timed as it went logged the SM clock falling from 1980 to 870–1125 MHz within 4 s,
 /// and the later (f16) cases at 1.6–2.7× their time in a busy forward (benches/NOTES.md).
 pub async fn run(ctx: &Context, repeats: usize) -> Result<Vec<CaseResult>> {
+    run_with_progress(ctx, repeats, &|_| {}).await
+}
+
+/// Where the suite is: `done` of `total` steps (each case is checked, then timed: `total` is
+/// twice the cases), and the step just finished, e.g. `checked gemm [33, 67, 129] f32`.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Steps finished.
+    pub done: usize,
+    /// Steps in all.
+    pub total: usize,
+    /// The step just finished.
+    pub step: String,
+}
+
+/// [`run`], calling `on_progress` after every case checked and every case timed (the
+/// browser's page and `ridge check` show it: the suite takes tens of seconds on a CPU
+/// driver).
+///
+/// Errors: as [`run`].
+pub async fn run_with_progress(
+    ctx: &Context,
+    repeats: usize,
+    on_progress: &dyn Fn(Progress),
+) -> Result<Vec<CaseResult>> {
     let mut dtypes = vec![DType::F32];
     if ctx.has_f16() {
         dtypes.push(DType::F16);
     }
-    let mut checked = Vec::new();
+    let mut all = Vec::new();
     for dtype in dtypes {
-        for case in cases(ctx, dtype)? {
-            case.output.poison(ctx);
-            (case.launch)(ctx)?;
-            let got = case.output.to_f32(ctx).await?;
-            let comparison: Comparison = check::compare(&got, &case.want, |i| case.bounds[i]);
-            checked.push((dtype, case, comparison));
-        }
+        all.extend(cases(ctx, dtype)?.into_iter().map(|c| (dtype, c)));
+    }
+    let total = 2 * all.len();
+    let label = |verb: &str, dtype: DType, case: &Case| {
+        format!("{verb} {} {:?} {dtype}", case.op, case.shape)
+    };
+    let mut checked = Vec::new();
+    for (dtype, case) in all {
+        case.output.poison(ctx);
+        (case.launch)(ctx)?;
+        let got = case.output.to_f32(ctx).await?;
+        let comparison: Comparison = check::compare(&got, &case.want, |i| case.bounds[i]);
+        on_progress(Progress {
+            done: checked.len() + 1,
+            total,
+            step: label("checked", dtype, &case),
+        });
+        checked.push((dtype, case, comparison));
     }
     raise_clocks(ctx).await?;
     let mut results = Vec::new();
+    let n = checked.len();
     for (dtype, case, comparison) in checked {
         ctx.start_profiling();
         for _ in 0..repeats {
             (case.launch)(ctx)?;
         }
         let profile = ctx.finish_profiling().await?;
+        on_progress(Progress {
+            done: n + results.len() + 1,
+            total,
+            step: label("timed", dtype, &case),
+        });
         results.push(CaseResult {
             op: case.op.to_string(),
             shape: case.shape,
