@@ -22,7 +22,7 @@
 // key lanes' sums are added once, after the span. Masked and absent keys score −1e30 and
 // weigh exactly 0.
 //
-// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT.
+// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT, CHUNK (loads issued together).
 
 struct Params {
     tokens: u32, nh: u32, nkv: u32, dh: u32,
@@ -40,14 +40,15 @@ const TILE: u32 = WG;
 const MASKED: f32 = -1e30;
 // Quads of dimensions in a head.
 const DH4: u32 = DH / 4u;
-// Key rows are loaded KCHUNK vec4s at a time (registers for 64 dimensions).
-const KCHUNK: u32 = 16u;
+// Key rows are loaded KCHUNK vec4s at a time (CHUNK: 16 on GPUs, registers for 64
+// dimensions; 4 on CPU drivers, where such arrays spill).
+const KCHUNK: u32 = CHUNK;
 // Value phase: key lanes, dimension quads per invocation, keys per lane in a tile.
 const KL: u32 = max(1u, WG / DH4);
 const QPT: u32 = (DH4 + WG - 1u) / WG;
 const KPL: u32 = (TILE + KL - 1u) / KL;
 // Value rows loaded at once.
-const VCHUNK: u32 = 16u;
+const VCHUNK: u32 = CHUNK;
 // Dimensions per invocation in the merge.
 const DPT: u32 = (DH + WG - 1u) / WG;
 

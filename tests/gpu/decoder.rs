@@ -59,6 +59,39 @@ fn nn(e: ridge::nn::Error) -> Error {
     Error::invalid("decoder", e.to_string())
 }
 
+/// The last logits of `ids` run as one prompt, and as a prompt of the first `split` then one
+/// token at a time; both caches must end holding every position.
+fn whole_and_stepwise(
+    ctx: &Context,
+    model: &Llama,
+    ids: &[u32],
+    split: usize,
+) -> Result<(Vec<f32>, Vec<f32>)> {
+    let logits = |cache: &mut ridge::nn::KvCache, ids: &[u32]| -> Result<Vec<f32>> {
+        block(
+            model
+                .forward(ctx, cache, ids, false)
+                .map_err(nn)?
+                .logits
+                .to_f32(ctx),
+        )
+    };
+    let mut a = model.cache(ctx, ids.len() + 3).map_err(nn)?;
+    let whole = logits(&mut a, ids)?;
+    let mut b = model.cache(ctx, ids.len() + 3).map_err(nn)?;
+    let mut last = logits(&mut b, &ids[..split])?;
+    for &id in &ids[split..] {
+        last = logits(&mut b, &[id])?;
+    }
+    if a.len() != ids.len() || b.len() != ids.len() {
+        return Err(Error::invalid(
+            "cache",
+            format!("{} and {} positions, not {}", a.len(), b.len(), ids.len()),
+        ));
+    }
+    Ok((whole, last))
+}
+
 #[test]
 fn prefill_and_token_by_token_decode_agree() {
     on_every_adapter("decoder_prefill_decode", |ctx| {
@@ -71,35 +104,9 @@ fn prefill_and_token_by_token_decode_agree() {
                 )
                 .map_err(nn)?;
                 let ids: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 100).collect();
-                // All at once (the tiled product, one attention span) …
-                let mut a = model.cache(ctx, 40).map_err(nn)?;
-                let whole = block(
-                    model
-                        .forward(ctx, &mut a, &ids, false)
-                        .map_err(nn)?
-                        .logits
-                        .to_f32(ctx),
-                )?;
-                // … against a prefill of 30, then one token at a time (the matrix-vector
-                // product, split attention).
-                let mut b = model.cache(ctx, 40).map_err(nn)?;
-                model.forward(ctx, &mut b, &ids[..30], false).map_err(nn)?;
-                let mut last = Vec::new();
-                for &id in &ids[30..] {
-                    last = block(
-                        model
-                            .forward(ctx, &mut b, &[id], false)
-                            .map_err(nn)?
-                            .logits
-                            .to_f32(ctx),
-                    )?;
-                }
-                if a.len() != 37 || b.len() != 37 {
-                    return Err(Error::invalid(
-                        "cache",
-                        format!("{} and {} positions", a.len(), b.len()),
-                    ));
-                }
+                // All at once (the tiled product, one attention span) against a prefill of
+                // 30, then one token at a time (the matrix-vector product, split attention).
+                let (whole, last) = whole_and_stepwise(ctx, &model, &ids, 30)?;
                 // The same sums in another order: f32 agrees to ~1e-5 of logits of size ~1,
                 // f16 activations to ~1e-2.
                 let tol = if dtype == DType::F16 { 3e-2 } else { 1e-4 };
@@ -143,28 +150,7 @@ fn long_prompts_take_the_dense_attention_and_agree_with_decode() {
             ));
         }
         let ids: Vec<u32> = (0..1030).map(|i| (i * 13 + 5) % 100).collect();
-        let mut a = model.cache(ctx, 1040).map_err(nn)?;
-        let whole = block(
-            model
-                .forward(ctx, &mut a, &ids, false)
-                .map_err(nn)?
-                .logits
-                .to_f32(ctx),
-        )?;
-        let mut b = model.cache(ctx, 1040).map_err(nn)?;
-        model
-            .forward(ctx, &mut b, &ids[..1000], false)
-            .map_err(nn)?;
-        let mut last = Vec::new();
-        for &id in &ids[1000..] {
-            last = block(
-                model
-                    .forward(ctx, &mut b, &[id], false)
-                    .map_err(nn)?
-                    .logits
-                    .to_f32(ctx),
-            )?;
-        }
+        let (whole, last) = whole_and_stepwise(ctx, &model, &ids, 1000)?;
         // As above: the same sums in another order.
         assert_close("dense prefill", &last, &whole, |_| 1e-4)
     });

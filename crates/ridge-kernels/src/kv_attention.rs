@@ -27,6 +27,12 @@ const WG: u32 = 64;
 /// H200 a decode step's 30 merge dispatches cost ~0.19 ms of GPU time and as much of the
 /// host's recording, benches/NOTES.md run 90).
 const WIDE_WG: u32 = 256;
+/// Loads a loop issues before using any (vec4s of a key row, value rows): a lone workgroup
+/// hides memory latency only with many in flight. On CPU drivers 4: lavapipe spilled the
+/// 16-wide register arrays, attention 2.3–2.7× slower than with 4 (benches/NOTES.md).
+const CHUNK: u32 = 16;
+/// [`CHUNK`] on CPU drivers.
+const CPU_CHUNK: u32 = 4;
 /// The longest context decoded by [`WIDE_WG`] workgroups without a key split: two tiles.
 pub const WIDE_CONTEXT: usize = 512;
 /// Workgroups the key split aims for: enough to fill a large GPU's compute units.
@@ -239,9 +245,14 @@ impl KvAttention {
         };
         launch::fits_u32(name, "partials", part.numel())?;
         launch::float_dtype(ctx, name, q.dtype())?;
-        let key = (q.dtype(), g, dh, split, wg);
-        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split, wg)| {
-            defines(shaders::storage_defines(dtype), g, dh, split, wg)
+        let loads = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+            CPU_CHUNK
+        } else {
+            CHUNK
+        };
+        let key = (q.dtype(), g, dh, split, wg, loads);
+        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split, wg, loads)| {
+            defines(shaders::storage_defines(dtype), g, dh, split, wg).u32("CHUNK", loads)
         });
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
@@ -302,13 +313,15 @@ fn defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    v.push((
-        &KV_ATTENTION,
-        "partial",
-        defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG),
-    ));
+    for chunk in [CHUNK, CPU_CHUNK] {
+        v.push((
+            &KV_ATTENTION,
+            "partial",
+            defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG).u32("CHUNK", chunk),
+        ));
+    }
     for split in [false, true] {
-        let d = defines(shaders::storage_defines(dtype), 3, 64, split, WG);
+        let d = defines(shaders::storage_defines(dtype), 3, 64, split, WG).u32("CHUNK", CHUNK);
         v.push((&KV_ATTENTION, "partial", d.clone()));
         if split {
             v.push((&KV_ATTENTION, "merge", d));
