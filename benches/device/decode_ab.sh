@@ -5,14 +5,8 @@
 # decode: only same-call ratios count). .devbin holds `generate-old` (the bench built from the
 # commit before the change) and `generate` (after), `qmatvec-old` and `qmatvec` likewise, and
 # `gpu-tests` (after). The decoder's GPU tests first, then old and new alternated twice.
-set -uo pipefail
-B=${B:-.devbin}
-source $B/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-W=/tmp/ridge-work; mkdir -p "$W"
-export RIDGE_CACHE_DIR=$W/cache
+source ${B:-.devbin}/setup.sh
 {
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 echo "== decoder GPU tests on Vulkan"
 RIDGE_TEST_ADAPTERS=vulkan timeout 240 $B/gpu-tests quant decoder core --test-threads 2 > "$W/gpu-tests.txt" 2>&1
 echo "exit $?"; grep -E "test result" "$W/gpu-tests.txt" | tail -3

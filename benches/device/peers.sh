@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
 # Ridge, llama.cpp's Vulkan backend and PyTorch on SmolLM2-135M, in one call on the GPU
-# machine (issue 25's ratios). Run here first, to fill .devbin (besides prepare.sh's files):
-#     llama-bench (built per ../shared/device/llama-cpp.md), gguf-py/ (llama.cpp's), the
-#     metadata JSON of the real GGUF (gguf_meta.py) as smollm2_meta.json, random_gguf.py,
-#     smollm2_torch.py, generate (and optionally generate-old, the bench before a change);
+# machine (issue 25's ratios). prepare.sh fills .devbin (generate, random_gguf.py,
+# smollm2_torch.py, setup.sh …); add by hand: llama-bench (built per
+# ../shared/device/llama-cpp.md), llama.cpp's gguf-py/, the real GGUF's metadata as
+# smollm2_meta.json (gguf_meta.py), and optionally generate-old (the bench before a change);
 # then one `run` call with carry [".gl", ".devbin"]:  bash .devbin/peers.sh
 # Every program runs the same random-weight GGUF of SmolLM2's exact shape and formats
 # (PyTorch: transformers' LlamaForCausalLM of the same configuration, random f16/f32 weights).
-set -uo pipefail
-B=${B:-.devbin}
-source $B/gpu-env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-W=/tmp/ridge-work; mkdir -p "$W"
-export RIDGE_CACHE_DIR=$W/cache
+source ${B:-.devbin}/setup.sh
 {
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 PYTHONPATH=$B/gguf-py python3 $B/random_gguf.py $B/smollm2_meta.json $W/smollm2.gguf
 ls -l $W/smollm2.gguf
 echo "== llama.cpp (Vulkan), flash attention on"
