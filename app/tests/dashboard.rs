@@ -207,6 +207,32 @@ fn predicted_vs_measured_view_replays_the_h200_report() {
     h.run();
     h.get_by_label_contains(&format!("{within} of {} runs within ±25 %", timed.len()));
     snapshot(&mut h, "predicted-vs-measured");
+
+    // The calibrated model, each run predicted by a fit on its op kind's other runs: the
+    // count is the held-out predictions' own, and far more runs fall inside the band.
+    let held = ridge_model::calibrate::Calibration::held_out_ms(&report);
+    let calibrated = report
+        .rows
+        .iter()
+        .zip(&held)
+        .filter_map(|(r, p)| Some((r.measured_ms?, (*p)?)))
+        .collect::<Vec<_>>();
+    let within_calibrated = calibrated
+        .iter()
+        .filter(|(m, p)| (m / p - 1.0).abs() <= 0.25)
+        .count();
+    assert!(
+        within_calibrated > within + 10,
+        "{within_calibrated} vs {within}"
+    );
+    h.get_by_label("the calibrated model (each run held out)")
+        .click();
+    h.run();
+    h.get_by_label_contains(&format!(
+        "{within_calibrated} of {} runs within ±25 %",
+        calibrated.len()
+    ));
+    snapshot(&mut h, "predicted-vs-measured-calibrated");
 }
 
 /// Every replayed run is scored against the roof the bench scored it against (its storage

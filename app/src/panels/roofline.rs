@@ -22,6 +22,9 @@ pub struct State {
     pub error: Option<String>,
     /// Show predicted against measured time instead of the roofline.
     pub predicted_vs_measured: bool,
+    /// In that view, a replayed report's runs predicted by the calibrated model (each run by
+    /// a fit on its op kind's other runs) instead of the roofline.
+    pub calibrated: bool,
     /// The sweep in flight: its runs stream in as they are measured.
     sweep: Option<Stream<SweepRun>>,
     /// Runs of the sweep in flight measured so far, and its total.
@@ -172,7 +175,22 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         );
     });
     if state.predicted_vs_measured {
-        predicted_vs_measured(ui, &state.points);
+        let report = gpu.replayed.as_ref();
+        if report.is_some() {
+            ui.horizontal(|ui| {
+                ui.label("predicted by");
+                ui.selectable_value(&mut state.calibrated, false, "the roofline");
+                ui.selectable_value(
+                    &mut state.calibrated,
+                    true,
+                    "the calibrated model (each run held out)",
+                );
+            });
+        }
+        match report.filter(|_| state.calibrated) {
+            Some(r) => predicted_vs_measured(ui, &calibrated_points(r)),
+            None => predicted_vs_measured(ui, &state.points),
+        }
         return;
     }
     let series = [Series {
@@ -181,6 +199,32 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         points: state.points.iter().map(|(_, p)| p.clone()).collect(),
     }];
     plot::roofline(ui, "roofline", &roofs(gpu), &series);
+}
+
+/// A report's timed runs with the calibrated model's held-out prediction as their predicted
+/// time (`ridge_model::calibrate`).
+fn calibrated_points(report: &ridge_model::report::BenchReport) -> Vec<(String, RunPoint)> {
+    let held = ridge_model::calibrate::Calibration::held_out_ms(report);
+    report
+        .rows
+        .iter()
+        .zip(held)
+        .filter_map(|(row, p)| {
+            let (measured, predicted) = (row.measured_ms?, p?);
+            let label = format!("{} {:?} {}", row.op, row.shape, row.dtype);
+            let text = format!(
+                "{label}\nmeasured {measured:.4} ms\ncalibrated model, fitted without this run: \
+                 {predicted:.4} ms"
+            );
+            let point = RunPoint {
+                intensity: row.intensity(),
+                gflops: row.gflops().unwrap_or(0.0),
+                text,
+                times: Some((predicted, measured)),
+            };
+            Some((label, point))
+        })
+        .collect()
 }
 
 /// One point per measured run, predicted ms against measured ms, coloured by op, with the

@@ -135,55 +135,90 @@ fn predict(s: &Sample, overhead_s: f64, (f, c): (f64, f64)) -> f64 {
     overhead_s + c + s.roof_s / f
 }
 
+/// The timed launches of kind (`op`, `dtype`) in `report`: the roof the kind is held against
+/// (most launches' bound) and each launch's row index and sample.
+fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usize, Sample)>) {
+    let rows: Vec<(usize, &Row)> = report
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.op == op && r.dtype == dtype && r.measured_ms.is_some())
+        .collect();
+    let memory = rows
+        .iter()
+        .filter(|(_, r)| r.bound == Bound::Memory)
+        .count();
+    let bound = if 2 * memory >= rows.len() {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    };
+    let (roof, _) = report.measured.roof_for(op, dtype == "f16");
+    let samples = rows
+        .into_iter()
+        .map(|(i, r)| {
+            let sample = Sample {
+                roof_s: match bound {
+                    Bound::Memory => r.bytes / roof.bandwidth,
+                    Bound::Compute => r.flops / roof.peak_flops,
+                },
+                measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
+                roofline_s: r.predicted_measured_ms * 1e-3,
+            };
+            (i, sample)
+        })
+        .collect();
+    (bound, samples)
+}
+
+/// Each sample predicted by a fit on the others (`None` for a lone sample).
+fn held_out(samples: &[Sample], overhead_s: f64) -> Vec<Option<f64>> {
+    (0..samples.len())
+        .map(|i| {
+            let rest: Vec<Sample> = samples
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, s)| *s)
+                .collect();
+            (!rest.is_empty()).then(|| predict(&samples[i], overhead_s, fit(&rest, overhead_s)))
+        })
+        .collect()
+}
+
+/// The op kinds of `report` with a timed launch, in order of appearance.
+fn kinds_of(report: &BenchReport) -> Vec<(String, String)> {
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for r in &report.rows {
+        let k = (r.op.clone(), r.dtype.clone());
+        if r.measured_ms.is_some() && !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds
+}
+
+fn overhead_of(report: &BenchReport) -> f64 {
+    report.measured.dispatch_overhead_us.unwrap_or(0.0) * 1e-6
+}
+
 impl Calibration {
     /// Fits every op kind of `report` with at least one timed launch.
     pub fn fit(report: &BenchReport) -> Self {
-        let overhead_s = report.measured.dispatch_overhead_us.unwrap_or(0.0) * 1e-6;
-        let mut kinds: Vec<(String, String)> = Vec::new();
-        for r in &report.rows {
-            let k = (r.op.clone(), r.dtype.clone());
-            if r.measured_ms.is_some() && !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        let kinds = kinds
+        let overhead_s = overhead_of(report);
+        let kinds = kinds_of(report)
             .into_iter()
             .map(|(op, dtype)| {
-                let rows: Vec<&Row> = report
-                    .rows
-                    .iter()
-                    .filter(|r| r.op == op && r.dtype == dtype && r.measured_ms.is_some())
-                    .collect();
-                let memory = rows.iter().filter(|r| r.bound == Bound::Memory).count();
-                let bound = if 2 * memory >= rows.len() {
-                    Bound::Memory
-                } else {
-                    Bound::Compute
-                };
-                let (roof, _) = report.measured.roof_for(&op, dtype == "f16");
-                let samples: Vec<Sample> = rows
-                    .iter()
-                    .map(|r| Sample {
-                        roof_s: match bound {
-                            Bound::Memory => r.bytes / roof.bandwidth,
-                            Bound::Compute => r.flops / roof.peak_flops,
-                        },
-                        measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
-                        roofline_s: r.predicted_measured_ms * 1e-3,
-                    })
-                    .collect();
+                let (bound, indexed) = kind_samples(report, &op, &dtype);
+                let samples: Vec<Sample> = indexed.into_iter().map(|(_, s)| s).collect();
                 let (efficiency, latency_s) = fit(&samples, overhead_s);
-                let held_out = (samples.len() > 1).then(|| {
-                    error_factor((0..samples.len()).map(|i| {
-                        let rest: Vec<Sample> = samples
-                            .iter()
-                            .enumerate()
-                            .filter(|&(j, _)| j != i)
-                            .map(|(_, s)| *s)
-                            .collect();
-                        let p = predict(&samples[i], overhead_s, fit(&rest, overhead_s));
-                        (p, samples[i].measured_s)
-                    }))
+                let held = held_out(&samples, overhead_s);
+                let held_out_error = (samples.len() > 1).then(|| {
+                    error_factor(
+                        held.iter()
+                            .zip(&samples)
+                            .filter_map(|(p, s)| Some(((*p)?, s.measured_s))),
+                    )
                 });
                 KindFit {
                     rows: samples.len(),
@@ -199,13 +234,29 @@ impl Calibration {
                             s.measured_s,
                         )
                     })),
-                    held_out_error: held_out,
+                    held_out_error,
                     op,
                     dtype,
                 }
             })
             .collect();
         Self { overhead_s, kinds }
+    }
+
+    /// Each row of `report` predicted by its kind's fit on the kind's other timed rows, ms
+    /// (`None` for untimed rows and kinds timed once): the predictions the held-out errors
+    /// are made of.
+    pub fn held_out_ms(report: &BenchReport) -> Vec<Option<f64>> {
+        let overhead_s = overhead_of(report);
+        let mut out = vec![None; report.rows.len()];
+        for (op, dtype) in kinds_of(report) {
+            let (_, indexed) = kind_samples(report, &op, &dtype);
+            let samples: Vec<Sample> = indexed.iter().map(|(_, s)| *s).collect();
+            for ((i, _), p) in indexed.iter().zip(held_out(&samples, overhead_s)) {
+                out[*i] = p.map(|s| s * 1e3);
+            }
+        }
+        out
     }
 
     /// The median over op kinds of their held-out error factors (`None` when no kind has
