@@ -17,7 +17,8 @@
 //! a reduction's tree, a GEMM's tail wave). Fitted per kind on the report's timed launches,
 //! minimising the squared relative error (weights 1/t²); `c_k` only where the kind has at
 //! least [`MIN_ROWS_FOR_LATENCY`] launches; else `c_k` = 0 and `f_k` the median of the
-//! launches' achieved fractions. Nothing is per GPU but the report it is fitted on.
+//! achieved fractions of the launches whose time is mostly beyond the dispatch overhead
+//! (1 where none is). Nothing is per GPU but the report it is fitted on.
 //!
 //! Errors are reported as factors (`exp(median |ln(predicted / measured)|)`, 1 = exact):
 //! for the plain roofline, the fit on all of the kind's launches, and each launch predicted
@@ -27,6 +28,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::{BenchReport, Row};
 use crate::roofline::Bound;
+
+/// The share of a launch's time that must be beyond the dispatch overhead for its achieved
+/// fraction to count in a one-parameter fit.
+const INFORMATIVE: f64 = 0.2;
 
 /// Launches a kind needs before its fixed cost `c_k` is fitted (two parameters from fewer
 /// would leave nothing to hold out).
@@ -94,13 +99,22 @@ fn error_factor(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
 /// a measurement, and a cache-resident working set beats the copy it was taken from.
 fn fit(samples: &[Sample], overhead_s: f64) -> (f64, f64) {
     // One parameter: the median of the launches' achieved fractions (robust to one odd
-    // launch; picking the fraction with the smallest in-sample error held out worse).
+    // launch; picking the fraction with the smallest in-sample error held out worse), over
+    // the launches whose time is mostly work: one within the dispatch overhead's noise says
+    // nothing about the fraction (on lavapipe a 64 K add took less than the overhead
+    // measured, and its "fraction" came out 4.5).
     let direct = || {
         let mut f: Vec<f64> = samples
             .iter()
-            .map(|s| s.roof_s / (s.measured_s - overhead_s).max(1e-12))
+            .filter(|s| s.measured_s - overhead_s > INFORMATIVE * s.measured_s)
+            .map(|s| s.roof_s / (s.measured_s - overhead_s))
             .collect();
+        if f.is_empty() {
+            return (1.0, 0.0);
+        }
         f.sort_by(f64::total_cmp);
+        // An even count takes the upper middle (the faster launch of two: averaging the
+        // middle two held out worse on the H200's norms, 1.42× against 1.13×).
         (f[f.len() / 2], 0.0)
     };
     if samples.len() < MIN_ROWS_FOR_LATENCY {
