@@ -276,27 +276,38 @@ pub fn run(args: Args) -> crate::CliResult {
 
 /// The per-op terms fitted on this run and their errors (`ridge_model::calibrate`).
 fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
+    use ridge_model::calibrate::MIN_ROWS_FOR_LATENCY;
+    const GOAL: f64 = 1.15;
     say(format!(
-        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency);\n\
-         errors are median factors; held out = each launch predicted by a fit without it (goal ≤ 1.15×):",
+        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency).\n\
+         The fixed cost is fitted for kinds with {MIN_ROWS_FOR_LATENCY} or more runs (— otherwise); an efficiency above 100 % \
+         means faster than the measured roof (a working set held in cache).\n\
+         Errors are median factors (1.00× exact); held out = each run predicted by a fit without it; * above the {GOAL}× goal:",
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<18} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>9}",
+        "  {:<18} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}",
         "op", "runs", "bound", "eff.", "fixed cost", "roofline", "fitted", "held out"
     ));
     for k in &c.kinds {
+        let fixed = if k.rows >= MIN_ROWS_FOR_LATENCY {
+            format!("{:.1} µs", k.latency_s * 1e6)
+        } else {
+            "—".into()
+        };
+        let held = k.held_out_error.map_or("n/a (1 run)".into(), |e| {
+            format!("{e:.2}×{}", if e > GOAL { " *" } else { "" })
+        });
         say(format!(
-            "  {:<18} {:>4} {:>8} {:>6.1}% {:>8.1} µs {:>8.2}× {:>6.2}× {:>9}",
+            "  {:<18} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>11}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
             100.0 * k.efficiency,
-            k.latency_s * 1e6,
+            fixed,
             k.roofline_error,
             k.fitted_error,
-            k.held_out_error
-                .map_or("n/a (1 run)".into(), |e| format!("{e:.2}×"))
+            held
         ));
     }
 }
