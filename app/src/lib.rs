@@ -135,7 +135,7 @@ impl Gpu {
     /// when available, else the spec table's (its f16 figure is the matrix engines').
     pub fn ceilings_for(&self, op: &str, f16: bool) -> Option<(Ceilings, &'static str)> {
         if let Some(m) = &self.measured {
-            return Some(panels::measured_roof(m, op, f16));
+            return Some(m.roof_for(op, f16));
         }
         let precision = if f16 { Precision::F16 } else { Precision::F32 };
         let name = if f16 { "spec f16" } else { "spec f32" };

@@ -187,7 +187,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             .iter()
             .filter_map(|row| {
                 let prefix = format!("{}: ", r.adapter);
-                let roof = super::measured_roof(&r.measured, &row.op, row.dtype == "f16");
+                let roof = r.measured.roof_for(&row.op, row.dtype == "f16");
                 super::report_point(&prefix, row, Some(roof)).map(|(_, p)| p)
             })
             .collect::<Vec<RunPoint>>();

@@ -69,16 +69,6 @@ pub fn label(case: &CaseSpec) -> String {
     format!("{} {:?} {}", case.op, case.shape, case.dtype)
 }
 
-/// The measured roof a run of `op` in f16 or f32 storage is scored against, and its name
-/// ([`ridge_model::report::Measured::roof_for`]).
-pub fn measured_roof(
-    m: &ridge_model::report::Measured,
-    op: &str,
-    f16: bool,
-) -> (Ceilings, &'static str) {
-    m.roof_for(op, f16)
-}
-
 /// A timed row of a `ridge bench` report as a roofline point, labelled `prefix` + the case
 /// as [`label`] names it, scored against `roof`; `None` when the row was not timed.
 pub fn report_point(

@@ -210,18 +210,13 @@ fn calibrated_points(report: &ridge_model::report::BenchReport) -> Vec<(String, 
         .iter()
         .zip(held)
         .filter_map(|(row, p)| {
+            let (label, mut point) = super::report_point("", row, None)?;
             let (measured, predicted) = (row.measured_ms?, p?);
-            let label = format!("{} {:?} {}", row.op, row.shape, row.dtype);
-            let text = format!(
+            point.text = format!(
                 "{label}\nmeasured {measured:.4} ms\ncalibrated model, fitted without this run: \
                  {predicted:.4} ms"
             );
-            let point = RunPoint {
-                intensity: row.intensity(),
-                gflops: row.gflops().unwrap_or(0.0),
-                text,
-                times: Some((predicted, measured)),
-            };
+            point.times = Some((predicted, measured));
             Some((label, point))
         })
         .collect()

@@ -79,19 +79,11 @@ struct Sample {
     roofline_s: f64,
 }
 
+/// The median error of (predicted, measured) pairs as a factor: 2 to the power of
+/// [`crate::roofline::median_abs_log2_error`] (NaN without a usable pair).
 fn error_factor(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
-    let mut e: Vec<f64> = pairs.map(|(p, m)| (p / m).ln().abs()).collect();
-    if e.is_empty() {
-        return f64::NAN;
-    }
-    e.sort_by(f64::total_cmp);
-    let n = e.len();
-    let median = if n % 2 == 1 {
-        e[n / 2]
-    } else {
-        0.5 * (e[n / 2 - 1] + e[n / 2])
-    };
-    median.exp()
+    let pairs: Vec<(f64, f64)> = pairs.collect();
+    crate::roofline::median_abs_log2_error(&pairs).map_or(f64::NAN, f64::exp2)
 }
 
 /// (f, c) for `samples`: t − o = c + roof_s / f, weighted least squares on relative error;
