@@ -12,6 +12,8 @@
 // matmul (prefill): BM × 64 tiles of y (BM = 64, or 32 where 64-row tiles would leave a
 //   large GPU's units idle), one block of K (32) per step: x's tile and W's dequantized
 //   tile staged in workgroup memory, a 4 × 4 register tile per invocation.
+// matmul_coop (prefill with f16 activations where the adapter has tensor cores): the same
+//   product on cooperative matrices, from shaders/include/qmatmul_coop.wgsl at //@COOP.
 // gather (embedding lookup): out[t, c] = W[ids[t], c], dequantized.
 //
 // Prologue: NORM multiplies each row of x by its inverse RMS, 1/√(mean(x²) + eps), and by γ
@@ -384,3 +386,5 @@ fn gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     if id < p.n { v = weight(id * p.blocks + c / 32u, c % 32u); }
     y[i] = T(v);
 }
+
+//@COOP

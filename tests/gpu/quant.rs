@@ -62,7 +62,16 @@ fn check(
     op.run(ctx, &x, &w, &y)?;
     let got = block(y.to_f32(ctx))?;
     let want = op.reference(&xv, &wf, n, k, &y_old);
-    let bounds = op.error_bounds(dtype, &xv, &mag, n, k, &y_old, &want);
+    let bounds = op.error_bounds(
+        dtype,
+        op.on_tensor_cores(ctx, dtype, &w),
+        &xv,
+        &mag,
+        n,
+        k,
+        &y_old,
+        &want,
+    );
     assert_close(op.name(), &got, &want, |i| bounds[i]).map_err(|e| {
         Error::invalid(
             "qmatmul",
@@ -286,7 +295,16 @@ fn rms_norm_prologue_matches_norm_then_product() {
                         ..op
                     };
                     let want = plain.reference(&xn, &wf, n, k, &[]);
-                    let bounds = plain.error_bounds(dtype, &xn, &mag, n, k, &[], &want);
+                    let bounds = plain.error_bounds(
+                        dtype,
+                        op.on_tensor_cores(ctx, dtype, &w),
+                        &xn,
+                        &mag,
+                        n,
+                        k,
+                        &[],
+                        &want,
+                    );
                     let eps = ridge::kernels::check::gamma(k) + 8.0 * ridge::kernels::check::U32;
                     // Gated outputs are products of two scaled dots: twice the relative error.
                     let rel = if glu { 2.5 * eps } else { eps };
@@ -365,7 +383,16 @@ fn qkv_product_with_rope_in_its_epilogue() {
                     };
                     let plain = QMatmul::new(m);
                     let qkv = plain.reference(&xn, &wf, n, k, &[]);
-                    let bounds = plain.error_bounds(dtype, &xn, &mag, n, k, &[], &qkv);
+                    let bounds = plain.error_bounds(
+                        dtype,
+                        op.on_tensor_cores(ctx, dtype, &w),
+                        &xn,
+                        &mag,
+                        n,
+                        k,
+                        &[],
+                        &qkv,
+                    );
                     let rope = RopeQkv {
                         tokens: m,
                         heads: nh,
@@ -421,6 +448,57 @@ fn qkv_product_with_rope_in_its_epilogue() {
                         ));
                     }
                 }
+            }
+        }
+        Ok(())
+    });
+}
+
+/// Weights whose dequantized values pass f16's 65504 stay off the tensor cores (which round
+/// each weight to f16: they would turn into infinities) and still give the right product; the
+/// bound from the blocks' scales is the largest weight exactly.
+#[test]
+fn weights_past_f16_range_stay_off_the_tensor_cores() {
+    on_every_adapter("qmatmul_f16_range", |ctx| {
+        let (m, n, k) = (MATVEC_MAX_M + 5, 70, 96);
+        for format in QuantFormat::ALL {
+            // Rows ×1000 and one ×10⁵: every format's blocks reach past 65504 there.
+            let mut v = random(40, n * k, -1.0, 1.0);
+            v[3 * k..4 * k].iter_mut().for_each(|x| *x *= 1e5);
+            let bytes = quant::quantize(format, &v)?;
+            let wf = quant::dequantize(format, &bytes)?;
+            let largest = wf.iter().fold(0.0f32, |a, w| a.max(w.abs()));
+            let bound = quant::max_weight(format, &bytes);
+            if !(largest <= bound && bound <= largest * 1.2 + 1.0) {
+                return Err(Error::invalid(
+                    "max_weight",
+                    format!("{format}: bound {bound} for a largest weight of {largest}"),
+                ));
+            }
+            let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+            if w.fits_f16 {
+                return Err(Error::invalid(
+                    "fits_f16",
+                    format!("{format}: weights up to {largest} said to fit f16"),
+                ));
+            }
+            for dtype in dtypes(ctx) {
+                let op = QMatmul::new(m);
+                if op.on_tensor_cores(ctx, dtype, &w) {
+                    return Err(Error::invalid(
+                        "fits_f16",
+                        "out-of-range weights on tensor cores",
+                    ));
+                }
+                // Small activations keep every output inside f16.
+                let (x, xv) = upload(ctx, &random(41, m * k, -1e-4, 1e-4), &[m, k], dtype)?;
+                let y = poisoned(ctx, &[m, n], dtype)?;
+                op.run(ctx, &x, &w, &y)?;
+                let got = block(y.to_f32(ctx))?;
+                let want = op.reference(&xv, &wf, n, k, &[]);
+                let mag = qmatmul::weight_magnitudes(format, &bytes)?;
+                let bounds = op.error_bounds(dtype, false, &xv, &mag, n, k, &[], &want);
+                assert_close("out-of-range weights", &got, &want, |i| bounds[i])?;
             }
         }
         Ok(())

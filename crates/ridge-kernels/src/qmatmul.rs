@@ -6,12 +6,15 @@
 //! with [`QMatmul::glu`]. `x` and `y` share a float storage type (f32, or f16 with
 //! `shader-f16`).
 //!
-//! Two kernels: a matrix-vector product for decode and short prompts (`M ≤`
+//! Three kernels: a matrix-vector product for decode and short prompts (`M ≤`
 //! [`MATVEC_MAX_M`]: each weight block read once per [`MATVEC_ROWS`] rows of `x` and
 //! dequantized once in registers; the weights' bytes dominate) and a tiled product for
 //! longer prompts (64 × 64 tiles, one block of K per step). The tiled kernel computes whole
 //! 64-row tiles: a 5-token chat turn through it would cost as much as 64 tokens (lavapipe:
 //! 2.5 s against 0.2 s for 4 tokens, before the matrix-vector product took up to 32 rows).
+//! With f16 activations on an adapter with cooperative matrices, the tiled product runs on
+//! the tensor cores instead ([`QMatmul::on_tensor_cores`]; H200, benches/NOTES.md run 96:
+//! the products of a 1024-token prompt 13.6 → 6.2 ms).
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
@@ -51,6 +54,9 @@ const TILE_SHORT: usize = 32;
 /// 10–12 % faster end to end, but its 960-row Q/K/V product (240 tiles) 66 % slower: the
 /// threshold lies between.
 const MIN_TILES: usize = 192;
+
+/// The tensor-core kernel's square tile of `y` (`shaders/include/qmatmul_coop.wgsl`).
+const COOP_TILE: usize = 64;
 
 /// `y = x·Wᵀ` with a quantized `W`, optionally accumulated into `y` or gated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +135,16 @@ impl QMatmul {
         if self.glu { n / 2 } else { n }
     }
 
+    /// Whether the tiled product runs on cooperative matrices (tensor cores): f16
+    /// activations, an adapter with f16 × f16 → f32 16×16×16 cooperative matrices, `M` past
+    /// [`MATVEC_MAX_M`], and weights whose dequantized values all fit f16
+    /// ([`QuantMatrix::fits_f16`]). There each dequantized weight (and, under RMSNorm, each
+    /// normalized activation) is rounded to f16 before an exact product and f32 accumulation
+    /// (see [`QMatmul::error_bounds`]); elsewhere the SIMT kernel keeps them in f32.
+    pub fn on_tensor_cores(&self, ctx: &Context, dtype: DType, w: &QuantMatrix) -> bool {
+        self.m > MATVEC_MAX_M && dtype == DType::F16 && ctx.has_coop_f16() && w.fits_f16
+    }
+
     /// Cost for `W` `[n, k]` in `format`: 2·M·N·K FLOPs (+ M·N for a residual add, + 4 per
     /// gated output for silu and the product); bytes: the packed weights once, `x` once, `y`
     /// written once (and read once for a residual). The RMSNorm prologue adds 3 FLOPs per
@@ -187,11 +203,14 @@ impl QMatmul {
     /// [`weight_magnitudes`]), plus the ggml dequantization's own rounding of `d·q + m` (u per
     /// weight). A residual adds u·|y_old|; SwiGLU propagates the gate's error through silu
     /// (|silu′| ≤ 1.1) times |up|, the up's through |silu(gate)|, and 4u of rounding (exp, add,
-    /// divide, multiply); the final rounding to the storage type is added last.
+    /// divide, multiply); the final rounding to the storage type is added last. On the tensor
+    /// cores (`tensor_cores`: [`QMatmul::on_tensor_cores`]) each term also carries the f16
+    /// rounding of its weight and of its normalized activation: 2u₁₆ (u₁₆ = 2⁻¹¹).
     #[allow(clippy::too_many_arguments)]
     pub fn error_bounds(
         &self,
         dtype: DType,
+        tensor_cores: bool,
         x: &[f32],
         w_magnitude: &[f32],
         n: usize,
@@ -200,7 +219,12 @@ impl QMatmul {
         want: &[f32],
     ) -> Vec<f64> {
         let u = crate::check::U32;
-        let g = crate::check::gamma(k + 2) + u;
+        let rounding = if tensor_cores {
+            2.0 * crate::check::U16
+        } else {
+            0.0
+        };
+        let g = crate::check::gamma(k + 2) + u + rounding;
         let err: Vec<f64> = (0..self.m * n)
             .map(|o| {
                 let (i, j) = (o / n, o % n);
@@ -430,7 +454,8 @@ impl QMatmul {
         } else {
             1
         };
-        let bm = if matvec || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
+        let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
+        let bm = if matvec || coop || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
             TILE_SHORT
         } else {
             TILE
@@ -448,22 +473,24 @@ impl QMatmul {
             mrows,
             rpt,
             bm,
+            coop,
         );
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows, rpt, bm)| {
-                defines(
+            |&(dtype, format, residual, glu, norm, rope, mrows, rpt, bm, coop)| {
+                let d = defines(
                     shaders::storage_defines(dtype),
                     format,
                     residual,
                     glu,
                     norm,
                     rope,
-                )
-                .u32("MROWS", mrows as u32)
-                .u32("RPT", rpt as u32)
-                .u32("BM", bm as u32)
+                );
+                if coop { tensor_cores(d) } else { d }
+                    .u32("MROWS", mrows as u32)
+                    .u32("RPT", rpt as u32)
+                    .u32("BM", bm as u32)
             },
         );
         let workgroups = if matvec {
@@ -478,6 +505,12 @@ impl QMatmul {
                 });
             }
             [gx, gy, self.m.div_ceil(mrows) as u32]
+        } else if coop {
+            [
+                launch::fits_u32(name, "column tiles", n.div_ceil(COOP_TILE))?,
+                launch::fits_u32(name, "row tiles", self.m.div_ceil(COOP_TILE))?,
+                1,
+            ]
         } else {
             [
                 launch::fits_u32(name, "column tiles", n.div_ceil(TILE))?,
@@ -488,7 +521,11 @@ impl QMatmul {
         Launch {
             label: name,
             shader: &QMATMUL,
-            entry: if matvec { "matvec" } else { "matmul" },
+            entry: match (matvec, coop) {
+                (true, _) => "matvec",
+                (false, false) => "matmul",
+                (false, true) => "matmul_coop",
+            },
             defines,
             params,
             buffers: [
@@ -564,6 +601,13 @@ fn defines(
         .u32("TPR", TPR)
         .bool("RESIDUAL", residual)
         .bool("GLU", glu)
+}
+
+/// The tensor-core kernel (`shaders/include/qmatmul_coop.wgsl`) inserted at `//@COOP`, with
+/// the cooperative-matrix extension it needs.
+fn tensor_cores(d: ridge_core::Defines) -> ridge_core::Defines {
+    d.enable("wgpu_cooperative_matrix")
+        .block("COOP", shaders::QMATMUL_COOP.to_string())
 }
 
 /// |d·q| + |m| for every weight of ggml blocks (the magnitudes [`QMatmul::error_bounds`]
@@ -665,6 +709,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             let d = d.u32("MROWS", 1).u32("RPT", 1);
             for bm in [TILE, TILE_SHORT] {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
+            }
+            if dtype == DType::F16 {
+                let coop = tensor_cores(d.clone().u32("BM", TILE_SHORT as u32));
+                v.push((&QMATMUL, "matmul_coop", coop));
             }
             let d = d.u32("BM", TILE_SHORT as u32);
             if !residual && !glu && !norm && !rope {

@@ -248,6 +248,9 @@ pub struct QuantMatrix {
     pub quants: Tensor,
     /// Scale words (u32).
     pub scales: Tensor,
+    /// Whether every dequantized weight lies within f16's range (|w| ≤ 65504): only then may
+    /// a product round them to f16 for the tensor cores ([`crate::qmatmul::QMatmul::on_tensor_cores`]).
+    pub fits_f16: bool,
 }
 
 impl QuantMatrix {
@@ -288,6 +291,7 @@ impl QuantMatrix {
             &format!("a {rows} × {cols} {format} weight"),
             (rows * cols / BLOCK * format.quant_words() * 4) as u64,
         )?;
+        let fits_f16 = max_weight(format, bytes) <= 65504.0;
         let packed = pack(format, bytes)?;
         let q = packed.quants.len();
         let s = packed.scales.len();
@@ -297,6 +301,7 @@ impl QuantMatrix {
             cols,
             quants: Tensor::from_slice(ctx, &packed.quants, &[q])?,
             scales: Tensor::from_slice(ctx, &packed.scales, &[s])?,
+            fits_f16,
         })
     }
 
@@ -315,6 +320,33 @@ impl QuantMatrix {
         self.quants.expect_dtype(op, DType::U32)?;
         self.scales.expect_dtype(op, DType::U32)
     }
+}
+
+/// The largest magnitude a dequantized weight of these whole ggml blocks can take, from the
+/// blocks' scales: 128·|d| (Q8_0: q ∈ [−128, 127]), 8·|d| (Q4_0: q − 8 ∈ [−8, 7]),
+/// max(|m|, |15·d + m|) (Q4_1: d·q + m is linear in q ∈ [0, 15]); NaN if a scale is NaN.
+pub fn max_weight(format: QuantFormat, bytes: &[u8]) -> f32 {
+    let mut max = 0.0f32;
+    for b in bytes.chunks_exact(format.block_bytes()) {
+        let d = half_at(b, 0);
+        let v = match format {
+            QuantFormat::Q8_0 => 128.0 * d.abs(),
+            QuantFormat::Q4_0 => 8.0 * d.abs(),
+            QuantFormat::Q4_1 => {
+                let m = half_at(b, 2);
+                // f32::max ignores a NaN operand: carry it through by hand.
+                if m.is_nan() {
+                    return f32::NAN;
+                }
+                m.abs().max((15.0 * d + m).abs())
+            }
+        };
+        if d.is_nan() || v.is_nan() {
+            return f32::NAN;
+        }
+        max = max.max(v);
+    }
+    max
 }
 
 /// Reorders the rows of two equally shaped ggml matrices so that row `2i` is `a`'s row `i`

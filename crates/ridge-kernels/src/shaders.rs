@@ -23,6 +23,9 @@ pub static QMATMUL: ShaderSource = ShaderSource {
     name: "qmatmul",
     body: include_str!("../../../shaders/qmatmul.wgsl"),
 };
+/// `shaders/include/qmatmul_coop.wgsl`: the quantized product on cooperative matrices,
+/// inserted at `shaders/qmatmul.wgsl`'s `//@COOP` line in its tensor-core variants.
+pub const QMATMUL_COOP: &str = include_str!("../../../shaders/include/qmatmul_coop.wgsl");
 /// `shaders/rope.wgsl`: rotary position embedding and the KV-cache append.
 pub static ROPE: ShaderSource = ShaderSource {
     name: "rope",
