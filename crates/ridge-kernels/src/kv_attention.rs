@@ -18,7 +18,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
-use crate::shaders::{self, KV_ATTENTION, Variant};
+use crate::shaders::{self, KV_ATTENTION, KV_ATTENTION_COOP, Variant};
 
 /// Invocations per workgroup, and keys per tile.
 const WG: u32 = 64;
@@ -42,6 +42,13 @@ pub const TARGET_WORKGROUPS: usize = 256;
 /// The largest `G · ⌈dh/256⌉` (query heads per KV head × quads of dimensions an invocation
 /// owns): the per-invocation accumulators, in vec4s.
 pub const MAX_ACCUMULATORS: usize = 32;
+
+/// Tokens from which a prompt's attention runs on the tensor cores
+/// ([`KvAttention::on_tensor_cores`]): past the matrix-vector products' rows, as the
+/// quantized products do.
+pub const TENSOR_CORE_MIN_TOKENS: usize = 33;
+/// Query tokens a tensor-core workgroup takes (`shaders/kv_attention_coop.wgsl`).
+const COOP_QUERIES: usize = 64;
 
 /// Causal grouped-query attention over a KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +108,25 @@ impl KvAttention {
         4 * (g * self.head_dim + g * w + 4 * w + w)
     }
 
+    /// Whether an adapter runs attention of head width `dh` in `dtype` on the tensor cores
+    /// for prompts of [`TENSOR_CORE_MIN_TOKENS`] or more: f16 storage, f16 × f16 → f32
+    /// 16×16×16 cooperative matrices, `dh` a multiple of 16, and the kernel's workgroup
+    /// memory within the adapter's limit.
+    pub fn tensor_cores_fit(ctx: &Context, dtype: DType, dh: usize) -> bool {
+        dtype == DType::F16
+            && ctx.has_coop_f16()
+            && dh > 0
+            && dh.is_multiple_of(16)
+            && coop_shared_bytes(dh) <= ctx.limits().max_compute_workgroup_storage_size as usize
+    }
+
+    /// Whether [`KvAttention::run`] takes the tensor-core kernel: a prompt of at least
+    /// [`TENSOR_CORE_MIN_TOKENS`] where [`KvAttention::tensor_cores_fit`]. It rounds the
+    /// scaled queries and the probabilities to f16 (see the shader); no key split, no merge.
+    pub fn on_tensor_cores(&self, ctx: &Context, dtype: DType) -> bool {
+        self.tokens >= TENSOR_CORE_MIN_TOKENS && Self::tensor_cores_fit(ctx, dtype, self.head_dim)
+    }
+
     /// Cost: 4·dh FLOPs per (query head, visible key) for QKᵀ and PV plus 5 for the softmax;
     /// bytes: Q and the output once, the visible K and V rows once.
     pub fn cost(&self, dtype: DType) -> OpCost {
@@ -154,12 +180,23 @@ impl KvAttention {
     /// ([`crate::Attention::error_bound`]): the output is a convex combination of V rows
     /// (|V| ≤ `v_max`) whose weights are off by γ_n (the sums over n ≤ context keys, and the
     /// merge's rescaling, u) plus γ_dh·|score|_max (`score_max` bounds |q·k|/√dh), so
-    /// 4·(γ_n + γ_dh·max(|s|, 1) + 2u)·v_max, plus the rounding to the storage type.
-    pub fn error_bound(&self, dtype: DType, v_max: f64, score_max: f64, want: f32) -> f64 {
+    /// 4·(γ_n + γ_dh·max(|s|, 1) + 2u)·v_max, plus the rounding to the storage type. On the
+    /// tensor cores (`tensor_cores`: [`KvAttention::on_tensor_cores`]) the weights of P·V
+    /// are rounded to f16 while the row sum keeps them exact: u₁₆·v_max more.
+    pub fn error_bound(
+        &self,
+        dtype: DType,
+        tensor_cores: bool,
+        v_max: f64,
+        score_max: f64,
+        want: f32,
+    ) -> f64 {
         let g = crate::check::gamma(self.context())
             + crate::check::gamma(self.head_dim) * score_max.max(1.0)
             + 2.0 * crate::check::U32;
-        4.0 * g * v_max.max(1e-30) + crate::check::storage_rounding(dtype, want as f64)
+        let rounded_p = if tensor_cores { crate::check::U16 } else { 0.0 };
+        (4.0 * g + rounded_p) * v_max.max(1e-30)
+            + crate::check::storage_rounding(dtype, want as f64)
     }
 
     /// Attention of `q` against the first `pos0 + T` rows of the caches into `out`.
@@ -238,6 +275,9 @@ impl KvAttention {
             ));
         }
         launch::fits_u32(name, "cache", k_cache.numel())?;
+        if self.on_tensor_cores(ctx, q.dtype()) {
+            return self.run_coop(ctx, q, k_cache, v_cache, out);
+        }
         let (spans, chunk) = self.split();
         let split = spans > 1;
         let part = if split {
@@ -300,6 +340,106 @@ impl KvAttention {
     }
 }
 
+impl KvAttention {
+    /// The prompt on the tensor cores: a workgroup per [`COOP_QUERIES`] tokens and query head.
+    fn run_coop(
+        &self,
+        ctx: &Context,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        out: &Tensor,
+    ) -> Result<()> {
+        let name = "kv_attention";
+        let dh = self.head_dim;
+        let defines = launch::memoized("kv_attention_coop", &dh, |&dh| coop_defines(dh));
+        let params = Params::new()
+            .u(launch::fits_u32(name, "tokens", self.tokens)?)
+            .u(self.heads as u32)
+            .u(self.kv_heads as u32)
+            .u(dh as u32)
+            .u(launch::fits_u32(name, "pos0", self.pos0)?)
+            .u(1)
+            .u(0)
+            .f(1.0 / (dh as f32).sqrt());
+        Launch {
+            label: name,
+            shader: &KV_ATTENTION_COOP,
+            entry: "prefill_coop",
+            defines,
+            params,
+            buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out)],
+            workgroups: [
+                launch::fits_u32(name, "query tiles", self.tokens.div_ceil(COOP_QUERIES))?,
+                self.heads as u32,
+                1,
+            ],
+        }
+        .run(ctx)
+    }
+}
+
+/// Workgroup memory of the tensor-core kernel for head width `dh`: the K and V tiles (32
+/// rows of dh + 8 halves each), four subgroups' scores (16 × 32 f32) and probabilities
+/// (16 × 40 f16), and 192 f32 of row values.
+fn coop_shared_bytes(dh: usize) -> usize {
+    2 * 32 * (dh + 8) * 2 + 4 * 16 * 32 * 4 + 4 * 16 * 40 * 2 + 192 * 4
+}
+
+/// The tensor-core kernel's defines with its generated blocks for `dh / 16` fragments: the
+/// Q fragments (`//@QFRAG`), S = Q·Kᵀ (`//@SCORES`), and O = O·α + P·V slice by slice
+/// (`//@PV`).
+fn coop_defines(dh: usize) -> ridge_core::Defines {
+    let frags = dh / 16;
+    let mut qfrag = String::new();
+    for i in 0..frags {
+        qfrag.push_str(&format!(
+            "let qf{i} = coopLoadT<coop_mat16x16<f16, A>>(&kv[sg * 16u * KS + {}u], KS);\n",
+            16 * i
+        ));
+    }
+    let mut scores = String::new();
+    for n in 0..2 {
+        scores.push_str(&format!("var s{n} = coop_mat16x16<f32, C>();\n"));
+        for i in 0..frags {
+            scores.push_str(&format!(
+                "s{n} = coopMultiplyAdd(qf{i}, coopLoad<coop_mat16x16<f16, B>>(&kv[{}u * KS + {}u], KS), s{n});\n",
+                16 * n,
+                16 * i
+            ));
+        }
+        scores.push_str(&format!("coopStoreT(s{n}, &sc[srow + {}u], BK);\n", 16 * n));
+    }
+    let mut pv = String::from(
+        "let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow], PS);
+let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&ps[prow + 16u], PS);
+",
+    );
+    for j in 0..frags {
+        let c = 16 * j;
+        pv.push_str(&format!(
+            "{{
+var acc = coopMultiplyAdd(pf0, coopLoadT<coop_mat16x16<f16, B>>(&kv[VOFF + {c}u], KS), coop_mat16x16<f32, C>());
+acc = coopMultiplyAdd(pf1, coopLoadT<coop_mat16x16<f16, B>>(&kv[VOFF + 16u * KS + {c}u], KS), acc);
+coopStoreT(acc, &sc[srow], 16u);
+subgroupBarrier();
+for (var i = 0u; i < 8u; i++) {{
+    let r = lane / 16u + 2u * i;
+    o[{j}u * 8u + i] = o[{j}u * 8u + i] * alpha[sg * 16u + r] + sc[srow + r * 16u + lane % 16u];
+}}
+subgroupBarrier();
+}}
+"
+        ));
+    }
+    shaders::storage_defines(DType::F16)
+        .enable("wgpu_cooperative_matrix")
+        .u32("DH", dh as u32)
+        .block("QFRAG", qfrag)
+        .block("SCORES", scores)
+        .block("PV", pv)
+}
+
 fn defines(
     base: ridge_core::Defines,
     g: usize,
@@ -327,6 +467,11 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
         v.push((&KV_ATTENTION, "partial", d.clone()));
         if split {
             v.push((&KV_ATTENTION, "merge", d));
+        }
+    }
+    if dtype == DType::F16 {
+        for dh in [64, 128] {
+            v.push((&KV_ATTENTION_COOP, "prefill_coop", coop_defines(dh)));
         }
     }
     v

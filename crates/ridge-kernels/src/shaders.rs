@@ -36,6 +36,12 @@ pub static KV_ATTENTION: ShaderSource = ShaderSource {
     name: "kv_attention",
     body: include_str!("../../../shaders/kv_attention.wgsl"),
 };
+/// `shaders/kv_attention_coop.wgsl`: a prompt's attention over the KV cache on cooperative
+/// matrices.
+pub static KV_ATTENTION_COOP: ShaderSource = ShaderSource {
+    name: "kv_attention_coop",
+    body: include_str!("../../../shaders/kv_attention_coop.wgsl"),
+};
 /// `shaders/argmax.wgsl`: greedy decoding's pick.
 pub static ARGMAX: ShaderSource = ShaderSource {
     name: "argmax",

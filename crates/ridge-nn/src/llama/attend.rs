@@ -1,7 +1,9 @@
 //! Which attention a forward runs: a prompt into an empty cache takes the tiled dense
 //! kernel with a causal mask (query tiles share each key tile's loads: prefill is
 //! compute-bound), everything else the KV-cache kernel (decode, and prompts appended to a
-//! conversation, whose queries start past position 0).
+//! conversation, whose queries start past position 0). With f16 activations on an adapter
+//! with cooperative matrices, every prompt of 33 tokens or more (from any position) takes the
+//! KV-cache kernel's tensor-core form instead (`shaders/kv_attention_coop.wgsl`).
 //!
 //! Grouped-query heads on the dense kernel: the `nkv` KV heads are its batch and the
 //! `G = nh / nkv` query heads of each its heads, K and V read with a head stride of 0, so
@@ -12,6 +14,7 @@
 use ridge_core::{Context, DType, Result, Tensor};
 use ridge_kernels::KvAttention;
 use ridge_kernels::attention::{Attention, HeadLayout};
+use ridge_kernels::kv_attention::TENSOR_CORE_MIN_TOKENS;
 use ridge_model::OpCost;
 
 /// Prompts from this many tokens on take the dense kernel. Measured on the H200 (wall clock
@@ -28,17 +31,22 @@ pub(super) enum Attend {
     Cache(KvAttention),
     /// Dense causal attention over the prompt's own keys (`pos0 = 0`).
     Dense(Attention),
+    /// A prompt against the KV cache on the tensor cores (f16; any `pos0`, no merge).
+    TensorCores(KvAttention),
 }
 
 impl Attend {
     /// The kernel for `tokens` queries at positions `pos0..` with `heads` query heads over
-    /// `kv_heads` KV heads of width `head_dim`.
+    /// `kv_heads` KV heads of width `head_dim`; `tensor_cores` where the adapter runs the
+    /// KV-cache kernel's prompt form on them ([`KvAttention::tensor_cores_fit`]): then every
+    /// prompt of [`TENSOR_CORE_MIN_TOKENS`] or more takes it (one dispatch, no merge).
     pub(super) fn new(
         tokens: usize,
         heads: usize,
         kv_heads: usize,
         head_dim: usize,
         pos0: usize,
+        tensor_cores: bool,
     ) -> Self {
         let cache = KvAttention {
             tokens,
@@ -48,6 +56,9 @@ impl Attend {
             pos0,
         };
         let dense_fits = head_dim.is_multiple_of(4) && head_dim <= 256;
+        if tensor_cores && tokens >= TENSOR_CORE_MIN_TOKENS {
+            return Self::TensorCores(cache);
+        }
         if pos0 > 0
             || tokens < DENSE_MIN_TOKENS
             || !dense_fits
@@ -93,7 +104,7 @@ impl Attend {
         out: &Tensor,
     ) -> Result<()> {
         match self {
-            Self::Cache(a) => a.run(ctx, q, k_cache, v_cache, out),
+            Self::Cache(a) | Self::TensorCores(a) => a.run(ctx, q, k_cache, v_cache, out),
             Self::Dense(a) => a.run(ctx, q, k_cache, v_cache, None, None, out),
         }
     }
@@ -102,6 +113,7 @@ impl Attend {
     pub(super) fn ops(&self, dtype: DType) -> Vec<(&'static str, OpCost)> {
         match self {
             Self::Dense(a) => vec![("attention", a.cost(dtype, None))],
+            Self::TensorCores(a) => vec![("kv_attention", a.cost(dtype))],
             Self::Cache(a) => {
                 let mut ops = vec![("kv_attention", a.cost(dtype))];
                 let spans = a.split().0;

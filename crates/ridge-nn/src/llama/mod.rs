@@ -62,6 +62,9 @@ pub struct Llama {
     output_norm: Norm,
     layers: Vec<Layer>,
     rope: RopeTable,
+    /// Whether prompts' attention runs on the tensor cores
+    /// ([`ridge_kernels::KvAttention::tensor_cores_fit`]).
+    tensor_cores: bool,
 }
 
 /// The keys and values of every layer for the positions seen so far, preallocated for a
@@ -213,6 +216,7 @@ impl Llama {
             embed,
             output,
             layers,
+            tensor_cores: ridge_kernels::KvAttention::tensor_cores_fit(ctx, dtype, c.head_dim),
             dtype,
             config,
         })
@@ -446,7 +450,7 @@ impl Llama {
                 pos0,
                 layout: PairLayout::Adjacent,
             },
-            Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0),
+            Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores),
         )
     }
 }

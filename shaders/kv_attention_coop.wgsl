@@ -1,0 +1,169 @@
+// Causal attention of a prompt's queries against a KV cache on cooperative matrices (tensor
+// cores), f16 storage: the prefill form of shaders/kv_attention.wgsl (same parameters,
+// bindings and result),
+//
+//   out[t, h] = softmax(q[t, h]·K[0..=pos0+t, h/G]ᵀ · scale) · V[0..=pos0+t, h/G],
+//
+// as flash attention (Dao et al., "FlashAttention", 2022) with the online softmax (Milakov &
+// Gimelshein, 2018). A workgroup takes BQ = 64 tokens of one query head, four subgroups of 32
+// invocations with 16 tokens each, and walks the keys its last token sees in tiles of BK = 32:
+//   1. K's and V's tile rows (f16, zero past the context) are staged in workgroup memory;
+//   2. each subgroup multiplies its Q fragments (16 × DH, held in registers from the start)
+//      by the K tile: S (16 × 32, f32), stored to its scratch, scaled by scale·log2(e) as it
+//      is read;
+//   3. two lanes a row take 16 scores each: the causal mask, the row's running maximum (the
+//      two lanes meet through workgroup memory), P = exp2(S − m) rounded to f16, their share
+//      of the row sum, the factor exp2(m_old − m) that rescales the row's output;
+//   4. P·V one 16-column slice of V at a time into a fresh accumulator, stored to the
+//      scratch, and added to the output the lanes hold in registers (lane l: column l mod 16
+//      of rows l / 16 + 2i) after rescaling it.
+// Scores are in base 2 (exp2 only). Every row sees key 0, so its maximum is finite after the
+// first tile, and masked scores (−1e30) weigh exactly 0. Rows past the prompt compute and
+// are not written.
+//
+// Numerics against kv_attention.wgsl (f32 from f16 inputs): P is rounded to f16 for P·V
+// (u₁₆ = 2⁻¹¹ relative a weight; the row sum takes the unrounded values); Q, K and V enter
+// as stored, products are exact in f32 and accumulate in f32.
+//
+// Defines: T (f16), DH (a multiple of 16); the //@QFRAG, //@SCORES and //@PV blocks are
+// generated for DH / 16 fragments (crates/ridge-kernels/src/kv_attention.rs).
+
+struct Params {
+    tokens: u32, nh: u32, nkv: u32, dh: u32,
+    pos0: u32, splits: u32, chunk: u32, scale: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<vec4<T>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<T>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<T>>;
+@group(0) @binding(4) var<storage, read_write> out: array<T>;
+
+const BQ: u32 = 64u;
+const BK: u32 = 32u;
+const DH4: u32 = DH / 4u;
+const KS: u32 = DH + 8u; // a staged K, V or Q row: DH halves and 8 of padding
+const PS: u32 = BK + 8u; // a staged row of P
+const VOFF: u32 = BK * KS; // V's tile after K's
+const MASKED: f32 = -1e30;
+const LOG2E: f32 = 1.4426950408889634;
+
+// K's tile then V's; before the walk, the workgroup's 64 rows of Q (BQ·KS = 2·BK·KS).
+var<workgroup> kv: array<f16, 2u * BK * KS>;
+var<workgroup> sc: array<f32, 4u * 16u * BK>; // per subgroup: S (16 × BK), then P·V slices
+var<workgroup> ps: array<f16, 4u * 16u * PS>; // per subgroup: P (16 × BK)
+var<workgroup> red: array<f32, 128>; // the two lanes of a row meet here
+var<workgroup> alpha: array<f32, 64>; // per row: this tile's rescaling of the output
+
+// Stages rows j0.. of one cache (K at 0, V at VOFF) for KV head g: zero past the context.
+fn stage_kv(j0: u32, g: u32, ctx_len: u32, lid: u32) {
+    for (var i = lid; i < BK * DH4; i += 128u) {
+        let key = i / DH4;
+        let c = i % DH4;
+        var kr = vec4<T>(0.0);
+        var vr = vec4<T>(0.0);
+        if j0 + key < ctx_len {
+            let at = ((j0 + key) * p.nkv + g) * DH4 + c;
+            kr = k_cache[at];
+            vr = v_cache[at];
+        }
+        let s = key * KS + 4u * c;
+        kv[s] = kr.x;
+        kv[s + 1u] = kr.y;
+        kv[s + 2u] = kr.z;
+        kv[s + 3u] = kr.w;
+        kv[VOFF + s] = vr.x;
+        kv[VOFF + s + 1u] = vr.y;
+        kv[VOFF + s + 2u] = vr.z;
+        kv[VOFF + s + 3u] = vr.w;
+    }
+}
+
+@compute @workgroup_size(128)
+fn prefill_coop(@builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let q0 = wid.x * BQ;
+    let h = wid.y;
+    let g = h / (p.nh / p.nkv);
+    let sg = lid / 32u;
+    let lane = lid % 32u;
+    let ctx_len = p.pos0 + p.tokens;
+    // Q's 64 rows (as stored: exact in f16) into the K/V staging area.
+    for (var i = lid; i < BQ * DH4; i += 128u) {
+        let r = i / DH4;
+        let c = i % DH4;
+        var v = vec4<f32>(0.0);
+        if q0 + r < p.tokens { v = vec4<f32>(q[((q0 + r) * p.nh + h) * DH4 + c]); }
+        let s = r * KS + 4u * c;
+        kv[s] = f16(v.x);
+        kv[s + 1u] = f16(v.y);
+        kv[s + 2u] = f16(v.z);
+        kv[s + 3u] = f16(v.w);
+    }
+    workgroupBarrier();
+    // This subgroup's Q fragments, qf0.. (DH / 16 of them).
+    //@QFRAG
+    workgroupBarrier();
+
+    // Softmax lanes: row sr of the subgroup's 16, keys 16·sh.. of a tile.
+    let sr = lane / 2u;
+    let sh = lane % 2u;
+    let qpos = p.pos0 + q0 + sg * 16u + sr; // the row's position: keys ≤ qpos are visible
+    var m = MASKED;
+    var l = 0.0;
+    // Output lanes: column lane mod 16 of rows lane / 16 + 2i of each 16-column slice.
+    var o: array<f32, DH / 2u>; // [slice][i]: DH / 16 slices × 8
+    for (var i = 0u; i < DH / 2u; i++) { o[i] = 0.0; }
+    let last = min(ctx_len, p.pos0 + q0 + BQ); // keys the workgroup's last row sees
+    let srow = sg * 16u * BK;
+    let qscale = p.scale * LOG2E; // scores in base 2
+    let prow = sg * 16u * PS;
+    for (var j0 = 0u; j0 < last; j0 += BK) {
+        stage_kv(j0, g, ctx_len, lid);
+        workgroupBarrier();
+        // S = Q·Kᵀ: BK / 16 fragments of 16 keys, stored row-major (stride BK).
+        //@SCORES
+        subgroupBarrier();
+        // The online softmax of this lane's 16 scores.
+        var s: array<f32, 16>;
+        var mx = MASKED;
+        for (var e = 0u; e < 16u; e++) {
+            let key = j0 + 16u * sh + e;
+            var v = sc[srow + sr * BK + 16u * sh + e] * qscale;
+            if key > qpos || key >= ctx_len { v = MASKED; }
+            s[e] = v;
+            mx = max(mx, v);
+        }
+        red[lid] = mx;
+        subgroupBarrier();
+        let m_new = max(m, max(mx, red[lid ^ 1u]));
+        let a = exp2(m - m_new);
+        var sum = 0.0;
+        for (var e = 0u; e < 16u; e++) {
+            let pe = select(exp2(s[e] - m_new), 0.0, s[e] == MASKED);
+            sum += pe;
+            ps[prow + sr * PS + 16u * sh + e] = f16(pe);
+        }
+        l = l * a + sum;
+        m = m_new;
+        if sh == 0u { alpha[sg * 16u + sr] = a; }
+        subgroupBarrier();
+        // O = O·α + P·V, one 16-column slice at a time through the scratch.
+        //@PV
+        workgroupBarrier();
+    }
+    // The row sums: the two lanes' shares.
+    red[lid] = l;
+    subgroupBarrier();
+    if sh == 0u { alpha[sg * 16u + sr] = l + red[lid + 1u]; }
+    subgroupBarrier();
+    for (var i = 0u; i < 8u; i++) {
+        let r = lane / 16u + 2u * i;
+        let t = q0 + sg * 16u + r;
+        if t >= p.tokens { continue; }
+        let inv = 1.0 / alpha[sg * 16u + r];
+        for (var j = 0u; j < DH / 16u; j++) {
+            out[(t * p.nh + h) * DH + 16u * j + lane % 16u] = T(o[j * 8u + i] * inv);
+        }
+    }
+}
