@@ -11,6 +11,14 @@
 //! file of the caller's (there, the random GGUF of `../shared/device/random_gguf.py` that
 //! llama-bench runs in the same call). Greedy decoding: each
 //! token is the GPU's argmax, read back (4 bytes) before the next step is recorded.
+//!
+//! `--report FILE` (a `ridge bench --json` report of the same adapter, with the decoder's ops
+//! in its sweep) adds the calibrated per-op model's prediction (`ridge_model::calibrate`, its
+//! terms fitted on that report's kernel runs, never on this bench's) beside the roofline's:
+//! the end-to-end check of issue 26. Plan ops are swept kinds by name (the products with
+//! their fused prologue and epilogues each a kind of its own), attention over the cache
+//! `kv_attention` for one token and `kv_attention_prefill` for a prompt; ops the sweep does
+//! not time keep the roofline.
 
 mod common;
 
@@ -20,6 +28,9 @@ use std::time::Instant;
 use ridge::core::{Context, DType, Tensor, profiler};
 use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
+use ridge::model::Ceilings;
+use ridge::model::calibrate::Calibration;
+use ridge::model::report::BenchReport;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
 use ridge::nn::llama::random::random_gguf;
@@ -123,6 +134,17 @@ fn main() {
 
     let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     let ceil = measured.ceilings(dtype == DType::F16);
+    let calibrated = common::value("--report").map(|path| {
+        let text = std::fs::read_to_string(&path).expect("--report FILE");
+        let report: BenchReport = serde_json::from_str(&text).expect("a ridge bench --json report");
+        let fit = Calibration::fit(&report);
+        Calibrated {
+            report,
+            fit,
+            dtype: dtype.to_string(),
+        }
+    });
+    let cal = calibrated.as_ref();
 
     // Prefill: time to first token = the prompt's forward + the argmax read back.
     for &p in &prompts {
@@ -152,7 +174,14 @@ fn main() {
             step(&ctx, &model, &mut cache, &prompt);
             let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
             println!("  pp{p} profiled ({} dispatches):", profile.spans.len());
-            op_table(&profile, &model.plan(p, 0), &ceil, measured.bandwidth_gbps);
+            op_table(
+                &profile,
+                &model.plan(p, 0),
+                p,
+                &ceil,
+                measured.bandwidth_gbps,
+                cal,
+            );
         }
     }
 
@@ -202,48 +231,117 @@ fn main() {
                 .elapsed_ms()
                 .map_or("n/a".into(), |ms| format!("{ms:.3} ms")),
         );
-        op_table(&profile, &plan, &ceil, measured.bandwidth_gbps);
+        op_table(&profile, &plan, 1, &ceil, measured.bandwidth_gbps, cal);
     }
 }
 
-/// GPU time per op of `profile` against the roofline's prediction for `plan`'s ops.
+/// A bench report's fitted per-op terms (`--report`).
+struct Calibrated {
+    report: BenchReport,
+    fit: Calibration,
+    dtype: String,
+}
+
+impl Calibrated {
+    /// The swept kind a plan op of a forward over `tokens` tokens is predicted as: its own
+    /// name, but attention over the cache for a prompt.
+    fn kind(name: &str, tokens: usize) -> &str {
+        if name == "kv_attention" && tokens > 1 {
+            "kv_attention_prefill"
+        } else {
+            name
+        }
+    }
+
+    /// One op's calibrated time, ms, and whether its kind was fitted (else the roofline's).
+    fn predict(
+        &self,
+        op: &ridge::nn::llama::PlannedOp,
+        tokens: usize,
+        ceil: &Ceilings,
+    ) -> (f64, bool) {
+        let kind = Self::kind(op.name, tokens);
+        match self.fit.predict(
+            &self.report,
+            kind,
+            &self.dtype,
+            op.cost.flops,
+            op.cost.bytes,
+        ) {
+            Some(s) => (s * 1e3, true),
+            None => (ceil.predict(&op.cost).seconds * 1e3, false),
+        }
+    }
+}
+
+/// GPU time per op of `profile` (a forward over `tokens` tokens) against the roofline's
+/// prediction for `plan`'s ops, and the calibrated model's where a report was given.
 fn op_table(
     profile: &ridge::core::Profile,
     plan: &[ridge::nn::llama::PlannedOp],
-    ceil: &ridge::model::Ceilings,
+    tokens: usize,
+    ceil: &Ceilings,
     bandwidth_gbps: f64,
+    cal: Option<&Calibrated>,
 ) {
     println!(
-        "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured):",
+        "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured){}:",
         profile.method,
         bandwidth_gbps,
-        ceil.peak_flops / 1e12
+        ceil.peak_flops / 1e12,
+        if cal.is_some() {
+            "; calibrated: the report's fitted terms (~ where its sweep lacks the kind: the roofline)"
+        } else {
+            ""
+        }
     );
     let mut ops = profile.by_name();
     ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
-    let (mut total, mut predicted_total) = (0.0, 0.0);
+    let (mut total, mut predicted_total, mut calibrated_total) = (0.0, 0.0, 0.0);
     for (name, count, ms) in ops {
-        let p: f64 = plan
-            .iter()
-            .filter(|o| o.name == name)
+        let mine = plan.iter().filter(|o| o.name == name);
+        let p: f64 = mine
+            .clone()
             .map(|o| ceil.predict(&o.cost).seconds * 1e3)
             .sum();
         predicted_total += p;
         total += ms.unwrap_or(0.0);
-        let (ms, ratio) = match ms {
+        let (ms_text, ratio) = match ms {
             Some(ms) => (format!("{ms:.4}"), format!("{:.2}×", ms / p)),
             None => ("n/a".into(), String::new()),
         };
+        let calibrated = cal.map_or(String::new(), |c| {
+            let (mut sum, mut fitted) = (0.0, true);
+            for o in mine {
+                let (t, f) = c.predict(o, tokens, ceil);
+                sum += t;
+                fitted &= f;
+            }
+            calibrated_total += sum;
+            format!(
+                "  calibrated {sum:>8.4} ms{} {}",
+                if fitted { " " } else { "~" },
+                ms.map_or(String::new(), |ms| format!("{:.2}×", ms / sum))
+            )
+        });
         println!(
-            "    {name:<19} {} {ms:>9} ms  predicted {p:>8.4} ms  {ratio:>7}",
+            "    {name:<19} {} {ms_text:>9} ms  predicted {p:>8.4} ms  {ratio:>7}{calibrated}",
             profiler::dispatches(count)
         );
     }
     println!(
-        "    {:<19} {} {total:>9.4} ms  predicted {predicted_total:>8.4} ms  {:>6.2}×",
+        "    {:<19} {} {total:>9.4} ms  predicted {predicted_total:>8.4} ms  {:>6.2}×{}",
         "total",
         profiler::dispatches(profile.spans.len()),
-        total / predicted_total
+        total / predicted_total,
+        if cal.is_some() {
+            format!(
+                "  calibrated {calibrated_total:>8.4} ms  {:.2}×",
+                total / calibrated_total
+            )
+        } else {
+            String::new()
+        }
     );
     if plan.len() != profile.spans.len() {
         println!(

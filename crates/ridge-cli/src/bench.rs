@@ -17,7 +17,11 @@ pub struct Args {
     #[arg(long, value_parser = ["quick", "full"])]
     size: Option<String>,
     /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
-    /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention.
+    /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention, and the decoder's
+    /// kernels as its forward launches them: qmatvec, rms_qmatvec, rms_qmatvec_swiglu,
+    /// rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu, rms_qmatmul_rope (prompts),
+    /// kv_attention (decode), kv_attention_prefill (SmolLM2-135M/360M/1.7B widths, Q4_1
+    /// weights; in the full sweep, or when named here).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
     /// Timed launches per case (median reported; 1 to 1000).
@@ -116,7 +120,7 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 
     say(format!(
-        "\n{:<16} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+        "\n{:<20} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
         "op",
         "shape",
         "type",
@@ -169,12 +173,15 @@ pub fn run(args: Args) -> crate::CliResult {
     let mut rows = Vec::new();
     for ((case, cost), measured_ms) in cases.into_iter().zip(costs).zip(fastest) {
         let f16 = case.dtype == DType::F16;
-        // A GEMM on the tensor cores is set against their measured peak, not the FMA units'.
-        let tensor = case.op == "gemm"
-            && matches!(
+        // A launch on the tensor cores is set against their measured peak, not the FMA
+        // units'.
+        let tensor = match case.op.as_str() {
+            "gemm" => matches!(
                 Gemm::new(case.shape[0], case.shape[1], case.shape[2]).kernel(&ctx, case.dtype),
                 GemmKernel::Coop(_)
-            );
+            ),
+            op => ridge_model::report::tensor_core_op(op) && f16 && ctx.has_coop_f16(),
+        };
         let ceil = m.ceilings_for(f16, tensor);
         let pred = ceil.predict(&cost);
         let precision = if f16 { Precision::F16 } else { Precision::F32 };
@@ -194,7 +201,7 @@ pub fn run(args: Args) -> crate::CliResult {
             roofline_fraction: measured_ms.and_then(|t| ceil.fraction_of_roofline(&cost, t * 1e-3)),
         };
         say(format!(
-            "{:<16} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+            "{:<20} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
             row.op,
             format!("{:?}", row.shape),
             row.dtype,
@@ -286,7 +293,7 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<18} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}",
+        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}",
         "op", "runs", "bound", "eff.", "fixed cost", "roofline", "fitted", "held out"
     ));
     for k in &c.kinds {
@@ -299,7 +306,7 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
             format!("{e:.2}×{}", if e > GOAL { " *" } else { "" })
         });
         say(format!(
-            "  {:<18} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>11}",
+            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>11}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),

@@ -52,7 +52,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 11] = [
+pub const OPS: [&str; 20] = [
     "gemm",
     "layer_norm",
     "rms_norm",
@@ -64,7 +64,114 @@ pub const OPS: [&str; 11] = [
     "nhwc_to_nchw",
     "attention",
     "sparse_attention",
+    "qmatvec",
+    "rms_qmatvec",
+    "rms_qmatvec_swiglu",
+    "rms_qmatvec_rope",
+    "qmatmul",
+    "rms_qmatmul_swiglu",
+    "rms_qmatmul_rope",
+    "kv_attention",
+    "kv_attention_prefill",
 ];
+
+/// The decoder's ops in [`OPS`], each the kernel (and profile name) a decoder forward
+/// launches — the products with their fused prologue and epilogues (`qmatvec` and `qmatmul`
+/// with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache append) and
+/// attention over the KV cache for one token (`kv_attention`, up to 512 keys: one pass) or a
+/// prompt (`kv_attention_prefill`) — swept in the full sweep, or when named, at the widths of
+/// SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16 on the tensor cores where
+/// the adapter has them), so that a decoder's forward can be predicted from its own kinds.
+pub const DECODER_OPS: [&str; 9] = [
+    "qmatvec",
+    "rms_qmatvec",
+    "rms_qmatvec_swiglu",
+    "rms_qmatvec_rope",
+    "qmatmul",
+    "rms_qmatmul_swiglu",
+    "rms_qmatmul_rope",
+    "kv_attention",
+    "kv_attention_prefill",
+];
+
+/// The quantization of the decoder cases' weights.
+const DECODER_FORMAT: crate::quant::QuantFormat = crate::quant::QuantFormat::Q4_1;
+/// The decoder cases' head width.
+const DECODER_HEAD_DIM: usize = 64;
+
+/// SmolLM2-135M's, -360M's and -1.7B's and Qwen2.5-0.5B's (hidden, MLP, query heads, KV
+/// heads): four widths, so that each decode kind's fixed cost is fitted.
+const DECODER_WIDTHS: [(usize, usize, usize, usize); 4] = [
+    (576, 1536, 9, 3),
+    (960, 2560, 15, 5),
+    (2048, 8192, 32, 32),
+    (896, 4864, 14, 2),
+];
+
+/// The decoder cases. Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for SwiGLU);
+/// with RoPE `[m, heads, kv_heads, k]`. Attention: `[tokens, heads, kv_heads, head_dim, pos0]`.
+fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
+    let mut v = Vec::new();
+    for &(h, f, nh, nkv) in &DECODER_WIDTHS {
+        // Decode: one row of x. The output and down projections (with the residual), the
+        // normed gate/up and Q/K/V products, the LM head over 49,152 rows.
+        v.push(spec("qmatvec", &[1, h, h], dtype));
+        v.push(spec("qmatvec", &[1, h, f], dtype));
+        v.push(spec("rms_qmatvec_swiglu", &[1, 2 * f, h], dtype));
+        v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
+        v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
+    }
+    // Prompts of 128 and 1024 tokens at the two small widths.
+    for &(h, f, nh, nkv) in &DECODER_WIDTHS[..2] {
+        for m in [128, 1024] {
+            v.push(spec("qmatmul", &[m, h, h], dtype));
+            v.push(spec("qmatmul", &[m, h, f], dtype));
+            v.push(spec("rms_qmatmul_swiglu", &[m, 2 * f, h], dtype));
+            v.push(spec("rms_qmatmul_rope", &[m, nh, nkv, h], dtype));
+        }
+    }
+    for ctx in [64, 128, 256, 511] {
+        v.push(spec(
+            "kv_attention",
+            &[1, 9, 3, DECODER_HEAD_DIM, ctx],
+            dtype,
+        ));
+    }
+    for t in [128, 256, 512, 1024] {
+        v.push(spec(
+            "kv_attention_prefill",
+            &[t, 9, 3, DECODER_HEAD_DIM, 0],
+            dtype,
+        ));
+    }
+    v
+}
+
+/// A decoder product case's op (its flags from the name) and W's rows.
+fn decoder_product(op: &str, s: &[usize]) -> (crate::qmatmul::QMatmul, usize, usize) {
+    let q = crate::qmatmul::QMatmul {
+        residual: !op.starts_with("rms_"),
+        glu: op.ends_with("_swiglu"),
+        rms_norm: op.starts_with("rms_"),
+        rope: op.ends_with("_rope"),
+        ..crate::qmatmul::QMatmul::new(s[0])
+    };
+    if q.rope {
+        (q, (s[1] + 2 * s[2]) * DECODER_HEAD_DIM, s[3])
+    } else {
+        (q, s[1], s[2])
+    }
+}
+
+fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
+    crate::KvAttention {
+        tokens: s[0],
+        heads: s[1],
+        kv_heads: s[2],
+        head_dim: s[3],
+        pos0: s[4],
+    }
+}
 
 /// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`. `ops` keeps
 /// only the named ops (empty keeps all; names from [`OPS`]).
@@ -132,6 +239,13 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         v.push(spec("attention", &[1, 12, n, 64], f32));
         v.push(spec("sparse_attention", &[1, 12, n, 64], f32));
     }
+    let named = |op: &str| ops.iter().any(|o| o == op);
+    if full || DECODER_OPS.iter().any(|op| named(op)) {
+        v.extend(decoder_cases(f32));
+        if ctx.has_f16() {
+            v.extend(decoder_cases(DType::F16));
+        }
+    }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
     v
 }
@@ -193,6 +307,11 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             let sparse = (c.op == "sparse_attention").then(|| bigbird(s[2]));
             att.cost(d, sparse.as_ref())
         }
+        op if op.contains("qmat") => {
+            let (q, n, k) = decoder_product(op, s);
+            q.cost(DECODER_FORMAT, n, k, d)
+        }
+        "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",
@@ -295,6 +414,59 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| att.run(ctx, &q, &k, &vv, None, sparse.as_ref(), &o)),
+            }
+        }
+        op if op.contains("qmat") => {
+            let (q, n, k) = decoder_product(op, s);
+            let m = q.m;
+            let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
+            let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
+            let w = crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes)?;
+            let x = filled(ctx, &[m, k], d)?;
+            let gamma = filled(ctx, &[k], d)?;
+            let y = out(&[m, q.out_cols(n)])?;
+            if q.rope {
+                let (nh, nkv) = (s[1], s[2]);
+                let table = crate::rope::RopeTable::new(ctx, m, DECODER_HEAD_DIM, 10_000.0)?;
+                let kc = out(&[m, nkv, DECODER_HEAD_DIM])?;
+                let vc = out(&[m, nkv, DECODER_HEAD_DIM])?;
+                let q_out = out(&[m, nh, DECODER_HEAD_DIM])?;
+                Prepared {
+                    cost,
+                    launch: Box::new(move |ctx| {
+                        let append = crate::qmatmul::RopeAppend {
+                            table: &table,
+                            k_cache: &kc,
+                            v_cache: &vc,
+                            heads: nh,
+                            kv_heads: nkv,
+                            pos0: 0,
+                        };
+                        q.run_fused(ctx, &x, Some((&gamma, 1e-5)), Some(&append), &w, &q_out)
+                    }),
+                }
+            } else {
+                Prepared {
+                    cost,
+                    launch: Box::new(move |ctx| {
+                        q.run_fused(ctx, &x, q.rms_norm.then_some((&gamma, 1e-5)), None, &w, &y)
+                    }),
+                }
+            }
+        }
+        "kv_attention" | "kv_attention_prefill" => {
+            let op = kv_attention_of(s);
+            let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
+            let keys = op.context();
+            let (q, kc, vc, o) = (
+                filled(ctx, &[t, nh, dh], d)?,
+                filled(ctx, &[keys, nkv, dh], d)?,
+                filled(ctx, &[keys, nkv, dh], d)?,
+                out(&[t, nh, dh])?,
+            );
+            Prepared {
+                cost,
+                launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
             }
         }
         other => {

@@ -303,6 +303,7 @@ mod tests {
     fn shipped(name: &str) -> BenchReport {
         let text = match name {
             "h200" => include_str!("../../../benches/reports/h200.json"),
+            "h200-decoder" => include_str!("../../../benches/reports/h200-decoder.json"),
             _ => include_str!("../../../benches/reports/lavapipe.json"),
         };
         serde_json::from_str(text).unwrap()
@@ -364,6 +365,26 @@ mod tests {
         let (f32, f16) = (gemm("f32").unwrap(), gemm("f16").unwrap());
         assert!(f32.roofline_error > 2.0 && f32.held_out_error.unwrap() < 1.25);
         assert!(f16.roofline_error > 2.5 && f16.held_out_error.unwrap() < 1.15);
+    }
+
+    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 101):
+    /// each kind's fit within 1.25× of its own launches, the tensor-core kinds held against
+    /// the tensor cores' roof, and the fitted terms predict SmolLM2-135M's own launches there
+    /// better than the roofline by far (the launches at its widths are among the fitted ones:
+    /// the end-to-end check, on the generation bench's profiles, is in benches/NOTES.md).
+    #[test]
+    fn decoder_kinds_fit_their_launches() {
+        let r = shipped("h200-decoder");
+        let fit = Calibration::fit(&r);
+        assert_eq!(fit.kinds.len(), 18, "9 decoder kinds × f32, f16");
+        for k in &fit.kinds {
+            assert!(k.fitted_error <= 1.25, "{} {}: {:.3}×", k.op, k.dtype, k.fitted_error);
+            assert!(k.roofline_error > k.fitted_error, "{k:?}");
+        }
+        let (tensor, name) = r.measured.roof_for("rms_qmatmul_swiglu", true);
+        assert_eq!(name, "measured tensor cores");
+        assert!(tensor.peak_flops > 5e14);
+        assert_eq!(r.measured.roof_for("rms_qmatvec_swiglu", true).1, "measured f16 FMA");
     }
 
     /// A kind with one launch has no held-out error; a report without timed launches, no kinds.

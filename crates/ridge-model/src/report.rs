@@ -64,10 +64,10 @@ impl Measured {
     }
 
     /// The roof a launch of `op` in f16 or f32 storage is held against, and its name: the
-    /// tensor cores' for an f16 GEMM where their peak was measured (Ridge's f16 GEMM runs on
-    /// them there), else the storage type's FMA peak.
+    /// tensor cores' for an f16 op of [`tensor_core_op`] where their peak was measured
+    /// (Ridge runs those on them there), else the storage type's FMA peak.
     pub fn roof_for(&self, op: &str, f16: bool) -> (Ceilings, &'static str) {
-        let tensor = op == "gemm" && f16 && self.tensor_tflops.is_some();
+        let tensor = tensor_core_op(op) && f16 && self.tensor_tflops.is_some();
         let name = match (tensor, f16 && self.f16_tflops.is_some()) {
             (true, _) => "measured tensor cores",
             (false, true) => "measured f16 FMA",
@@ -85,6 +85,13 @@ impl Measured {
             crate::roofline::CeilingSource::Measured(source.into()),
         )
     }
+}
+
+/// Whether Ridge runs `op` on cooperative matrices (tensor cores) in f16 where an adapter has
+/// them: the GEMM, a prompt's quantized products (`qmatmul` with any fused prologue or
+/// epilogue) and its attention over the KV cache (`kv_attention_prefill`).
+pub fn tensor_core_op(op: &str) -> bool {
+    op == "gemm" || op.contains("qmatmul") || op == "kv_attention_prefill"
 }
 
 /// One measured case.
