@@ -378,13 +378,22 @@ mod tests {
         let fit = Calibration::fit(&r);
         assert_eq!(fit.kinds.len(), 18, "9 decoder kinds × f32, f16");
         for k in &fit.kinds {
-            assert!(k.fitted_error <= 1.25, "{} {}: {:.3}×", k.op, k.dtype, k.fitted_error);
+            assert!(
+                k.fitted_error <= 1.25,
+                "{} {}: {:.3}×",
+                k.op,
+                k.dtype,
+                k.fitted_error
+            );
             assert!(k.roofline_error > k.fitted_error, "{k:?}");
         }
         let (tensor, name) = r.measured.roof_for("rms_qmatmul_swiglu", true);
         assert_eq!(name, "measured tensor cores");
         assert!(tensor.peak_flops > 5e14);
-        assert_eq!(r.measured.roof_for("rms_qmatvec_swiglu", true).1, "measured f16 FMA");
+        assert_eq!(
+            r.measured.roof_for("rms_qmatvec_swiglu", true).1,
+            "measured f16 FMA"
+        );
     }
 
     /// A kind with one launch has no held-out error; a report without timed launches, no kinds.
