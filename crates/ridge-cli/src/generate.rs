@@ -204,6 +204,13 @@ fn cache_for(
         )
         .into());
     }
+    let room = context - prompt;
+    if max_tokens > room {
+        eprintln!(
+            "note: --max-tokens {max_tokens}: the model's context of {context} positions leaves \
+             room for {room} tokens after this {prompt}-token prompt; a reply stops there"
+        );
+    }
     Ok(model.cache(ctx, prompt.saturating_add(max_tokens).min(context))?)
 }
 

@@ -449,6 +449,21 @@ fn embed_reads_standard_input_and_warns_of_cut_texts() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }
 
+/// A `--max-tokens` past the context says at once where a reply will stop (the greedy reply
+/// to "Hi" ends at its end-of-text token long before).
+#[test]
+fn max_tokens_past_the_context_is_named() {
+    let out = ridge(&["generate", "Hi", "--max-tokens", "100000"], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "--max-tokens 100000: the model's context of 8192 positions leaves room for 8161 tokens"
+        ),
+        "{err}"
+    );
+}
+
 /// `ridge generate` streams a greedy reply of SmolLM2 (fetched by `cargo xtask test`) as
 /// JSON Lines: the prompt's ids, one object per token, then the timings.
 #[test]
