@@ -483,4 +483,54 @@ fn live_panels_on_this_adapter() {
     assert_eq!(h.query_all_by_label("measured ÷ predicted").count(), 2);
     assert!(h.query_all_by_label("total").count() >= 2);
     h.get_by_label_contains("sentences/s");
+
+    // Ten sentences run as two passes (8 + 2), each its own batch in the prediction.
+    use ridge_app::panels::transformer::SENTENCES_PER_PASS;
+    let ten: Vec<String> = (0..10)
+        .map(|i| format!("Sentence number {i} is here."))
+        .collect();
+    h.state_mut().transformer.text = ten.join("\n");
+    h.step();
+    h.get_by_label("Embed").click();
+    step_until(&mut h, "ten embeddings", 900, |a| {
+        !a.transformer.busy()
+            && (a
+                .transformer
+                .result
+                .as_ref()
+                .is_some_and(|r| r.texts.len() == 10)
+                || a.transformer.error.is_some())
+    });
+    let r = h.state().transformer.result.as_ref().expect("embedded");
+    assert_eq!(r.vectors.len(), 10);
+    assert_eq!(
+        r.passes,
+        [(SENTENCES_PER_PASS, r.passes[0].1), (2, r.passes[1].1)]
+    );
+    assert!(
+        r.by_name.iter().any(|(n, c, _)| n == "gemm" && *c == 48),
+        "{:?}",
+        r.by_name
+    );
+    assert_eq!(h.query_all_by_label_contains("2 passes").count(), 2);
+
+    // Cancel stops between passes: the old result stays, the progress says where it stopped.
+    let many: Vec<String> = (0..40).map(|i| format!("Another sentence, {i}.")).collect();
+    h.state_mut().transformer.text = many.join("\n");
+    h.step();
+    h.get_by_label("Embed").click();
+    step_until(&mut h, "the first pass", 600, |a| {
+        a.transformer.progress.0 > 0
+    });
+    h.get_by_label("Cancel").click();
+    step_until(&mut h, "the cancel", 600, |a| !a.transformer.busy());
+    let t = &h.state().transformer;
+    assert!(t.cancelled, "{:?}", t.error);
+    assert!(
+        t.progress.0 < 40 && t.progress.0 % SENTENCES_PER_PASS == 0,
+        "{:?}",
+        t.progress
+    );
+    assert_eq!(t.result.as_ref().map(|r| r.texts.len()), Some(10));
+    h.get_by_label_contains("cancelled after");
 }

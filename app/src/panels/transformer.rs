@@ -9,7 +9,14 @@ use ridge_model::transformer::{TransformerShape, encoder_ops};
 use ridge_nn::SentenceEmbedder;
 
 use crate::Gpu;
-use crate::tasks::{self, Task};
+use crate::tasks::{self, Sink, Stream, Task};
+
+/// Sentences per pass: a pass at a time, so the canvas presents between passes (in the
+/// browser a 32-sentence pass held the page for 8.8 s on SwiftShader) and Cancel can stop
+/// between them.
+pub const SENTENCES_PER_PASS: usize = 8;
+/// Sentences one Embed takes.
+pub const MAX_SENTENCES: usize = 128;
 
 /// Embeddings of one pass and its profile.
 pub struct Embedded {
@@ -19,6 +26,8 @@ pub struct Embedded {
     pub vectors: Vec<Vec<f32>>,
     /// Tokens per sequence after padding (the longest sentence).
     pub seq: usize,
+    /// Each pass's sentences and padded tokens per sentence.
+    pub passes: Vec<(usize, usize)>,
     /// Measured GPU time per op: (name, dispatches, ms).
     pub by_name: Vec<(String, usize, Option<f64>)>,
     /// Measured GPU time per scope (embeddings, layer.0 … layer.5, pooling).
@@ -35,8 +44,20 @@ pub struct State {
     pub result: Option<Embedded>,
     /// Why loading or embedding failed.
     pub error: Option<String>,
+    /// Sentences embedded so far of the running pass's, and their count.
+    pub progress: (usize, usize),
+    /// The last embedding was cancelled.
+    pub cancelled: bool,
     loading: Option<Task<Result<SentenceEmbedder, String>>>,
-    running: Option<Task<Result<Embedded, String>>>,
+    running: Option<Stream<Progress>>,
+}
+
+/// What an embedding task reports: sentences done, then its result (`None` when cancelled).
+pub enum Progress {
+    /// Sentences embedded so far.
+    Done(usize),
+    /// The whole result.
+    Finished(Result<Option<Embedded>, String>),
 }
 
 impl Default for State {
@@ -46,6 +67,8 @@ impl Default for State {
             model: None,
             result: None,
             error: None,
+            progress: (0, 0),
+            cancelled: false,
             loading: None,
             running: None,
         }
@@ -67,12 +90,18 @@ impl State {
                 Err(e) => self.error = Some(e),
             }
         }
-        if let Some(r) = self.running.as_ref().and_then(Task::take) {
-            self.running = None;
-            match r {
-                Ok(e) => self.result = Some(e),
-                Err(e) => self.error = Some(e),
+        let Some(stream) = &self.running else { return };
+        let finished = stream.finished();
+        for event in stream.drain() {
+            match event {
+                Progress::Done(n) => self.progress.0 = n,
+                Progress::Finished(Ok(Some(e))) => self.result = Some(e),
+                Progress::Finished(Ok(None)) => self.cancelled = true,
+                Progress::Finished(Err(e)) => self.error = Some(e),
             }
+        }
+        if finished {
+            self.running = None;
         }
     }
 }
@@ -156,7 +185,9 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         predicted_breakdown(ui, gpu);
         return;
     };
-    let label = ui.label("Sentences, one per line (at most 32):");
+    let label = ui.label(format!(
+        "Sentences, one per line (at most {MAX_SENTENCES}):"
+    ));
     ui.text_edit_multiline(&mut state.text)
         .labelled_by(label.id);
     ui.horizontal(|ui| {
@@ -166,18 +197,35 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 .lines()
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
-                .take(32)
+                .take(MAX_SENTENCES)
                 .map(String::from)
                 .collect();
             if !texts.is_empty() {
                 state.error = None;
-                state.running = Some(tasks::spawn(ui.ctx(), move || async move {
-                    embed(&ctx, &model, texts).await.map_err(|e| e.to_string())
+                state.cancelled = false;
+                state.progress = (0, texts.len());
+                state.running = Some(tasks::spawn_stream(ui.ctx(), move |sink| async move {
+                    let r = embed(&ctx, &model, texts, &sink).await;
+                    sink.send(Progress::Finished(r.map_err(|e| e.to_string())));
                 }));
             }
         }
-        if state.running.is_some() {
+        if let Some(stream) = &state.running {
             ui.spinner();
+            ui.label(format!(
+                "{} of {} sentences embedded",
+                state.progress.0, state.progress.1
+            ));
+            if stream.cancelling() {
+                ui.label("stopping after this pass…");
+            } else if ui.button("Cancel").clicked() {
+                stream.cancel();
+            }
+        } else if state.cancelled {
+            ui.label(format!(
+                "cancelled after {} of {} sentences",
+                state.progress.0, state.progress.1
+            ));
         }
     });
     let Some(r) = &state.result else { return };
@@ -197,13 +245,20 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 ui.end_row();
             }
         });
-        let plan = encoder_ops(
-            &TransformerShape::minilm_l6(),
-            r.texts.len(),
-            r.seq,
-            model_normalizes(state),
-            4,
-        );
+        // The prediction for the passes as they ran: each its own batch and padding.
+        let plan: Vec<_> = r
+            .passes
+            .iter()
+            .flat_map(|&(batch, seq)| {
+                encoder_ops(
+                    &TransformerShape::minilm_l6(),
+                    batch,
+                    seq,
+                    model_normalizes(state),
+                    4,
+                )
+            })
+            .collect();
         let c = gpu.best_ceilings();
         let predicted = |pick: &dyn Fn(&ridge_model::transformer::PlannedOp) -> bool| {
             c.as_ref().map(|c| {
@@ -218,9 +273,15 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             ("GPU time per layer", &r.by_scope, true),
         ] {
             ui.heading(format!(
-                "{title} ({} sentences × {} tokens)",
+                "{title} ({} sentences of up to {} tokens, {} {})",
                 r.texts.len(),
-                r.seq
+                r.seq,
+                r.passes.len(),
+                if r.passes.len() == 1 {
+                    "pass"
+                } else {
+                    "passes"
+                }
             ));
             let table: Vec<TimeRow> = rows
                 .iter()
@@ -384,27 +445,49 @@ fn model_normalizes(state: &State) -> bool {
     state.model.as_ref().is_some_and(|m| m.pipeline().normalize)
 }
 
+/// Embeds `texts` [`SENTENCES_PER_PASS`] at a time, profiled, reporting each pass to `sink`
+/// and stopping between passes when it is cancelled (`Ok(None)`).
 async fn embed(
     ctx: &ridge_core::Context,
     model: &SentenceEmbedder,
     texts: Vec<String>,
-) -> ridge_nn::Result<Embedded> {
-    let seq = texts
+    sink: &Sink<Progress>,
+) -> ridge_nn::Result<Option<Embedded>> {
+    let lengths = texts
         .iter()
         .map(|t| model.tokenize(t).map(|ids| ids.len()))
-        .collect::<ridge_nn::Result<Vec<_>>>()?
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        .collect::<ridge_nn::Result<Vec<_>>>()?;
+    let passes: Vec<(usize, usize)> = lengths
+        .chunks(SENTENCES_PER_PASS)
+        .map(|c| (c.len(), c.iter().copied().max().unwrap_or(0)))
+        .collect();
     ctx.start_profiling();
-    let vectors = model.embed(ctx, &refs, refs.len()).await;
+    let mut vectors = Vec::with_capacity(texts.len());
+    for pass in texts.chunks(SENTENCES_PER_PASS) {
+        if sink.cancelled() {
+            break;
+        }
+        let refs: Vec<&str> = pass.iter().map(String::as_str).collect();
+        match model.embed(ctx, &refs, refs.len()).await {
+            Ok(v) => vectors.extend(v),
+            Err(e) => {
+                // The profile ends with the work, whatever became of it.
+                let _ = ctx.finish_profiling().await;
+                return Err(e);
+            }
+        }
+        sink.send(Progress::Done(vectors.len()));
+    }
     let profile = ctx.finish_profiling().await?;
-    Ok(Embedded {
-        vectors: vectors?,
-        seq,
+    if vectors.len() < texts.len() {
+        return Ok(None);
+    }
+    Ok(Some(Embedded {
+        vectors,
+        seq: passes.iter().map(|p| p.1).max().unwrap_or(0),
+        passes,
         by_name: profile.by_name(),
         by_scope: profile.by_scope(),
         texts,
-    })
+    }))
 }
