@@ -75,24 +75,15 @@ pub const OPS: [&str; 20] = [
     "kv_attention_prefill",
 ];
 
-/// The decoder's ops in [`OPS`], each the kernel (and profile name) a decoder forward
-/// launches — the products with their fused prologue and epilogues (`qmatvec` and `qmatmul`
-/// with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache append) and
-/// attention over the KV cache for one token (`kv_attention`, up to 512 keys: one pass) or a
-/// prompt (`kv_attention_prefill`) — swept in the full sweep, or when named, at the widths of
-/// SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16 on the tensor cores where
-/// the adapter has them), so that a decoder's forward can be predicted from its own kinds.
-pub const DECODER_OPS: [&str; 9] = [
-    "qmatvec",
-    "rms_qmatvec",
-    "rms_qmatvec_swiglu",
-    "rms_qmatvec_rope",
-    "qmatmul",
-    "rms_qmatmul_swiglu",
-    "rms_qmatmul_rope",
-    "kv_attention",
-    "kv_attention_prefill",
-];
+/// The decoder's ops, [`OPS`] from its 12th: each the kernel (and profile name) a decoder
+/// forward launches — the products with their fused prologue and epilogues (`qmatvec` and
+/// `qmatmul` with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache
+/// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
+/// pass) or a prompt (`kv_attention_prefill`) — swept in the full sweep, or when named, at the
+/// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
+/// on the tensor cores where the adapter has them), so that a decoder's forward can be
+/// predicted from its own kinds.
+pub const DECODER_OPS: &[&str] = OPS.split_at(11).1;
 
 /// The quantization of the decoder cases' weights.
 const DECODER_FORMAT: crate::quant::QuantFormat = crate::quant::QuantFormat::Q4_1;
@@ -239,8 +230,8 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         v.push(spec("attention", &[1, 12, n, 64], f32));
         v.push(spec("sparse_attention", &[1, 12, n, 64], f32));
     }
-    let named = |op: &str| ops.iter().any(|o| o == op);
-    if full || DECODER_OPS.iter().any(|op| named(op)) {
+    let named = |op: &&str| ops.iter().any(|o| o == op);
+    if full || DECODER_OPS.iter().any(named) {
         v.extend(decoder_cases(f32));
         if ctx.has_f16() {
             v.extend(decoder_cases(DType::F16));
@@ -476,4 +467,27 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             ));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decoder's slice of the op list starts at its first product, and every decoder case
+    /// is priced (the cost needs no GPU).
+    #[test]
+    fn decoder_ops_are_the_tail_of_the_list_and_priced() {
+        assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
+        assert_eq!(DECODER_OPS.len(), 9);
+        for dtype in [DType::F32, DType::F16] {
+            let cases = decoder_cases(dtype);
+            for op in DECODER_OPS {
+                assert!(cases.iter().filter(|c| c.op == *op).count() >= 4, "{op}");
+            }
+            for c in &cases {
+                let cost = cost(c).unwrap();
+                assert!(cost.flops > 0.0 && cost.bytes > 0.0, "{c:?}");
+            }
+        }
+    }
 }
