@@ -101,7 +101,26 @@ fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, toke
     start.elapsed().as_secs_f64()
 }
 
+/// `--help`: what the bench measures and takes.
+const HELP: &str = "SmolLM2-135M generation speed (prefill tokens/s and time to first token, decode tokens/s at depth, \
+per-op GPU time against the roofline's prediction).
+
+cargo bench --bench generate -- [options]
+  --random-weights       a GGUF of SmolLM2's shape and formats with seeded random weights (no download)
+  --gguf FILE            a GGUF file of the caller's instead of the cached real one
+  --f16                  f16 activations and KV cache (tensor cores for prompts where present)
+  --prompts 128,1024     prompt lengths (prefill; the longest is profiled op by op)
+  --contexts 128,4096    decode depths (one step at each is profiled)
+  --tokens 32            tokens decoded at each depth
+  --report FILE          a `ridge bench --json` report of this adapter: each op also predicted from its
+                         fitted terms (calibrated; ~ marks ops its sweep lacks, priced by the roofline)";
+
 fn main() {
+    common::check_args(
+        &["--random-weights", "--f16"],
+        &["--gguf", "--prompts", "--contexts", "--tokens", "--report"],
+        HELP,
+    );
     let random = common::flag("--random-weights");
     let dtype = if common::flag("--f16") {
         DType::F16
@@ -285,7 +304,7 @@ fn op_table(
     cal: Option<&Calibrated>,
 ) {
     println!(
-        "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured){}:",
+        "  GPU time per op ({}) and the roofline's prediction ({:.0} GB/s, {:.1} TFLOP/s measured), ratios measured ÷ predicted{}:",
         profile.method,
         bandwidth_gbps,
         ceil.peak_flops / 1e12,
@@ -298,6 +317,7 @@ fn op_table(
     let mut ops = profile.by_name();
     ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
     let (mut total, mut predicted_total, mut calibrated_total) = (0.0, 0.0, 0.0);
+    let mut all_fitted = true;
     for (name, count, ms) in ops {
         let mine = plan.iter().filter(|o| o.name == name);
         let p: f64 = mine
@@ -318,8 +338,9 @@ fn op_table(
                 fitted &= f;
             }
             calibrated_total += sum;
+            all_fitted &= fitted;
             format!(
-                "  calibrated {sum:>8.4} ms{} {}",
+                "  calibrated {sum:>8.4} ms {} {:>7}",
                 if fitted { " " } else { "~" },
                 ms.map_or(String::new(), |ms| format!("{:.2}×", ms / sum))
             )
@@ -336,8 +357,9 @@ fn op_table(
         total / predicted_total,
         if cal.is_some() {
             format!(
-                "  calibrated {calibrated_total:>8.4} ms  {:.2}×",
-                total / calibrated_total
+                "  calibrated {calibrated_total:>8.4} ms {} {:>7}",
+                if all_fitted { " " } else { "~" },
+                format!("{:.2}×", total / calibrated_total)
             )
         } else {
             String::new()

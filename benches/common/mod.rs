@@ -50,3 +50,37 @@ pub fn value(name: &str) -> Option<String> {
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
 }
+
+/// Checks the command line against the flags (`flags`) and valued options (`values`) a bench
+/// takes: `--help` (or `-h`) prints `help` and exits; anything else unknown is named with the
+/// known ones and exits with status 2 (a typo must not start a long run of the defaults).
+/// `--bench`, which `cargo bench` passes, is always accepted.
+#[allow(dead_code)] // not every bench checks its arguments
+pub fn check_args(flags: &[&str], values: &[&str], help: &str) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--help" || a == "-h" {
+            println!("{help}");
+            std::process::exit(0);
+        }
+        if values.contains(&a) {
+            i += 2;
+            continue;
+        }
+        if a != "--bench" && !flags.contains(&a) {
+            eprintln!(
+                "unknown argument {a:?}; this bench takes {} (--help explains)",
+                flags
+                    .iter()
+                    .chain(values)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            std::process::exit(2);
+        }
+        i += 1;
+    }
+}

@@ -104,7 +104,7 @@ pub fn run(args: Args) -> crate::CliResult {
         measured_ceilings.ridge_point()
     ));
     say(format!(
-        "  bandwidth by size: {}",
+        "  copy bandwidth by size (GB/s): {}",
         m.bandwidth_curve
             .iter()
             .map(|p| format!("{} KiB {:.1}", p.bytes >> 10, p.gbps))
@@ -119,8 +119,15 @@ pub fn run(args: Args) -> crate::CliResult {
         None => say("spec ceilings: no row of the spec table matches this adapter".into()),
     }
 
+    say(
+        "\ntimes in ms: predicted from the spec sheet's and from the measured roofline, measured; \
+         shapes: GEMM and products [M, N, K] (with RoPE [M, heads, KV heads, K]), norms and \
+         softmax [rows, cols], element-wise [n], layouts the input's, attention [batch, heads, \
+         tokens, head width], KV-cache attention [tokens, heads, KV heads, head width, position]"
+            .to_string(),
+    );
     say(format!(
-        "\n{:<20} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
+        "{:<20} {:<20} {:<4} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
         "op",
         "shape",
         "type",
@@ -293,7 +300,7 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}",
+        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}  ",
         "op", "runs", "bound", "eff.", "fixed cost", "roofline", "fitted", "held out"
     ));
     for k in &c.kinds {
@@ -302,11 +309,12 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         } else {
             "—".into()
         };
-        let held = k.held_out_error.map_or("n/a (1 run)".into(), |e| {
-            format!("{e:.2}×{}", if e > GOAL { " *" } else { "" })
+        // The star stands after the column, so starred and plain values line up.
+        let held = k.held_out_error.map_or("n/a (1 run)  ".into(), |e| {
+            format!("{e:.2}×{}", if e > GOAL { " *" } else { "  " })
         });
         say(format!(
-            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>11}",
+            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>13}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
