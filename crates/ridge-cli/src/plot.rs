@@ -27,9 +27,11 @@ const BANDWIDTH_HEIGHT: u32 = 440;
 const TITLE_HEIGHT: u32 = 36;
 
 /// Tableau 10 (colours told apart in print and by most colour-blind readers), then black and
-/// olive: every op of the sweep has a colour of its own. Yellow is moved away from orange so
-/// that no two ops of the same kind (layer_norm and add) get look-alike colours.
-const PALETTE: [RGBColor; 12] = [
+/// olive, then for the decoder's kernels (the sweep's last nine ops) the darker and lighter
+/// members of Tableau 20 and a navy: every op of the sweep has a colour of its own. Yellow is
+/// moved away from orange so that no two ops of the same kind (layer_norm and add) get
+/// look-alike colours.
+const PALETTE: [RGBColor; 20] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
@@ -42,6 +44,14 @@ const PALETTE: [RGBColor; 12] = [
     RGBColor(0xed, 0xc9, 0x48),
     RGBColor(0x10, 0x10, 0x10),
     RGBColor(0x80, 0x80, 0x00),
+    RGBColor(0xa0, 0xcb, 0xe8),
+    RGBColor(0xff, 0xbe, 0x7d),
+    RGBColor(0x8c, 0xd1, 0x7d),
+    RGBColor(0xb6, 0x99, 0x2d),
+    RGBColor(0x49, 0x98, 0x94),
+    RGBColor(0xd3, 0x72, 0x95),
+    RGBColor(0xd4, 0xa6, 0xc8),
+    RGBColor(0x1f, 0x2a, 0x6b),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,8 +61,8 @@ enum Shape {
     Square,
 }
 
-/// How one op is drawn: colour and shape both vary with the op's index (12 colours × 4
-/// shapes: 12 ops before a colour repeats, 12 more before a pair does).
+/// How one op is drawn: the colour names the op (20 colours: one each), the shape its
+/// storage type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Style {
     color: RGBColor,
