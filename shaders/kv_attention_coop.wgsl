@@ -7,7 +7,8 @@
 // as flash attention (Dao et al., "FlashAttention", 2022) with the online softmax (Milakov &
 // Gimelshein, 2018). A workgroup takes BQ = 64 tokens of one query head, four subgroups of 32
 // invocations with 16 tokens each, and walks the keys its last token sees in tiles of BK = 32:
-//   1. K's and V's tile rows (f16, zero past the context) are staged in workgroup memory;
+//   1. K's and V's tile rows (f16, zero past the context), read into registers while the
+//      previous tile was computed, are staged in workgroup memory;
 //   2. each subgroup multiplies its Q fragments (16 × DH, held in registers from the start)
 //      by the K tile: S (16 × 32, f32), stored to its scratch, scaled by scale·log2(e) as it
 //      is read;
@@ -55,27 +56,43 @@ var<workgroup> ps: array<f16, 4u * 16u * PS>; // per subgroup: P (16 × BK)
 var<workgroup> red: array<f32, 128>; // the two lanes of a row meet here
 var<workgroup> alpha: array<f32, 64>; // per row: this tile's rescaling of the output
 
-// Stages rows j0.. of one cache (K at 0, V at VOFF) for KV head g: zero past the context.
-fn stage_kv(j0: u32, g: u32, ctx_len: u32, lid: u32) {
-    for (var i = lid; i < BK * DH4; i += 128u) {
+// One tile's K and V rows as loaded (each invocation's KVP vec4s of each), staged later.
+const KVP: u32 = BK * DH4 / 128u;
+struct KvRaw {
+    k: array<vec4<T>, KVP>,
+    v: array<vec4<T>, KVP>,
+}
+
+// Rows j0.. of both caches for KV head g: zero past the context.
+fn load_kv(j0: u32, g: u32, ctx_len: u32, lid: u32) -> KvRaw {
+    var r: KvRaw;
+    for (var e = 0u; e < KVP; e++) {
+        let i = lid + 128u * e;
         let key = i / DH4;
-        let c = i % DH4;
-        var kr = vec4<T>(0.0);
-        var vr = vec4<T>(0.0);
+        r.k[e] = vec4<T>(0.0);
+        r.v[e] = vec4<T>(0.0);
         if j0 + key < ctx_len {
-            let at = ((j0 + key) * p.nkv + g) * DH4 + c;
-            kr = k_cache[at];
-            vr = v_cache[at];
+            let at = ((j0 + key) * p.nkv + g) * DH4 + i % DH4;
+            r.k[e] = k_cache[at];
+            r.v[e] = v_cache[at];
         }
-        let s = key * KS + 4u * c;
-        kv[s] = kr.x;
-        kv[s + 1u] = kr.y;
-        kv[s + 2u] = kr.z;
-        kv[s + 3u] = kr.w;
-        kv[VOFF + s] = vr.x;
-        kv[VOFF + s + 1u] = vr.y;
-        kv[VOFF + s + 2u] = vr.z;
-        kv[VOFF + s + 3u] = vr.w;
+    }
+    return r;
+}
+
+// Stores a loaded tile: K at 0, V at VOFF.
+fn stage_kv(r: KvRaw, lid: u32) {
+    for (var e = 0u; e < KVP; e++) {
+        let i = lid + 128u * e;
+        let s = (i / DH4) * KS + 4u * (i % DH4);
+        kv[s] = r.k[e].x;
+        kv[s + 1u] = r.k[e].y;
+        kv[s + 2u] = r.k[e].z;
+        kv[s + 3u] = r.k[e].w;
+        kv[VOFF + s] = r.v[e].x;
+        kv[VOFF + s + 1u] = r.v[e].y;
+        kv[VOFF + s + 2u] = r.v[e].z;
+        kv[VOFF + s + 3u] = r.v[e].w;
     }
 }
 
@@ -118,9 +135,12 @@ fn prefill_coop(@builtin(workgroup_id) wid: vec3<u32>,
     let srow = sg * 16u * BK;
     let qscale = p.scale * LOG2E; // scores in base 2
     let prow = sg * 16u * PS;
+    // The next tile's rows are requested while this one is computed.
+    var raw = load_kv(0u, g, ctx_len, lid);
     for (var j0 = 0u; j0 < last; j0 += BK) {
-        stage_kv(j0, g, ctx_len, lid);
+        stage_kv(raw, lid);
         workgroupBarrier();
+        if j0 + BK < last { raw = load_kv(j0 + BK, g, ctx_len, lid); }
         // S = Q·Kᵀ: BK / 16 fragments of 16 keys, stored row-major (stride BK).
         //@SCORES
         subgroupBarrier();

@@ -7,8 +7,8 @@
 // One quantization block of K (32) a step: x's 64 × 32 slice (times γ and the row's inverse
 // RMS under NORM, rounded to f16) and W's 64 × 32 slice dequantized to f16 are staged in
 // workgroup memory, each in its stored layout (x row-major: A; W's rows: Bᵀ), rows padded by
-// 8 halves so a fragment's eight 16-byte rows fall in distinct banks. The next block's words
-// are read into registers while the current one is multiplied. The accumulators go through a
+// 8 halves so a fragment's eight 16-byte rows fall in distinct banks. The words of the block
+// after next are read into registers while the current one is multiplied. The accumulators go through a
 // 16 × 16 f32 scratch tile per subgroup to the same epilogues as the SIMT kernel (store,
 // residual, SwiGLU, RoPE + KV append), which take columns in pairs: lane l owns columns
 // 2(l mod 8), +1 of rows l / 8 + 4i.
@@ -149,11 +149,16 @@ fn matmul_coop(@builtin(workgroup_id) wid: vec3<u32>,
     var a01 = coop_mat16x16<f32, C>();
     var a10 = coop_mat16x16<f32, C>();
     var a11 = coop_mat16x16<f32, C>();
+    // Two blocks in flight: block b + 2's words are requested while block b is multiplied,
+    // so a load has two steps to land before it is staged.
     var raw = coop_load(m0, n0, 0u, lid);
+    var next = raw;
+    if p.blocks > 1u { next = coop_load(m0, n0, 1u, lid); }
     for (var b = 0u; b < p.blocks; b++) {
         coop_stage(raw, lid, inv, b);
         workgroupBarrier();
-        if b + 1u < p.blocks { raw = coop_load(m0, n0, b + 1u, lid); }
+        raw = next;
+        if b + 2u < p.blocks { next = coop_load(m0, n0, b + 2u, lid); }
         for (var kk = 0u; kk < 32u; kk += 16u) {
             let x0 = coopLoadT<coop_mat16x16<f16, A>>(&cx[sm * CS + kk], CS);
             let x1 = coopLoadT<coop_mat16x16<f16, A>>(&cx[(sm + 16u) * CS + kk], CS);
