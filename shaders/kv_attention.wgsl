@@ -22,18 +22,10 @@
 // key lanes' sums are added once, after the span. Masked and absent keys score −1e30 and
 // weigh exactly 0.
 //
-// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT, CHUNK (loads issued together).
+// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT, CHUNK (loads issued together);
+// the parameters and bindings 0–4 are shaders/include/kv_attention_io.wgsl, at //@IO.
 
-struct Params {
-    tokens: u32, nh: u32, nkv: u32, dh: u32,
-    pos0: u32, splits: u32, chunk: u32, scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<T>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<T>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<T>>;
-@group(0) @binding(4) var<storage, read_write> out: array<T>;
+//@IO
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
 
 const TILE: u32 = WG;

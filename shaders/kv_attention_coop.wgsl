@@ -1,6 +1,6 @@
 // Causal attention of a prompt's queries against a KV cache on cooperative matrices (tensor
-// cores), f16 storage: the prefill form of shaders/kv_attention.wgsl (same parameters,
-// bindings and result),
+// cores), f16 storage: the prefill form of shaders/kv_attention.wgsl (same parameters and
+// bindings, shaders/include/kv_attention_io.wgsl at //@IO, and the same result),
 //
 //   out[t, h] = softmax(q[t, h]·K[0..=pos0+t, h/G]ᵀ · scale) · V[0..=pos0+t, h/G],
 //
@@ -29,16 +29,7 @@
 // Defines: T (f16), DH (a multiple of 16); the //@QFRAG, //@SCORES and //@PV blocks are
 // generated for DH / 16 fragments (crates/ridge-kernels/src/kv_attention.rs).
 
-struct Params {
-    tokens: u32, nh: u32, nkv: u32, dh: u32,
-    pos0: u32, splits: u32, chunk: u32, scale: f32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<T>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<T>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<T>>;
-@group(0) @binding(4) var<storage, read_write> out: array<T>;
+//@IO
 
 const BQ: u32 = 64u;
 const BK: u32 = 32u;

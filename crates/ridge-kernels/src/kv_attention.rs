@@ -44,9 +44,9 @@ pub const TARGET_WORKGROUPS: usize = 256;
 pub const MAX_ACCUMULATORS: usize = 32;
 
 /// Tokens from which a prompt's attention runs on the tensor cores
-/// ([`KvAttention::on_tensor_cores`]): past the matrix-vector products' rows, as the
-/// quantized products do.
-pub const TENSOR_CORE_MIN_TOKENS: usize = 33;
+/// ([`KvAttention::on_tensor_cores`]): past the matrix-vector products' rows, where the
+/// quantized products take the tensor cores too.
+pub const TENSOR_CORE_MIN_TOKENS: usize = crate::qmatmul::MATVEC_MAX_M + 1;
 /// Query tokens a tensor-core workgroup takes (`shaders/kv_attention_coop.wgsl`).
 const COOP_QUERIES: usize = 64;
 
@@ -120,11 +120,17 @@ impl KvAttention {
             && coop_shared_bytes(dh) <= ctx.limits().max_compute_workgroup_storage_size as usize
     }
 
-    /// Whether [`KvAttention::run`] takes the tensor-core kernel: a prompt of at least
-    /// [`TENSOR_CORE_MIN_TOKENS`] where [`KvAttention::tensor_cores_fit`]. It rounds the
-    /// scaled queries and the probabilities to f16 (see the shader); no key split, no merge.
+    /// Whether [`KvAttention::run`] takes the tensor-core kernel: a prompt
+    /// ([`KvAttention::prompt_for_tensor_cores`]) where [`KvAttention::tensor_cores_fit`]. It
+    /// rounds the probabilities to f16 (see the shader); no key split, no merge.
     pub fn on_tensor_cores(&self, ctx: &Context, dtype: DType) -> bool {
-        self.tokens >= TENSOR_CORE_MIN_TOKENS && Self::tensor_cores_fit(ctx, dtype, self.head_dim)
+        self.prompt_for_tensor_cores() && Self::tensor_cores_fit(ctx, dtype, self.head_dim)
+    }
+
+    /// Whether this is a prompt long enough for the tensor cores: [`TENSOR_CORE_MIN_TOKENS`]
+    /// or more tokens.
+    pub fn prompt_for_tensor_cores(&self) -> bool {
+        self.tokens >= TENSOR_CORE_MIN_TOKENS
     }
 
     /// Cost: 4·dh FLOPs per (query head, visible key) for QKᵀ and PV plus 5 for the softmax;
@@ -338,9 +344,7 @@ impl KvAttention {
         }
         Ok(())
     }
-}
 
-impl KvAttention {
     /// The prompt on the tensor cores: a workgroup per [`COOP_QUERIES`] tokens and query head.
     fn run_coop(
         &self,
@@ -359,6 +363,7 @@ impl KvAttention {
             .u(self.kv_heads as u32)
             .u(dh as u32)
             .u(launch::fits_u32(name, "pos0", self.pos0)?)
+            // One span of every key (no split): the span count and length are unused.
             .u(1)
             .u(0)
             .f(1.0 / (dh as f32).sqrt());
@@ -434,6 +439,7 @@ subgroupBarrier();
     }
     shaders::storage_defines(DType::F16)
         .enable("wgpu_cooperative_matrix")
+        .block("IO", shaders::KV_ATTENTION_IO.to_string())
         .u32("DH", dh as u32)
         .block("QFRAG", qfrag)
         .block("SCORES", scores)
@@ -451,6 +457,7 @@ fn defines(
         .u32("G", g as u32)
         .u32("DH", dh as u32)
         .bool("SPLIT", split)
+        .block("IO", shaders::KV_ATTENTION_IO.to_string())
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {

@@ -42,6 +42,9 @@ pub static KV_ATTENTION_COOP: ShaderSource = ShaderSource {
     name: "kv_attention_coop",
     body: include_str!("../../../shaders/kv_attention_coop.wgsl"),
 };
+/// `shaders/include/kv_attention_io.wgsl`: the parameters and bindings both KV-cache attention
+/// shaders share, inserted at their `//@IO` line.
+pub const KV_ATTENTION_IO: &str = include_str!("../../../shaders/include/kv_attention_io.wgsl");
 /// `shaders/argmax.wgsl`: greedy decoding's pick.
 pub static ARGMAX: ShaderSource = ShaderSource {
     name: "argmax",

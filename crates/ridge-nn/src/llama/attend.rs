@@ -14,7 +14,6 @@
 use ridge_core::{Context, DType, Result, Tensor};
 use ridge_kernels::KvAttention;
 use ridge_kernels::attention::{Attention, HeadLayout};
-use ridge_kernels::kv_attention::TENSOR_CORE_MIN_TOKENS;
 use ridge_model::OpCost;
 
 /// Prompts from this many tokens on take the dense kernel. Measured on the H200 (wall clock
@@ -39,7 +38,7 @@ impl Attend {
     /// The kernel for `tokens` queries at positions `pos0..` with `heads` query heads over
     /// `kv_heads` KV heads of width `head_dim`; `tensor_cores` where the adapter runs the
     /// KV-cache kernel's prompt form on them ([`KvAttention::tensor_cores_fit`]): then every
-    /// prompt of [`TENSOR_CORE_MIN_TOKENS`] or more takes it (one dispatch, no merge).
+    /// prompt [`KvAttention::prompt_for_tensor_cores`] takes it (one dispatch, no merge).
     pub(super) fn new(
         tokens: usize,
         heads: usize,
@@ -56,7 +55,7 @@ impl Attend {
             pos0,
         };
         let dense_fits = head_dim.is_multiple_of(4) && head_dim <= 256;
-        if tensor_cores && tokens >= TENSOR_CORE_MIN_TOKENS {
+        if tensor_cores && cache.prompt_for_tensor_cores() {
             return Self::TensorCores(cache);
         }
         if pos0 > 0
