@@ -138,6 +138,12 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
     v
 }
 
+/// Whether `op` is one of the decoder's products (the [`DECODER_OPS`] with a quantized
+/// product), whose flags [`decoder_product`] reads from the name.
+fn is_decoder_product(op: &str) -> bool {
+    DECODER_OPS.contains(&op) && op.contains("qmat")
+}
+
 /// A decoder product case's op (its flags from the name) and W's rows.
 fn decoder_product(op: &str, s: &[usize]) -> (crate::qmatmul::QMatmul, usize, usize) {
     let q = crate::qmatmul::QMatmul {
@@ -298,7 +304,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             let sparse = (c.op == "sparse_attention").then(|| bigbird(s[2]));
             att.cost(d, sparse.as_ref())
         }
-        op if op.contains("qmat") => {
+        op if is_decoder_product(op) => {
             let (q, n, k) = decoder_product(op, s);
             q.cost(DECODER_FORMAT, n, k, d)
         }
@@ -407,7 +413,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 launch: Box::new(move |ctx| att.run(ctx, &q, &k, &vv, None, sparse.as_ref(), &o)),
             }
         }
-        op if op.contains("qmat") => {
+        op if is_decoder_product(op) => {
             let (q, n, k) = decoder_product(op, s);
             let m = q.m;
             let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
@@ -415,7 +421,6 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let w = crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes)?;
             let x = filled(ctx, &[m, k], d)?;
             let gamma = filled(ctx, &[k], d)?;
-            let y = out(&[m, q.out_cols(n)])?;
             if q.rope {
                 let (nh, nkv) = (s[1], s[2]);
                 let table = crate::rope::RopeTable::new(ctx, m, DECODER_HEAD_DIM, 10_000.0)?;
@@ -437,6 +442,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                     }),
                 }
             } else {
+                let y = out(&[m, q.out_cols(n)])?;
                 Prepared {
                     cost,
                     launch: Box::new(move |ctx| {
@@ -489,5 +495,7 @@ mod tests {
                 assert!(cost.flops > 0.0 && cost.bytes > 0.0, "{c:?}");
             }
         }
+        // A product name the sweep does not make is refused, not read as one.
+        assert!(cost(&spec("rms_qmatvec_gelu", &[1, 64, 64], DType::F32)).is_err());
     }
 }
