@@ -156,7 +156,12 @@ fn main() {
     let calibrated = common::value("--report").map(|path| {
         let text = std::fs::read_to_string(&path).expect("--report FILE");
         let report: BenchReport = serde_json::from_str(&text).expect("a ridge bench --json report");
-        let fit = Calibration::fit(&report);
+        // The terms the report carries (the ones `ridge bench` printed), fitted here only for a
+        // report that predates them.
+        let fit = report
+            .calibration
+            .clone()
+            .unwrap_or_else(|| Calibration::fit(&report));
         Calibrated {
             report,
             fit,
@@ -339,11 +344,7 @@ fn op_table(
             }
             calibrated_total += sum;
             all_fitted &= fitted;
-            format!(
-                "  calibrated {sum:>8.4} ms {} {:>7}",
-                if fitted { " " } else { "~" },
-                ms.map_or(String::new(), |ms| format!("{:.2}×", ms / sum))
-            )
+            calibrated_cell(sum, fitted, ms)
         });
         println!(
             "    {name:<19} {} {ms_text:>9} ms  predicted {p:>8.4} ms  {ratio:>7}{calibrated}",
@@ -356,11 +357,7 @@ fn op_table(
         profiler::dispatches(profile.spans.len()),
         total / predicted_total,
         if cal.is_some() {
-            format!(
-                "  calibrated {calibrated_total:>8.4} ms {} {:>7}",
-                if all_fitted { " " } else { "~" },
-                format!("{:.2}×", total / calibrated_total)
-            )
+            calibrated_cell(calibrated_total, all_fitted, Some(total))
         } else {
             String::new()
         }
@@ -371,4 +368,14 @@ fn op_table(
             plan.len()
         );
     }
+}
+
+/// The calibrated column of an op table's row: `predicted` ms, `~` unless every op was fitted
+/// (else the roofline priced it), and measured ÷ predicted.
+fn calibrated_cell(predicted: f64, fitted: bool, measured: Option<f64>) -> String {
+    format!(
+        "  calibrated {predicted:>8.4} ms {} {:>7}",
+        if fitted { " " } else { "~" },
+        measured.map_or(String::new(), |ms| format!("{:.2}×", ms / predicted))
+    )
 }
