@@ -76,7 +76,7 @@ fn build() -> Result {
             wasm.to_str().ok_or("non-UTF-8 target path")?,
         ],
     )?;
-    optimize_wasm()?;
+    optimize_wasm(&target_dir)?;
     let package = root().join("web/package");
     for entry in std::fs::read_dir(&package).map_err(|e| format!("{}: {e}", package.display()))? {
         let from = entry.map_err(|e| e.to_string())?.path();
@@ -94,29 +94,57 @@ fn build() -> Result {
 
 /// `wasm-opt -Oz` (binaryen's, from npm, run by Node) over `web/pkg/ridge_web_bg.wasm`, as
 /// wasm-pack does after wasm-bindgen: 11.0 → 8.6 MB, 3.60 → 3.25 MB gzipped (binaryen 132,
-/// ~100 s on two cores). Skipped with a note where Node or npm is missing: the module works
+/// ~100 s on two cores). The result is kept in `<target>/wasm-opt/` under the unoptimised
+/// module's hash, so a rebuild that changed nothing copies it instead of optimising again.
+/// Skipped with a note where Node or the npm packages cannot be had: the module works
 /// unoptimised.
-fn optimize_wasm() -> Result {
-    if !have("node") || ensure_node_modules().is_err() {
+fn optimize_wasm(target_dir: &Path) -> Result {
+    let skip = |why: String| {
         println!(
-            "xtask: Node.js or npm missing: the wasm module stays unoptimised (wasm-opt comes from npm's binaryen)"
+            "xtask: {why}: the wasm module stays unoptimised (wasm-opt comes from npm's binaryen)"
         );
-        return Ok(());
+        Ok(())
+    };
+    if !have("node") {
+        return skip("Node.js is missing".into());
     }
-    let wasm = "web/pkg/ridge_web_bg.wasm";
-    let out = "web/pkg/ridge_web_bg.opt.wasm";
-    println!("xtask: wasm-opt -Oz (binaryen) on {wasm}, about two minutes");
-    run(
-        "node",
-        &[
-            "web/node_modules/binaryen/bin/wasm-opt",
-            "-Oz",
-            wasm,
-            "-o",
-            out,
-        ],
-    )?;
-    std::fs::rename(root().join(out), root().join(wasm)).map_err(|e| format!("{out} → {wasm}: {e}"))
+    if let Err(e) = ensure_node_modules() {
+        return skip(e);
+    }
+    let wasm = root().join("web/pkg/ridge_web_bg.wasm");
+    let bytes = std::fs::read(&wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;
+    let key = {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        bytes.hash(&mut h);
+        h.finish()
+    };
+    let cache = target_dir.join("wasm-opt");
+    let optimised = cache.join(format!("ridge_web_bg.{key:016x}.wasm"));
+    if !optimised.is_file() {
+        // One module kept: the previous build's goes.
+        let _ = std::fs::remove_dir_all(&cache);
+        std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+        println!("xtask: wasm-opt -Oz (binaryen) on web/pkg/ridge_web_bg.wasm, about two minutes");
+        // Written aside and renamed once whole: a failed run leaves nothing to reuse.
+        let partial = cache.join("partial.wasm");
+        let (from, to) = (wasm.to_str(), partial.to_str());
+        run(
+            "node",
+            &[
+                "web/node_modules/binaryen/bin/wasm-opt",
+                "-Oz",
+                from.ok_or("non-UTF-8 path")?,
+                "-o",
+                to.ok_or("non-UTF-8 path")?,
+            ],
+        )?;
+        std::fs::rename(&partial, &optimised)
+            .map_err(|e| format!("{} → {}: {e}", partial.display(), optimised.display()))?;
+    }
+    std::fs::copy(&optimised, &wasm)
+        .map(|_| ())
+        .map_err(|e| format!("{} → {}: {e}", optimised.display(), wasm.display()))
 }
 
 /// `web/node_modules` (playwright-core, pngjs, binaryen) from `web/package-lock.json`,
