@@ -8,8 +8,8 @@
 // RMS under NORM, rounded to f16) and W's 64 × 32 slice dequantized to f16 are staged in
 // workgroup memory, each in its stored layout (x row-major: A; W's rows: Bᵀ), rows padded by
 // 8 halves so a fragment's eight 16-byte rows fall in distinct banks. The words of the block
-// after next are read into registers while the current one is multiplied. The accumulators go through a
-// 16 × 16 f32 scratch tile per subgroup to the same epilogues as the SIMT kernel (store,
+// after next are read into registers while the current one is multiplied. The accumulators
+// go through a 16 × 16 f32 scratch tile per subgroup to the same epilogues as the SIMT kernel (store,
 // residual, SwiGLU, RoPE + KV append), which take columns in pairs: lane l owns columns
 // 2(l mod 8), +1 of rows l / 8 + 4i.
 //
