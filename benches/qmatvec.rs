@@ -1,58 +1,138 @@
-//! The quantized matrix-vector product on large matrices (4096² and 8192² by default; decode's
-//! product at a 7–70 B model's width): GPU time from timestamps (median of `--repeats`),
-//! GB/s on the packed weights (plus x and y), and the ratio to this adapter's measured copy
-//! bandwidth — the roofline for a product that reads every weight once. Not a test:
-//! `cargo bench --bench qmatvec [-- --sizes 4096,8192] [--repeats 20]`.
+//! The quantized matrix-vector product (decode's product, one row of x): GPU time from
+//! timestamps (median of `--repeats`), GB/s on the packed weights (plus x and y), and the ratio
+//! to this adapter's measured copy bandwidth — the roofline for a product that reads every
+//! weight once. Not a test.
 
 mod common;
 
 use ridge::core::{DType, Tensor};
 use ridge::kernels::QMatmul;
 use ridge::kernels::ceilings;
+use ridge::kernels::qmatmul::MatvecShape;
 use ridge::kernels::quant::{QuantFormat, QuantMatrix, quantize};
 
+const HELP: &str = "cargo bench --bench qmatvec [-- OPTIONS]
+
+Times y = x·Wᵀ for one row of x and a quantized W (Q8_0, Q4_0, Q4_1) of N rows and K columns.
+
+  --sizes 4096,8192        square products N = K (default: 4096,8192, a 7–70 B model's width)
+  --shapes 576x1536,...    N×K products instead (SmolLM2-135M: 576x576, 960x576, 3072x576,
+                           576x1536, 49152x576)
+  --launch 64/16/1,...     matrix-vector launch shapes to compare, each wg/tpr/rpt (invocations
+                           a workgroup / sharing a row of W / rows of W an invocation); default:
+                           the shape Ridge chooses
+  --f16                    f16 activations (needs shader-f16)
+  --repeats 20             timed launches per product and round (the median of the fastest
+                           of three interleaved rounds is reported)";
+
+fn parse_pair(s: &str, sep: char) -> Vec<usize> {
+    s.split(sep)
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("{s:?}: not numbers")))
+        .collect()
+}
+
 fn main() {
-    let sizes = common::list("--sizes", &[4096, 8192]);
+    common::check_args(
+        &["--f16"],
+        &["--sizes", "--shapes", "--launch", "--repeats"],
+        HELP,
+    );
+    let shapes: Vec<(usize, usize)> = match common::value("--shapes") {
+        Some(s) => s
+            .split(',')
+            .map(|p| match parse_pair(p, 'x')[..] {
+                [n, k] => (n, k),
+                _ => panic!("--shapes: {p:?} is not NxK"),
+            })
+            .collect(),
+        None => common::list("--sizes", &[4096, 8192])
+            .into_iter()
+            .map(|n| (n, n))
+            .collect(),
+    };
+    let launches: Vec<Option<MatvecShape>> = match common::value("--launch") {
+        Some(s) => s
+            .split(',')
+            .map(|l| match parse_pair(l, '/')[..] {
+                [wg, tpr, rpt] => Some(MatvecShape {
+                    wg: wg as u32,
+                    tpr: tpr as u32,
+                    rpt: rpt as u32,
+                }),
+                _ => panic!("--launch: {l:?} is not wg/tpr/rpt"),
+            })
+            .collect(),
+        None => vec![None],
+    };
+    let dtype = if common::flag("--f16") {
+        DType::F16
+    } else {
+        DType::F32
+    };
     let repeats = common::list("--repeats", &[20])[0];
     let ctx = common::context();
     let m = pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings");
     println!(
-        "quantized matrix-vector products on {} (copy bandwidth measured here: {:.0} GB/s)",
+        "quantized matrix-vector products on {}, {dtype} activations (copy bandwidth measured \
+         here: {:.0} GB/s)",
         ctx.describe(),
         m.bandwidth_gbps
     );
-    for &n in &sizes {
-        let x: Vec<f32> = (0..n)
+    // Every matrix uploaded first, then every case timed in `ROUNDS` interleaved rounds (the
+    // fastest round kept), each after a few milliseconds of its own launches: an H200 left
+    // idle by host work (quantizing a 8192² matrix) drops its clocks up to 4× (NOTES.md).
+    let mut cases = Vec::new();
+    for &(n, k) in &shapes {
+        let x: Vec<f32> = (0..k)
             .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 500.0)
             .collect();
-        let xt = Tensor::from_slice(&ctx, &x, &[1, n]).expect("x");
-        let y = Tensor::empty(&ctx, &[1, n], DType::F32).expect("y");
-        let values: Vec<f32> = (0..n * n)
+        let xt = std::rc::Rc::new(Tensor::from_f32(&ctx, &x, &[1, k], dtype).expect("x"));
+        let y = std::rc::Rc::new(Tensor::empty(&ctx, &[1, n], dtype).expect("y"));
+        let values: Vec<f32> = (0..n * k)
             .map(|i| ((i * 2654435761usize) % 2001) as f32 / 1000.0 - 1.0)
             .collect();
         for format in QuantFormat::ALL {
-            let w = QuantMatrix::upload(&ctx, format, n, n, &quantize(format, &values).expect("q"))
-                .expect("w");
-            let op = QMatmul::new(1);
-            op.run(&ctx, &xt, &w, &y).expect("warm");
-            ctx.start_profiling();
-            for _ in 0..repeats {
-                op.run(&ctx, &xt, &w, &y).expect("run");
+            let bytes = quantize(format, &values).expect("q");
+            let w = std::rc::Rc::new(QuantMatrix::upload(&ctx, format, n, k, &bytes).expect("w"));
+            for &launch in &launches {
+                cases.push((n, k, format, launch, xt.clone(), w.clone(), y.clone()));
             }
-            let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
-            let mut ms: Vec<f64> = profile.spans.iter().filter_map(|s| s.ms).collect();
-            ms.sort_by(f64::total_cmp);
-            let Some(&median) = ms.get(ms.len() / 2) else {
-                println!("  {n}² {format}: no timestamps on this adapter");
-                continue;
-            };
-            let bytes = op.cost(format, n, n, DType::F32).bytes;
-            let gbps = bytes / (median * 1e-3) / 1e9;
-            println!(
-                "  {n}² {format}: {median:.4} ms, {:.1} MB packed, {gbps:.0} GB/s = {:.2}× copy",
-                w.bytes() as f64 / 1e6,
-                gbps / m.bandwidth_gbps
-            );
         }
+    }
+    const ROUNDS: usize = 3;
+    let mut best = vec![f64::INFINITY; cases.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, _, _, launch, x, w, y)) in cases.iter().enumerate() {
+            let run = |ctx: &ridge::core::Context| {
+                MatvecShape::force(*launch);
+                let r = QMatmul::new(1).run(ctx, x, w, y);
+                MatvecShape::force(None);
+                r
+            };
+            let start = std::time::Instant::now();
+            while start.elapsed().as_secs_f64() < 0.005 {
+                run(&ctx).expect("warm");
+            }
+            if let Ok(ms) = pollster::block_on(ceilings::median_ms(&ctx, repeats, &run)) {
+                best[i] = best[i].min(ms);
+            }
+        }
+    }
+    for ((n, k, format, launch, _, w, _), ms) in cases.iter().zip(best) {
+        MatvecShape::force(*launch);
+        let shape = MatvecShape::for_product(*n, k / 32, false);
+        MatvecShape::force(None);
+        let label = format!("{n}×{k} {format} {}/{}/{}", shape.wg, shape.tpr, shape.rpt);
+        if !ms.is_finite() {
+            println!("  {label}: no timestamps on this adapter");
+            continue;
+        }
+        let bytes = QMatmul::new(1).cost(*format, *n, *k, dtype).bytes;
+        let gbps = bytes / (ms * 1e-3) / 1e9;
+        println!(
+            "  {label:<28} {ms:.4} ms, {:>6.2} MB packed, {gbps:>5.0} GB/s = {:.2}× copy",
+            w.bytes() as f64 / 1e6,
+            gbps / m.bandwidth_gbps
+        );
     }
 }

@@ -8,7 +8,8 @@
 //   counts groups of MROWS rows): with MROWS > 1 each block is dequantized once into
 //   registers and dotted with every row, so W is read once per MROWS rows of x; with RPT > 1
 //   (large matrices, one row of x) each invocation loads x's block once and dots it with RPT
-//   rows' blocks, RPT weight loads in flight.
+//   rows' blocks, RPT weight loads in flight. A block's quant words come in one 16-byte load
+//   (two for Q8_0).
 // matmul (prefill): BM × 64 tiles of y (BM = 64, or 32 where 64-row tiles would leave a
 //   large GPU's units idle), one block of K (32) per step: x's tile and W's dequantized
 //   tile staged in workgroup memory, a 4 × 4 register tile per invocation.
@@ -48,7 +49,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<T>>;
-@group(0) @binding(2) var<storage, read> quants: array<u32>;
+// The quant words, a block's 4 (8 for Q8_0) as one (two) 16-byte loads; qword(i) is word i.
+@group(0) @binding(2) var<storage, read> quants: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<T>;
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
@@ -59,6 +61,10 @@ fn xval(row: u32, c: u32) -> vec4<f32> {
     var v = vec4<f32>(x[row * (p.k / 4u) + c]);
     if NORM { v *= vec4<f32>(gamma[c]); }
     return v;
+}
+
+fn qword(i: u32) -> u32 {
+    return quants[i >> 2u][i & 3u];
 }
 
 // The scale d (x) and minimum m (y, 0 but for Q4_1) of block b (counted row-major).
@@ -84,23 +90,23 @@ fn nibbles_hi(w: u32) -> vec4<f32> {
     return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
 }
 
-// Σ w·x over block b of W (counted row-major) and a block of x.
-fn block_dot(xb: array<vec4<f32>, 8>, b: u32) -> f32 {
-    let base = b * QW;
+// Σ w·x over block b of W (counted row-major) and a block of x whose values sum to sx (used
+// by Q4_1 only: its minimum times Σ x, taken once per block of x however many rows use it).
+fn block_dot(xb: array<vec4<f32>, 8>, sx: f32, b: u32) -> f32 {
     let sm = scale_min(b);
     var qx = 0.0;
-    var sx = 0.0;
     if FORMAT == 0u {
-        for (var i = 0u; i < 8u; i++) {
-            qx += dot(bytes_i8(quants[base + i]), xb[i]);
+        let lo = quants[2u * b];
+        let hi = quants[2u * b + 1u];
+        for (var i = 0u; i < 4u; i++) {
+            qx += dot(bytes_i8(lo[i]), xb[i]) + dot(bytes_i8(hi[i]), xb[4u + i]);
         }
         return sm.x * qx;
     }
+    let q = quants[b];
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
-        let w = quants[base + i];
-        qx += dot(nibbles_lo(w) - offset, xb[i]) + dot(nibbles_hi(w) - offset, xb[4u + i]);
-        sx += dot(xb[i] + xb[4u + i], vec4<f32>(1.0));
+        qx += dot(nibbles_lo(q[i]) - offset, xb[i]) + dot(nibbles_hi(q[i]) - offset, xb[4u + i]);
     }
     return sm.x * qx + sm.y * sx;
 }
@@ -110,12 +116,12 @@ fn block_weights(b: u32) -> array<vec4<f32>, 8> {
     var w: array<vec4<f32>, 8>;
     let sm = scale_min(b);
     if FORMAT == 0u {
-        for (var i = 0u; i < 8u; i++) { w[i] = bytes_i8(quants[b * 8u + i]) * sm.x; }
+        for (var i = 0u; i < 8u; i++) { w[i] = bytes_i8(qword(b * 8u + i)) * sm.x; }
         return w;
     }
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
-        let q = quants[b * 4u + i];
+        let q = qword(b * 4u + i);
         w[i] = (nibbles_lo(q) - offset) * sm.x + sm.y;
         w[4u + i] = (nibbles_hi(q) - offset) * sm.x + sm.y;
     }
@@ -148,19 +154,23 @@ var<workgroup> partial: array<f32, MROWS * RPT * WG>;
 // NORM: partial Σ x² of each row of x, [row of x][invocation].
 var<workgroup> squares: array<f32, MROWS * WG>;
 
-// Block `kb` of row `row` of x (times γ under NORM) and its Σ x² (before γ).
+// Block `kb` of row `row` of x (times γ under NORM), its Σ x² (before γ) and, for Q4_1, the
+// sum of its values (after γ).
 struct XBlock {
     v: array<vec4<f32>, 8>,
     ss: f32,
+    s: f32,
 }
 fn x_block(row: u32, kb: u32) -> XBlock {
     var b: XBlock;
     b.ss = 0.0;
+    b.s = 0.0;
     for (var j = 0u; j < 8u; j++) {
         let v = vec4<f32>(x[row * (p.k / 4u) + kb * 8u + j]);
         b.ss += dot(v, v);
         b.v[j] = v;
         if NORM { b.v[j] *= vec4<f32>(gamma[kb * 8u + j]); }
+        if FORMAT == 2u { b.s += dot(b.v[j], vec4<f32>(1.0)); }
     }
     return b;
 }
@@ -186,7 +196,7 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
             ss[0] += xb.ss;
             for (var j = 0u; j < RPT; j++) {
                 let n = base + r * RPT + j;
-                if n < p.n { acc[j] += block_dot(xb.v, n * p.blocks + b); }
+                if n < p.n { acc[j] += block_dot(xb.v, xb.s, n * p.blocks + b); }
             }
         }
     } else {
@@ -265,15 +275,15 @@ fn stage_weights(b: u32, part: u32, col: u32, live: bool) {
     }
     let sm = scale_min(b);
     if FORMAT == 0u {
-        let lo = bytes_i8(quants[b * 8u + 2u * part]) * sm.x;
-        let hi = bytes_i8(quants[b * 8u + 2u * part + 1u]) * sm.x;
+        let lo = bytes_i8(qword(b * 8u + 2u * part)) * sm.x;
+        let hi = bytes_i8(qword(b * 8u + 2u * part + 1u)) * sm.x;
         for (var j = 0u; j < 4u; j++) {
             ws[(8u * part + j) * BN + col] = lo[j];
             ws[(8u * part + 4u + j) * BN + col] = hi[j];
         }
         return;
     }
-    let w = quants[b * 4u + part];
+    let w = qword(b * 4u + part);
     let offset = select(0.0, 8.0, FORMAT == 1u);
     let lo = (nibbles_lo(w) - offset) * sm.x + sm.y;
     let hi = (nibbles_hi(w) - offset) * sm.x + sm.y;
@@ -365,10 +375,10 @@ fn matmul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 fn weight(b: u32, c: u32) -> f32 {
     let sm = scale_min(b);
     if FORMAT == 0u {
-        let w = quants[b * 8u + c / 4u];
+        let w = qword(b * 8u + c / 4u);
         return sm.x * f32(bitcast<i32>(w << (24u - (c % 4u) * 8u)) >> 24u);
     }
-    let w = quants[b * 4u + (c % 16u) / 4u];
+    let w = qword(b * 4u + (c % 16u) / 4u);
     let q = f32((w >> ((c % 4u) * 8u + (c / 16u) * 4u)) & 15u);
     if FORMAT == 1u { return sm.x * (q - 8.0); }
     return q * sm.x + sm.y;

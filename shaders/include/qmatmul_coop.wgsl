@@ -50,7 +50,7 @@ fn coop_load(m0: u32, n0: u32, b: u32, lid: u32) -> CoopRaw {
         let blk = n * p.blocks + b;
         // Q8_0: words 4·half .. +3 (weights 16·half ..); Q4: words 2·half, +1.
         let words = select(2u, 4u, FORMAT == 0u);
-        for (var j = 0u; j < words; j++) { r.w[j] = quants[blk * QW + hf * words + j]; }
+        for (var j = 0u; j < words; j++) { r.w[j] = qword(blk * QW + hf * words + j); }
         if FORMAT == 2u {
             r.s = scales[blk];
         } else {

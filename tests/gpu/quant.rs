@@ -2,7 +2,7 @@
 //! the f64 reference on ggml's dequantized weights.
 
 use ridge::core::{Context, DType, Error, Result, Tensor};
-use ridge::kernels::qmatmul::{self, MATVEC_MAX_M, MATVEC_ROWS, QMatmul};
+use ridge::kernels::qmatmul::{self, MATVEC_MAX_M, MATVEC_ROWS, MatvecShape, QMatmul};
 use ridge::kernels::quant::{self, QuantFormat, QuantMatrix};
 
 use crate::harness::*;
@@ -109,6 +109,72 @@ fn every_format_both_kernels_odd_shapes() {
                 }
             }
         }
+        Ok(())
+    });
+}
+
+#[test]
+fn every_matvec_launch_shape() {
+    // The launch shapes Ridge chooses among for one row of x (invocations a workgroup /
+    // sharing a row of W / rows of W an invocation), each on K of 1, 7 and 37 blocks (fewer
+    // blocks than lanes, a ragged last stride) and N of 1, 13 and 261 (ragged last
+    // workgroups), plain, with the residual and gated (normed: the RMSNorm test).
+    on_every_adapter("qmatvec_launch_shapes", |ctx| {
+        let mut seed = 300;
+        let shapes = [
+            (64, 16, 1),
+            (64, 16, 4),
+            (256, 256, 4),
+            (256, 64, 2),
+            (128, 32, 1),
+        ];
+        for (wg, tpr, rpt) in shapes {
+            MatvecShape::force(Some(MatvecShape { wg, tpr, rpt }));
+            for format in QuantFormat::ALL {
+                for (n, k) in [(1, 32), (13, 224), (261, 1184)] {
+                    seed += 1;
+                    let dtype = dtypes(ctx)[seed as usize % dtypes(ctx).len()];
+                    let ops = [
+                        QMatmul::new(1),
+                        QMatmul {
+                            residual: true,
+                            ..QMatmul::new(1)
+                        },
+                        QMatmul {
+                            glu: true,
+                            ..QMatmul::new(1)
+                        },
+                    ];
+                    for op in ops {
+                        let n = if op.glu { 2 * n } else { n };
+                        let r = check(ctx, format, op, n, k, dtype, seed);
+                        MatvecShape::force(r.is_ok().then_some(MatvecShape { wg, tpr, rpt }));
+                        r.map_err(|e| {
+                            Error::invalid("qmatvec", format!("launch {wg}/{tpr}/{rpt}: {e}"))
+                        })?;
+                    }
+                }
+            }
+        }
+        // One row a workgroup cannot pair a gate with its up row: refused, not miscomputed.
+        MatvecShape::force(Some(MatvecShape {
+            wg: 64,
+            tpr: 64,
+            rpt: 1,
+        }));
+        let bytes = weights(QuantFormat::Q4_0, 8, 64, 1, 1.0);
+        let w = QuantMatrix::upload(ctx, QuantFormat::Q4_0, 8, 64, &bytes)?;
+        let x = Tensor::empty(ctx, &[1, 64], DType::F32)?;
+        let y = Tensor::empty(ctx, &[1, 4], DType::F32)?;
+        let glu = QMatmul {
+            glu: true,
+            ..QMatmul::new(1)
+        };
+        let refused = glu.run(ctx, &x, &w, &y);
+        MatvecShape::force(None);
+        expect_err("unpaired rows", refused, |e| {
+            matches!(e, Error::InvalidArgument { .. })
+        })?;
         Ok(())
     });
 }
@@ -250,15 +316,21 @@ fn rms_norm_prologue_matches_norm_then_product() {
             for format in QuantFormat::ALL {
                 // K: 3 blocks, and 35 (some of the matrix-vector kernel's lanes sum x² over
                 // three blocks, the others over two).
-                for (m, glu, k, n) in [
-                    (1, false, 96, 75),
-                    (1, true, 1120, 134),
-                    (3, true, 96, 134),
-                    (MATVEC_ROWS + 1, false, 1120, 75),
-                    (40, true, 96, 134),
-                    (70, false, 96, 75),
+                // Launch shapes of the matrix-vector kernel (wg/tpr/rpt) other than the one
+                // Ridge picks for the shape: each sums x² over a different split of K.
+                let launch = |wg, tpr, rpt| Some(MatvecShape { wg, tpr, rpt });
+                for (m, glu, k, n, forced) in [
+                    (1, false, 96, 75, None),
+                    (1, true, 1120, 134, None),
+                    (1, false, 1120, 75, launch(256, 256, 4)),
+                    (1, true, 1120, 134, launch(256, 64, 2)),
+                    (1, false, 96, 75, launch(128, 32, 1)),
+                    (3, true, 96, 134, None),
+                    (MATVEC_ROWS + 1, false, 1120, 75, None),
+                    (40, true, 96, 134, None),
+                    (70, false, 96, 75, None),
                     // Enough 64-row tiles for the tiled kernel's tall tile.
-                    (131, true, 96, 2 * 43 * 64 + 2),
+                    (131, true, 96, 2 * 43 * 64 + 2, None),
                 ] {
                     seed += 1;
                     let bytes = weights(format, n, k, seed, 20.0);
@@ -281,7 +353,10 @@ fn rms_norm_prologue_matches_norm_then_product() {
                     };
                     let cols = op.out_cols(n);
                     let y = poisoned(ctx, &[m, cols], dtype)?;
-                    op.run_with_norm(ctx, &x, &g, 1e-5, &w, &y)?;
+                    MatvecShape::force(forced);
+                    let ran = op.run_with_norm(ctx, &x, &g, 1e-5, &w, &y);
+                    MatvecShape::force(None);
+                    ran?;
                     let got = block(y.to_f32(ctx))?;
                     let norm = Norm {
                         kind: NormKind::RmsNorm,
@@ -314,7 +389,7 @@ fn rms_norm_prologue_matches_norm_then_product() {
                     .map_err(|e| {
                         Error::invalid(
                             "rms prologue",
-                            format!("{format} m={m} glu={glu} {dtype}: {e}"),
+                            format!("{format} m={m} glu={glu} {dtype} {forced:?}: {e}"),
                         )
                     })?;
                 }

@@ -32,16 +32,81 @@ pub const MATVEC_ROWS: usize = 8;
 /// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
 /// weight blocks in flight.
 pub const MATVEC_RPT: usize = 4;
-/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation. Measured on
-/// the H200 (benches/NOTES.md, run 88): SmolLM2's 49,152-row output projection 2.1× faster,
-/// 8192² products 1.3–1.65×, but its 3072-row gate/up 15 % slower and 4096² Q4_1 8 % slower
-/// (a quarter of the workgroups): wide matrices only.
-pub const MATVEC_WIDE_N: usize = 8192;
-/// Invocations per workgroup of the matrix-vector and gather kernels.
+/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation (see
+/// [`MatvecShape::for_product`]).
+pub const MATVEC_WIDE_N: usize = 4096;
+/// Invocations per workgroup of the gather kernel and of the matrix-vector kernel for short
+/// prompts and narrow products.
 const WG: u32 = 64;
-/// Invocations sharing one row of W in the matrix-vector kernel: SmolLM2's rows hold 18 and 48
-/// blocks.
+/// Invocations sharing one row of W in the matrix-vector kernel for short prompts (several
+/// rows of `x`; one row of `x` takes [`MatvecShape::for_product`]).
 const TPR: u32 = 16;
+
+/// The matrix-vector kernel's launch shape for one row of `x`: invocations a workgroup (`wg`),
+/// invocations sharing a row of `W` (`tpr`, a power of two dividing `wg`), rows of `W` an
+/// invocation (`rpt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatvecShape {
+    /// Invocations a workgroup.
+    pub wg: u32,
+    /// Invocations sharing a row of `W`.
+    pub tpr: u32,
+    /// Rows of `W` an invocation.
+    pub rpt: u32,
+}
+
+thread_local! {
+    /// A launch shape that replaces [`MatvecShape::for_product`]'s choice for products run on
+    /// this thread: for benches comparing shapes and tests covering each (see
+    /// [`MatvecShape::force`]).
+    static FORCED: std::cell::Cell<Option<MatvecShape>> = const { std::cell::Cell::new(None) };
+}
+
+impl MatvecShape {
+    /// Makes every one-row product run on this thread take `shape` (`None`: Ridge's choice
+    /// again), for benches that compare launch shapes and tests that cover each. `tpr` must be
+    /// a power of two dividing `wg`, `wg` at most 256.
+    pub fn force(shape: Option<MatvecShape>) {
+        FORCED.set(shape);
+    }
+
+    /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row (unless
+    /// [`MatvecShape::force`]d). A row's lanes: one per block, rounded up to a power of two,
+    /// 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an invocation and 16 rows
+    /// a workgroup; below it one row an invocation in workgroups of 64, with fewer lanes a row
+    /// where more would launch past 64 Ki invocations. `paired`: the epilogue takes rows
+    /// in pairs (SwiGLU's gate and up, RoPE's rotated pairs), so a workgroup holds at least two.
+    ///
+    /// Measured on the H200 (benches/NOTES.md, runs 105–106: each shape against 8–14 launch
+    /// shapes, three interleaved rounds): 4096² and 8192² products 1.2–2.0× faster than the
+    /// previous 64/16/4 (best: 256/64/4); SmolLM2's 576 × 1536 down projection 9–19 % faster
+    /// at 64/64/1; its 49,152-row output projection 5–10 % faster at 128/32/4; its 576- and
+    /// 3072-row products at the best of the shapes or within 2 % (~6 µs of launch and latency
+    /// whatever the shape).
+    pub fn for_product(n: usize, blocks: usize, paired: bool) -> Self {
+        if let Some(s) = FORCED.get() {
+            return s;
+        }
+        let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
+        if n >= MATVEC_WIDE_N {
+            return Self {
+                wg: 4 * lanes,
+                tpr: lanes,
+                rpt: MATVEC_RPT as u32,
+            };
+        }
+        let mut tpr = lanes;
+        while tpr > 16 && n * tpr as usize > 1 << 16 || paired && tpr == WG {
+            tpr /= 2;
+        }
+        Self {
+            wg: WG,
+            tpr,
+            rpt: 1,
+        }
+    }
+}
+
 /// The tiled kernel's tile of y: [`TILE`] columns by [`TILE`] rows, or [`TILE_SHORT`] rows
 /// where [`TILE`]-row tiles would launch fewer than [`MIN_TILES`] workgroups.
 const TILE: usize = 64;
@@ -449,11 +514,32 @@ impl QMatmul {
             .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
-        let rpt = if self.m == 1 && n >= MATVEC_WIDE_N {
-            MATVEC_RPT
+        // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
+        let paired = self.glu || rope.is_some();
+        let shape = if self.m == 1 {
+            MatvecShape::for_product(n, k / BLOCK, paired)
         } else {
-            1
+            MatvecShape {
+                wg: WG,
+                tpr: TPR,
+                rpt: 1,
+            }
         };
+        if !(shape.tpr.is_power_of_two()
+            && shape.wg <= 256
+            && shape.wg % shape.tpr == 0
+            && (1..=8).contains(&shape.rpt)
+            && (!paired || shape.wg / shape.tpr * shape.rpt % 2 == 0))
+        {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "matrix-vector launch {shape:?}: tpr must be a power of two dividing wg \
+                     (at most 256), rpt 1 to 8, and a workgroup must hold an even number of \
+                     rows where the epilogue pairs them"
+                ),
+            ));
+        }
         let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
         let bm = if matvec || coop || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
             TILE_SHORT
@@ -471,14 +557,14 @@ impl QMatmul {
             norm.is_some(),
             rope.is_some(),
             mrows,
-            rpt,
+            shape,
             bm,
             coop,
         );
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows, rpt, bm, coop)| {
+            |&(dtype, format, residual, glu, norm, rope, mrows, shape, bm, coop)| {
                 let d = defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -489,12 +575,14 @@ impl QMatmul {
                 );
                 if coop { tensor_cores(d) } else { d }
                     .u32("MROWS", mrows as u32)
-                    .u32("RPT", rpt as u32)
+                    .u32("RPT", shape.rpt)
+                    .u32("WG", shape.wg)
+                    .u32("TPR", shape.tpr)
                     .u32("BM", bm as u32)
             },
         );
         let workgroups = if matvec {
-            let groups = n.div_ceil((WG / TPR) as usize * rpt) as u64;
+            let groups = n.div_ceil((shape.wg / shape.tpr * shape.rpt) as usize) as u64;
             let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
             if gz > 1 {
                 return Err(Error::LimitExceeded {
@@ -597,8 +685,6 @@ fn defines(
         .bool("ROPE", rope)
         .block("ROPE", store)
         .u32("QW", format.quant_words() as u32)
-        .u32("WG", WG)
-        .u32("TPR", TPR)
         .bool("RESIDUAL", residual)
         .bool("GLU", glu)
 }
@@ -657,6 +743,8 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
         )
         .u32("MROWS", 1)
         .u32("RPT", 1)
+        .u32("WG", WG)
+        .u32("TPR", TPR)
         .u32("BM", TILE_SHORT as u32),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)
@@ -698,14 +786,24 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 norm,
                 rope,
             );
-            for (mrows, rpt) in [(1, 1), (1, MATVEC_RPT), (MATVEC_ROWS, 1)] {
+            // The matrix-vector launch shapes' extremes (wg, tpr, rpt), and short prompts'.
+            let wide = MATVEC_RPT as u32;
+            for (mrows, wg, tpr, rpt) in [
+                (1, WG, TPR, 1),
+                (1, WG, 64, 1),
+                (1, 256, 64, wide),
+                (MATVEC_ROWS, WG, TPR, 1),
+            ] {
                 let d = d
                     .clone()
                     .u32("MROWS", mrows as u32)
-                    .u32("RPT", rpt as u32)
+                    .u32("WG", wg)
+                    .u32("TPR", tpr)
+                    .u32("RPT", rpt)
                     .u32("BM", TILE_SHORT as u32);
                 v.push((&QMATMUL, "matvec", d));
             }
+            let d = d.u32("WG", WG).u32("TPR", TPR);
             let d = d.u32("MROWS", 1).u32("RPT", 1);
             for bm in [TILE, TILE_SHORT] {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
