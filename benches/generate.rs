@@ -1,7 +1,9 @@
 //! SmolLM2-135M generation speed, the way llama-bench reports it: prefill tokens/s for
 //! prompts of `--prompts` tokens (default 128 and 1024: llama-bench's pp128 and pp1024),
 //! decode tokens/s at batch 1 after contexts of `--contexts` tokens (default 128 and 4096:
-//! tg at depth), time to first token, dispatches per token, and one decode step's GPU time
+//! tg at depth; also the GPU's own pace, the steps queued up behind a blocker so that the
+//! host's recording is not in the way), time to first token, dispatches per token, and one
+//! decode step's GPU time
 //! per op beside the roofline model's prediction (ceilings measured on this adapter). Not a
 //! test: `cargo bench --bench generate [-- --random-weights] [--f16] [--tokens 32]`.
 //!
@@ -25,7 +27,7 @@ mod common;
 use std::path::Path;
 use std::time::Instant;
 
-use ridge::core::{Context, DType, Tensor, profiler};
+use ridge::core::{Context, DType, Tensor, profiler, wgpu};
 use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
@@ -99,6 +101,120 @@ fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, toke
         pollster::block_on(r.to_u32(ctx)).expect("read back");
     }
     start.elapsed().as_secs_f64()
+}
+
+/// Submits `copies` copies of `src` into `dst` as one command buffer (GPU work that keeps the
+/// queue busy while the host records behind it); returns its index.
+fn blocker(
+    ctx: &Context,
+    src: &wgpu::Buffer,
+    dst: &wgpu::Buffer,
+    copies: usize,
+) -> wgpu::SubmissionIndex {
+    let mut encoder = ctx.encoder();
+    for _ in 0..copies {
+        encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size());
+    }
+    ctx.submit(encoder)
+}
+
+/// Decode with the host out of the way: `tokens` pipelined steps recorded while a blocker of
+/// buffer copies holds the GPU, so they queue up behind it and then run back to back. The
+/// GPU's time a token is (blocked run − blocker alone) / `tokens`, valid when the host's
+/// recording ended before the blocker did (`host_ms_a_token` sizes the blocker to 2× that).
+/// Returns (GPU ms a token, whether the recording finished in time).
+fn gpu_bound(
+    ctx: &Context,
+    model: &Llama,
+    cache: &mut KvCache,
+    first: u32,
+    tokens: usize,
+    host_ms_a_token: f64,
+) -> (f64, bool) {
+    let bytes = 64u64 << 20;
+    let buffer = |usage| {
+        ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("blocker"),
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let src = buffer(wgpu::BufferUsages::COPY_SRC);
+    let dst = buffer(wgpu::BufferUsages::COPY_DST);
+    let timed = |copies| {
+        let t = Instant::now();
+        ctx.wait_for(blocker(ctx, &src, &dst, copies))
+            .expect("blocker");
+        t.elapsed().as_secs_f64() * 1e3
+    };
+    timed(4);
+    let copy_ms = timed(16) / 16.0;
+    let copies = ((2.0 * tokens as f64 * host_ms_a_token / copy_ms).ceil() as usize).max(16);
+    let alone = timed(copies);
+    let start = Instant::now();
+    blocker(ctx, &src, &dst, copies);
+    let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
+    for _ in 0..tokens {
+        let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
+        let next = Tensor::empty(ctx, &[1], DType::U32).expect("id");
+        argmax::argmax(ctx, &fwd.logits, &next).expect("argmax");
+        ids = next;
+    }
+    let recorded = start.elapsed().as_secs_f64() * 1e3;
+    pollster::block_on(ids.to_vec::<u32>(ctx)).expect("read back");
+    let total = start.elapsed().as_secs_f64() * 1e3;
+    ((total - alone) / tokens as f64, recorded < alone)
+}
+
+/// The GPU's time a dispatch in a stream of `n` dependent tiny dispatches (a 4-element
+/// scale, ping-ponged between two tensors: each reads what the previous wrote, so each waits
+/// at a barrier), queued behind a blocker so that the host's recording is not in the way:
+/// the floor under a decode step's dispatches. µs, and whether the recording finished in time.
+fn dispatch_floor(ctx: &Context, n: usize) -> (f64, bool) {
+    use ridge::kernels::{Unary, unary};
+    let a = Tensor::from_slice(ctx, &[1.0f32; 4], &[4]).expect("a");
+    let b = Tensor::empty(ctx, &[4], DType::F32).expect("b");
+    let chain = || {
+        for i in 0..n {
+            let (x, y) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            unary(ctx, Unary::Scale(0.5), x, y).expect("scale");
+        }
+    };
+    chain();
+    ctx.wait().expect("wait");
+    let bytes = 64u64 << 20;
+    let buffer = |usage| {
+        ctx.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("blocker"),
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let src = buffer(wgpu::BufferUsages::COPY_SRC);
+    let dst = buffer(wgpu::BufferUsages::COPY_DST);
+    let t = Instant::now();
+    chain();
+    ctx.wait().expect("wait");
+    let host_ms = t.elapsed().as_secs_f64() * 1e3;
+    let timed = |copies| {
+        let t = Instant::now();
+        ctx.wait_for(blocker(ctx, &src, &dst, copies))
+            .expect("blocker");
+        t.elapsed().as_secs_f64() * 1e3
+    };
+    timed(4);
+    let copy_ms = timed(16) / 16.0;
+    let copies = ((2.0 * host_ms / copy_ms).ceil() as usize).max(16);
+    let alone = timed(copies);
+    let start = Instant::now();
+    blocker(ctx, &src, &dst, copies);
+    chain();
+    let recorded = start.elapsed().as_secs_f64() * 1e3;
+    ctx.wait().expect("wait");
+    let total = start.elapsed().as_secs_f64() * 1e3;
+    ((total - alone) * 1e3 / n as f64, recorded < alone)
 }
 
 /// `--help`: what the bench measures and takes.
@@ -209,6 +325,15 @@ fn main() {
         }
     }
 
+    let (floor_us, in_time) = dispatch_floor(&ctx, 1000);
+    println!(
+        "dispatch floor: {floor_us:.2} µs a dispatch in a stream of 1000 dependent tiny ones, queued behind a blocker{}",
+        if in_time {
+            ""
+        } else {
+            " (the host's recording outlasted the blocker: an upper bound)"
+        }
+    );
     // Decode at depth: the cache filled by a prefill of `c` tokens, then `tokens` steps.
     for &c in &contexts {
         let mut cache = model.cache(&ctx, c + 2 * tokens + 2).expect("cache");
@@ -220,6 +345,24 @@ fn main() {
             "tg{tokens} at depth {c}: {:.1} tokens/s ({:.2} ms a token, wall clock: each step recorded while the previous one runs, its id read back)",
             tokens as f64 / s,
             s * 1e3 / tokens as f64
+        );
+        cache.truncate(depth);
+        let (gpu_ms, in_time) = gpu_bound(
+            &ctx,
+            &model,
+            &mut cache,
+            id,
+            tokens,
+            s * 1e3 / tokens as f64,
+        );
+        println!(
+            "  the GPU's own pace (steps queued behind a blocker, the host out of the way): {:.1} tokens/s ({gpu_ms:.3} ms a token{})",
+            1e3 / gpu_ms,
+            if in_time {
+                ""
+            } else {
+                "; the host's recording outlasted the blocker: an upper bound"
+            }
         );
         cache.truncate(depth);
         let t = Instant::now();

@@ -38,8 +38,9 @@
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG, BM,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
-// matvec invocation, with MROWS = 1), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
-// rope_store.
+// matvec invocation, with MROWS = 1), SGL (lanes of a row summed by subgroup shuffles: a
+// power of two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block
+// defines rope_store, //@ROW_SHUFFLE the shuffles.
 
 struct Params {
     m: u32, n: u32, k: u32, blocks: u32,
@@ -216,6 +217,11 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
             }
         }
     }
+    // Sums over groups of SGL neighbouring lanes by subgroup shuffles (the generated
+    // ROW_SHUFFLE block; SGL = 1 and no block where the adapter lacks subgroups), then a tree
+    // in workgroup memory over the TPR / SGL group sums: no barrier at all when a row's lanes
+    // fit in one subgroup.
+//@ROW_SHUFFLE
     for (var i = 0u; i < MROWS; i++) {
         if NORM { squares[i * WG + lid] = ss[i]; }
         for (var j = 0u; j < RPT; j++) {
@@ -223,7 +229,7 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         }
     }
     workgroupBarrier();
-    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+    for (var s = TPR / 2u; s >= SGL; s >>= 1u) {
         if lane < s {
             for (var i = 0u; i < MROWS; i++) {
                 if NORM { squares[i * WG + lid] += squares[i * WG + lid + s]; }

@@ -549,6 +549,7 @@ impl QMatmul {
         launch::float_dtype(ctx, name, x.dtype())?;
         // Built once per variant: a decode token launches ~120 of these, and building and
         // hashing the defines (the RoPE block is a kilobyte of WGSL) cost µs each time.
+        let sgl = shuffled_lanes(ctx, shape.tpr);
         let key = (
             x.dtype(),
             w.format,
@@ -557,14 +558,14 @@ impl QMatmul {
             norm.is_some(),
             rope.is_some(),
             mrows,
-            shape,
+            (shape, sgl),
             bm,
             coop,
         );
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows, shape, bm, coop)| {
+            |&(dtype, format, residual, glu, norm, rope, mrows, (shape, sgl), bm, coop)| {
                 let d = defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -573,12 +574,15 @@ impl QMatmul {
                     norm,
                     rope,
                 );
-                if coop { tensor_cores(d) } else { d }
-                    .u32("MROWS", mrows as u32)
-                    .u32("RPT", shape.rpt)
-                    .u32("WG", shape.wg)
-                    .u32("TPR", shape.tpr)
-                    .u32("BM", bm as u32)
+                lanes(
+                    if coop { tensor_cores(d) } else { d },
+                    shape.wg,
+                    shape.tpr,
+                    sgl,
+                )
+                .u32("MROWS", mrows as u32)
+                .u32("RPT", shape.rpt)
+                .u32("BM", bm as u32)
             },
         );
         let workgroups = if matvec {
@@ -689,6 +693,40 @@ fn defines(
         .bool("GLU", glu)
 }
 
+/// The matrix-vector kernel's lanes: `wg` invocations a workgroup, `tpr` a row, the sums of
+/// groups of `sgl` neighbouring lanes taken by subgroup shuffles (the `//@ROW_SHUFFLE` block;
+/// none for 1: subgroup builtins must not appear in a shader for an adapter without them).
+fn lanes(d: ridge_core::Defines, wg: u32, tpr: u32, sgl: u32) -> ridge_core::Defines {
+    let shuffles = if sgl > 1 {
+        "    for (var o = 1u; o < SGL; o <<= 1u) {
+        for (var i = 0u; i < MROWS; i++) {
+            if NORM { ss[i] += subgroupShuffleXor(ss[i], o); }
+            for (var j = 0u; j < RPT; j++) {
+                acc[i * RPT + j] += subgroupShuffleXor(acc[i * RPT + j], o);
+            }
+        }
+    }"
+    } else {
+        ""
+    };
+    d.u32("WG", wg)
+        .u32("TPR", tpr)
+        .u32("SGL", sgl)
+        .block("ROW_SHUFFLE", shuffles.to_string())
+}
+
+/// Lanes of a `tpr`-lane row summed by subgroup shuffles on `ctx`: as many as every subgroup
+/// of the adapter holds (its smallest size, a power of two; rows start on multiples of `tpr`,
+/// so a group never straddles two subgroups), 1 without subgroups.
+fn shuffled_lanes(ctx: &Context, tpr: u32) -> u32 {
+    let min = ctx.info().subgroup_min_size;
+    if ctx.has_subgroups() && min.is_power_of_two() {
+        min.min(tpr)
+    } else {
+        1
+    }
+}
+
 /// The tensor-core kernel (`shaders/include/qmatmul_coop.wgsl`) inserted at `//@COOP`, with
 /// the cooperative-matrix extension it needs.
 fn tensor_cores(d: ridge_core::Defines) -> ridge_core::Defines {
@@ -733,18 +771,21 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
         label: name,
         shader: &QMATMUL,
         entry: "gather",
-        defines: defines(
-            launch::dtype_defines(ctx, name, out.dtype())?,
-            table.format,
-            false,
-            false,
-            false,
-            false,
+        defines: lanes(
+            defines(
+                launch::dtype_defines(ctx, name, out.dtype())?,
+                table.format,
+                false,
+                false,
+                false,
+                false,
+            ),
+            WG,
+            TPR,
+            1,
         )
         .u32("MROWS", 1)
         .u32("RPT", 1)
-        .u32("WG", WG)
-        .u32("TPR", TPR)
         .u32("BM", TILE_SHORT as u32),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)
@@ -786,24 +827,24 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 norm,
                 rope,
             );
-            // The matrix-vector launch shapes' extremes (wg, tpr, rpt), and short prompts'.
+            // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes), and
+            // short prompts'.
             let wide = MATVEC_RPT as u32;
-            for (mrows, wg, tpr, rpt) in [
-                (1, WG, TPR, 1),
-                (1, WG, 64, 1),
-                (1, 256, 64, wide),
-                (MATVEC_ROWS, WG, TPR, 1),
+            for (mrows, wg, tpr, rpt, sgl) in [
+                (1, WG, TPR, 1, 1),
+                (1, WG, TPR, 1, TPR),
+                (1, WG, 64, 1, 32),
+                (1, 256, 64, wide, 1),
+                (1, 256, 64, wide, 32),
+                (MATVEC_ROWS, WG, TPR, 1, 8),
             ] {
-                let d = d
-                    .clone()
+                let d = lanes(d.clone(), wg, tpr, sgl)
                     .u32("MROWS", mrows as u32)
-                    .u32("WG", wg)
-                    .u32("TPR", tpr)
                     .u32("RPT", rpt)
                     .u32("BM", TILE_SHORT as u32);
                 v.push((&QMATMUL, "matvec", d));
             }
-            let d = d.u32("WG", WG).u32("TPR", TPR);
+            let d = lanes(d, WG, TPR, 1);
             let d = d.u32("MROWS", 1).u32("RPT", 1);
             for bm in [TILE, TILE_SHORT] {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
