@@ -24,6 +24,8 @@
 
 mod common;
 
+use common::calibrated::{self, Calibrated};
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -31,8 +33,6 @@ use ridge::core::{Context, DType, Tensor, profiler, wgpu};
 use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
-use ridge::model::calibrate::Calibration;
-use ridge::model::report::BenchReport;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
 use ridge::nn::llama::random::random_gguf;
@@ -269,21 +269,7 @@ fn main() {
 
     let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     let ceil = measured.ceilings(dtype == DType::F16);
-    let calibrated = common::value("--report").map(|path| {
-        let text = std::fs::read_to_string(&path).expect("--report FILE");
-        let report: BenchReport = serde_json::from_str(&text).expect("a ridge bench --json report");
-        // The terms the report carries (the ones `ridge bench` printed), fitted here only for a
-        // report that predates them.
-        let fit = report
-            .calibration
-            .clone()
-            .unwrap_or_else(|| Calibration::fit(&report));
-        Calibrated {
-            report,
-            fit,
-            dtype: dtype.to_string(),
-        }
-    });
+    let calibrated = Calibrated::from_args(dtype);
     let cal = calibrated.as_ref();
 
     // Prefill: time to first token = the prompt's forward + the argmax read back.
@@ -402,42 +388,13 @@ fn main() {
     }
 }
 
-/// A bench report's fitted per-op terms (`--report`).
-struct Calibrated {
-    report: BenchReport,
-    fit: Calibration,
-    dtype: String,
-}
-
-impl Calibrated {
-    /// The swept kind a plan op of a forward over `tokens` tokens is predicted as: its own
-    /// name, but attention over the cache for a prompt.
-    fn kind(name: &str, tokens: usize) -> &str {
-        if name == "kv_attention" && tokens > 1 {
-            "kv_attention_prefill"
-        } else {
-            name
-        }
-    }
-
-    /// One op's calibrated time, ms, and whether its kind was fitted (else the roofline's).
-    fn predict(
-        &self,
-        op: &ridge::nn::llama::PlannedOp,
-        tokens: usize,
-        ceil: &Ceilings,
-    ) -> (f64, bool) {
-        let kind = Self::kind(op.name, tokens);
-        match self.fit.predict(
-            &self.report,
-            kind,
-            &self.dtype,
-            op.cost.flops,
-            op.cost.bytes,
-        ) {
-            Some(s) => (s * 1e3, true),
-            None => (ceil.predict(&op.cost).seconds * 1e3, false),
-        }
+/// The swept kind a plan op of a forward over `tokens` tokens is predicted as: its own name,
+/// but attention over the cache for a prompt.
+fn kind(name: &str, tokens: usize) -> &str {
+    if name == "kv_attention" && tokens > 1 {
+        "kv_attention_prefill"
+    } else {
+        name
     }
 }
 
@@ -481,13 +438,13 @@ fn op_table(
         let calibrated = cal.map_or(String::new(), |c| {
             let (mut sum, mut fitted) = (0.0, true);
             for o in mine {
-                let (t, f) = c.predict(o, tokens, ceil);
+                let (t, f) = c.predict(kind(o.name, tokens), &o.cost, ceil);
                 sum += t;
                 fitted &= f;
             }
             calibrated_total += sum;
             all_fitted &= fitted;
-            calibrated_cell(sum, fitted, ms)
+            calibrated::cell(sum, fitted, ms)
         });
         println!(
             "    {name:<19} {} {ms_text:>9} ms  predicted {p:>8.4} ms  {ratio:>7}{calibrated}",
@@ -500,7 +457,7 @@ fn op_table(
         profiler::dispatches(profile.spans.len()),
         total / predicted_total,
         if cal.is_some() {
-            calibrated_cell(calibrated_total, all_fitted, Some(total))
+            calibrated::cell(calibrated_total, all_fitted, Some(total))
         } else {
             String::new()
         }
@@ -511,14 +468,4 @@ fn op_table(
             plan.len()
         );
     }
-}
-
-/// The calibrated column of an op table's row: `predicted` ms, `~` unless every op was fitted
-/// (else the roofline priced it), and measured ÷ predicted.
-fn calibrated_cell(predicted: f64, fitted: bool, measured: Option<f64>) -> String {
-    format!(
-        "  calibrated {predicted:>8.4} ms {} {:>7}",
-        if fitted { " " } else { "~" },
-        measured.map_or(String::new(), |ms| format!("{:.2}×", ms / predicted))
-    )
 }

@@ -8,9 +8,13 @@
 //! cache that the first saved, where the backend has one). Each op's GPU time stands next to
 //! the roofline model's prediction for the same dispatches
 //! (`ridge::model::transformer::encoder_ops`) from the ceilings measured on this adapter
-//! (`ceilings::measure`; a tensor-core GEMM against the tensor cores' peak).
+//! (`ceilings::measure`; a tensor-core GEMM against the tensor cores' peak), and with
+//! `--report FILE` (a `ridge bench --json` report of the same adapter) beside the calibrated
+//! model's: the report's fitted per-kind terms, never fitted on this bench's runs.
 
 mod common;
+
+use common::calibrated::{self, Calibrated};
 
 use std::time::Instant;
 
@@ -47,14 +51,15 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Bert {
 }
 
 /// Each op's measured GPU time in `profile` beside the model's prediction for MiniLM's
-/// forward pass of `batch` × `seq` tokens (mean pooling, normalized) in `dtype`.
+/// forward pass of `batch` × `seq` tokens (mean pooling, normalized) in `dtype`: the
+/// roofline's, and with `cal` the report's fitted terms' (issue 26's end-to-end check).
 fn breakdown(
     profile: &Profile,
     m: &Measured,
     dtype: DType,
     tensor_cores: bool,
-    batch: usize,
-    seq: usize,
+    (batch, seq): (usize, usize),
+    cal: Option<&Calibrated>,
 ) -> String {
     let f16 = dtype == DType::F16;
     let plan = encoder_ops(
@@ -66,19 +71,31 @@ fn breakdown(
     );
     let ceilings = m.ceilings(f16);
     let gemm_ceilings = m.ceilings_for(f16, tensor_cores);
-    let predicted = |name: &str| -> f64 {
-        let c = if name == "gemm" {
+    let roof = |name: &str| {
+        if name == "gemm" {
             &gemm_ceilings
         } else {
             &ceilings
-        };
+        }
+    };
+    let predicted = |name: &str| -> f64 {
         plan.iter()
             .filter(|op| op.name == name)
-            .map(|op| c.predict(&op.cost).seconds * 1e3)
+            .map(|op| roof(name).predict(&op.cost).seconds * 1e3)
             .sum()
     };
+    // The calibrated time of every dispatch named `name`, ms, and whether the report fitted
+    // its kind.
+    let calibrated = |c: &Calibrated, name: &str| -> (f64, bool) {
+        plan.iter()
+            .filter(|op| op.name == name)
+            .map(|op| c.predict(name, &op.cost, roof(name)))
+            .fold((0.0, true), |(t, all), (ms, fitted)| {
+                (t + ms, all && fitted)
+            })
+    };
     let mut out = format!(
-        "GPU time per op ({}) and the model's prediction (measured ceilings: {:.0} GB/s, {:.1} TFLOP/s{}):\n",
+        "GPU time per op ({}) and the model's prediction (measured ceilings: {:.0} GB/s, {:.1} TFLOP/s{}){}:\n",
         profile.method,
         m.bandwidth_gbps,
         ceilings.peak_flops / 1e12,
@@ -89,29 +106,46 @@ fn breakdown(
             )
         } else {
             String::new()
+        },
+        if cal.is_some() {
+            "; calibrated: the report's fitted terms (~ where its sweep lacks the kind: the roofline)"
+        } else {
+            ""
         }
     );
     let mut ops = profile.by_name();
     ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
     let (mut measured_total, mut predicted_total) = (0.0, 0.0);
+    let (mut calibrated_total, mut all_fitted) = (0.0, true);
     for (name, count, ms) in ops {
         let p = predicted(&name);
         predicted_total += p;
         measured_total += ms.unwrap_or(0.0);
+        let column = cal.map_or(String::new(), |c| {
+            let (t, fitted) = calibrated(c, &name);
+            calibrated_total += t;
+            all_fitted &= fitted;
+            calibrated::cell(t, fitted, ms)
+        });
         let (ms, ratio) = match ms {
             Some(ms) => (format!("{ms:.3}"), format!("{:.2}×", ms / p)),
             None => ("n/a".into(), String::new()),
         };
         out.push_str(&format!(
-            "  {name:<13} {} {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}\n",
+            "  {name:<13} {} {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}{column}\n",
             profiler::dispatches(count)
         ));
     }
     out.push_str(&format!(
-        "  {:<13} {} {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×\n",
+        "  {:<13} {} {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×{}\n",
         "total",
         profiler::dispatches(profile.spans.len()),
-        measured_total / predicted_total
+        measured_total / predicted_total,
+        if cal.is_some() {
+            calibrated::cell(calibrated_total, all_fitted, Some(measured_total))
+        } else {
+            String::new()
+        }
     ));
     // The first layer dispatch by dispatch (the plan lists the dispatches in the encoder's
     // order): which of the four GEMMs, say, is far from its prediction.
@@ -153,6 +187,7 @@ fn main() {
         DType::F32
     };
     let seq = 128;
+    let calibrated = Calibrated::from_args(dtype);
     let start = Instant::now();
     let ctx = common::context();
     let context_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -280,6 +315,16 @@ fn main() {
             pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings")
         });
         let tensor_cores = dtype == DType::F16 && ctx.has_coop_f16();
-        print!("{}", breakdown(last, m, dtype, tensor_cores, batch, seq));
+        print!(
+            "{}",
+            breakdown(
+                last,
+                m,
+                dtype,
+                tensor_cores,
+                (batch, seq),
+                calibrated.as_ref()
+            )
+        );
     }
 }

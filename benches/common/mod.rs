@@ -3,6 +3,9 @@
 
 use ridge::core::Context;
 
+#[allow(dead_code)] // the benches that price a forward with a report's terms
+pub mod calibrated;
+
 /// The default adapter's context with Ridge's tuning tables installed (the user's, then the
 /// shipped one for the adapter's family), as `ridge` and applications get it: without them
 /// every op would run its vendor-heuristic default. Table warnings go to stderr.
