@@ -100,6 +100,7 @@ export declare class Generator {
   ): AsyncGenerator<{ id: number; text: string }, void, undefined>;
   stop(): void;
   reset(): Promise<void>;
+  /** The roofline bound on decode tokens/s at a context of `depth` (not a forecast). */
   predictedTokensPerSecond(depth?: number): Promise<number>;
   dispose(): Promise<void>;
 }

@@ -261,7 +261,11 @@ export class Generator {
     return this.#ridge._call("reset", { handle: this.#handle });
   }
 
-  /** The roofline model's decode speed on this adapter at a context of `depth`, tokens/s. */
+  /**
+   * The roofline model's decode speed on this adapter at a context of `depth`, tokens/s: every
+   * dispatch of a token at the measured copy bandwidth and FMA rate plus its dispatch overhead.
+   * A bound, not a forecast (kernels run below those roofs: far below on CPU emulators).
+   */
   predictedTokensPerSecond(depth = 128) {
     return this.#ridge._call("predict", { handle: this.#handle, depth });
   }
