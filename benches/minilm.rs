@@ -147,8 +147,27 @@ fn breakdown(
             String::new()
         }
     ));
+    // The model's plan prices one dispatch per op; a GEMM split along K runs a reduce pass
+    // too (both named gemm), whose dispatch overhead no prediction above includes.
+    let planned = |name: &str| plan.iter().filter(|op| op.name == name).count();
+    for (name, count, _) in profile.by_name() {
+        if count > planned(&name) {
+            out.push_str(&format!(
+                "  ({name}: {count} dispatches ran, the plan prices {}: {:.3} ms of dispatch overhead unpriced at the measured {:.1} µs each)\n",
+                planned(&name),
+                (count - planned(&name)) as f64 * m.dispatch_overhead_us.unwrap_or(0.0) * 1e-3,
+                m.dispatch_overhead_us.unwrap_or(0.0),
+            ));
+        }
+    }
     // The first layer dispatch by dispatch (the plan lists the dispatches in the encoder's
     // order): which of the four GEMMs, say, is far from its prediction.
+    if profile.spans.len() != plan.len() {
+        out.push_str(
+            "layer 0, dispatch by dispatch: not shown (the plan and the dispatches differ)\n",
+        );
+        return out;
+    }
     out.push_str("layer 0, dispatch by dispatch (achieved rate from the model's FLOPs):\n");
     let first = |s: &str| s.starts_with("layer 0 ");
     for (span, op) in profile

@@ -65,11 +65,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// The workspace root: from the `CARGO_MANIFEST_DIR` that `cargo xtask` (cargo run) sets
+/// when it starts this binary, else the one it was compiled in. Two checkouts sharing one
+/// target directory share one `target/debug/xtask`, and cargo may run the copy the other
+/// checkout built: the compile-time path alone would test the other checkout's files.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    dir.parent().unwrap_or(Path::new(".")).to_path_buf()
 }
 
 /// Runs a command in the workspace root, failing with its command line.
