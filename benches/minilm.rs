@@ -19,9 +19,9 @@ use common::calibrated::{self, Calibrated};
 use std::time::Instant;
 
 use ridge::core::{Context, DType, Profile, Tensor, profiler};
-use ridge::kernels::{MeanPool, ceilings};
+use ridge::kernels::{Gemm, MeanPool, ceilings};
 use ridge::model::report::Measured;
-use ridge::model::transformer::{TransformerShape, encoder_ops};
+use ridge::model::transformer::{TransformerShape, encoder_ops_split};
 use ridge::nn::weights::{WeightsFile, random_bert_safetensors};
 use ridge::nn::{Batch, Bert, BertConfig, fetch};
 
@@ -54,6 +54,7 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Bert {
 /// forward pass of `batch` × `seq` tokens (mean pooling, normalized) in `dtype`: the
 /// roofline's, and with `cal` the report's fitted terms' (issue 26's end-to-end check).
 fn breakdown(
+    ctx: &Context,
     profile: &Profile,
     m: &Measured,
     dtype: DType,
@@ -62,12 +63,13 @@ fn breakdown(
     cal: Option<&Calibrated>,
 ) -> String {
     let f16 = dtype == DType::F16;
-    let plan = encoder_ops(
+    let plan = encoder_ops_split(
         &TransformerShape::minilm_l6(),
         batch,
         seq,
         true,
         dtype.size(),
+        &Gemm::planned_splits(ctx, dtype),
     );
     let ceilings = m.ceilings(f16);
     let gemm_ceilings = m.ceilings_for(f16, tensor_cores);
@@ -147,21 +149,6 @@ fn breakdown(
             String::new()
         }
     ));
-    // The model's plan prices one dispatch per op; a GEMM split along K runs a reduce pass
-    // too (both named gemm), whose dispatch overhead no prediction above includes.
-    let planned = |name: &str| plan.iter().filter(|op| op.name == name).count();
-    for (name, count, _) in profile.by_name() {
-        if count > planned(&name) {
-            out.push_str(&format!(
-                "  ({name}: {count} dispatches ran, the plan prices {}: {:.3} ms of dispatch overhead unpriced at the measured {:.1} µs each)\n",
-                planned(&name),
-                (count - planned(&name)) as f64 * m.dispatch_overhead_us.unwrap_or(0.0) * 1e-3,
-                m.dispatch_overhead_us.unwrap_or(0.0),
-            ));
-        }
-    }
-    // The first layer dispatch by dispatch (the plan lists the dispatches in the encoder's
-    // order): which of the four GEMMs, say, is far from its prediction.
     if profile.spans.len() != plan.len() {
         out.push_str(
             "layer 0, dispatch by dispatch: not shown (the plan and the dispatches differ)\n",
@@ -337,6 +324,7 @@ fn main() {
         print!(
             "{}",
             breakdown(
+                &ctx,
                 last,
                 m,
                 dtype,

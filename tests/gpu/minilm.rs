@@ -231,8 +231,16 @@ fn the_performance_model_plans_exactly_the_dispatches_the_encoder_makes() {
             block(pooled.to_vec::<f32>(ctx))?;
             let profile = block(ctx.finish_profiling())?;
             let shape = ridge::model::TransformerShape::minilm_l6();
-            let plan =
-                ridge::model::transformer::encoder_ops(&shape, batch.batch, batch.seq, true, 4);
+            // GEMMs split along K where this adapter's kernel does (two dispatches each).
+            let splits = ridge::kernels::Gemm::planned_splits(ctx, ridge::core::DType::F32);
+            let plan = ridge::model::transformer::encoder_ops_split(
+                &shape,
+                batch.batch,
+                batch.seq,
+                true,
+                4,
+                &splits,
+            );
             let got: Vec<(&str, &str)> = profile
                 .spans
                 .iter()

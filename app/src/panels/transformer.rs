@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ridge_model::transformer::{TransformerShape, encoder_ops};
+use ridge_model::transformer::{TransformerShape, encoder_ops, encoder_ops_split};
 use ridge_nn::SentenceEmbedder;
 
 use crate::Gpu;
@@ -245,17 +245,27 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 ui.end_row();
             }
         });
-        // The prediction for the passes as they ran: each its own batch and padding.
+        // The prediction for the passes as they ran: each its own batch and padding, its
+        // GEMMs split along K where this adapter's kernel splits them (two dispatches).
+        let one = |_: usize, _: usize, _: usize| 1;
+        let splits: Box<dyn Fn(usize, usize, usize) -> usize + '_> = match gpu.ctx.as_deref() {
+            Some(ctx) => Box::new(ridge_kernels::Gemm::planned_splits(
+                ctx,
+                ridge_core::DType::F32,
+            )),
+            None => Box::new(one),
+        };
         let plan: Vec<_> = r
             .passes
             .iter()
             .flat_map(|&(batch, seq)| {
-                encoder_ops(
+                encoder_ops_split(
                     &TransformerShape::minilm_l6(),
                     batch,
                     seq,
                     model_normalizes(state),
                     4,
+                    &splits,
                 )
             })
             .collect();

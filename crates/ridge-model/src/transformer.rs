@@ -160,13 +160,30 @@ pub struct PlannedOp {
 
 /// The ops of a BERT encoder forward pass with mean pooling, in the order Ridge's
 /// `ridge_nn::Bert` dispatches them, for `batch` sequences of `seq` tokens at `e` bytes per
-/// element. A GPU test checks the order and names against a profiled forward pass.
+/// element, every GEMM one dispatch (see [`encoder_ops_split`] for an adapter whose GEMM
+/// kernel splits K). A GPU test checks the order and names against a profiled forward pass.
 pub fn encoder_ops(
     s: &TransformerShape,
     batch: usize,
     seq: usize,
     normalize: bool,
     e: usize,
+) -> Vec<PlannedOp> {
+    encoder_ops_split(s, batch, seq, normalize, e, &|_, _, _| 1)
+}
+
+/// As [`encoder_ops`], with each GEMM of `m × n × k` run as `splits(m, n, k)` slices of K
+/// (the adapter's kernel choice: `ridge_kernels::Gemm::planned_splits`). A GEMM of s > 1
+/// slices is two dispatches, both named `gemm`: the slices' products into s f32 partial
+/// matrices (2mnk FLOPs; A, B and s·m·n f32 moved), then a reduce adding them with the
+/// epilogue (s·m·n f32 read, C written, the bias, β·C and GELU applied).
+pub fn encoder_ops_split(
+    s: &TransformerShape,
+    batch: usize,
+    seq: usize,
+    normalize: bool,
+    e: usize,
+    splits: &dyn Fn(usize, usize, usize) -> usize,
 ) -> Vec<PlannedOp> {
     let (b, d, f, nh, dh) = (batch, s.hidden, s.intermediate, s.heads, s.head_dim());
     let t = b * seq;
@@ -178,6 +195,29 @@ pub fn encoder_ops(
             cost,
         })
     };
+    // A GEMM of m × n × k with a bias (and β·C with `residual`, and `epilogue` FLOPs such as
+    // GELU's): one dispatch's cost, or a split one's and its reduce's.
+    let gemm = |(m, n, k): (usize, usize, usize), residual: bool, epilogue: f64| {
+        let whole = ops::gemm(m, n, k, 1, 1, 1, residual, true, e) + OpCost::new(epilogue, 0.0);
+        let slices = splits(m, n, k).max(1);
+        if slices == 1 {
+            return vec![whole];
+        }
+        let (mn, sl) = ((m * n) as f64, slices as f64);
+        let partial_bytes = sl * mn * 4.0;
+        let product = OpCost::new(
+            2.0 * mn * k as f64,
+            ((m * k + k * n) * e) as f64 + partial_bytes,
+        );
+        // The reduce: the partials added, then the epilogue (whole's FLOPs beyond 2mnk).
+        let epilogue_flops = whole.flops - 2.0 * mn * k as f64;
+        let c_bytes = (1.0 + f64::from(u8::from(residual))) * mn * e as f64;
+        let reduce = OpCost::new(
+            (sl - 1.0) * mn + epilogue_flops,
+            partial_bytes + c_bytes + (n * e) as f64,
+        );
+        vec![product, reduce]
+    };
     push("embeddings", "embedding", ops::embedding(t, d, e));
     push(
         "embeddings",
@@ -188,24 +228,27 @@ pub fn encoder_ops(
     push("embeddings", "layer_norm", ops::norm(t, d, false, true, e));
     for l in 0..s.layers {
         let a = format!("layer {l} · attention");
-        push(&a, "gemm", ops::gemm(t, 3 * d, d, 1, 1, 1, false, true, e));
+        for c in gemm((t, 3 * d, d), false, 0.0) {
+            push(&a, "gemm", c);
+        }
         push(
             &a,
             "attention",
             ops::attention(b, nh, seq, dh, (seq * seq) as f64, e),
         );
         // The residual add is the output projection's β = 1 epilogue.
-        push(&a, "gemm", ops::gemm(t, d, d, 1, 1, 1, true, true, e));
+        for c in gemm((t, d, d), true, 0.0) {
+            push(&a, "gemm", c);
+        }
         push(&a, "layer_norm", ops::norm(t, d, false, true, e));
         let m = format!("layer {l} · feed-forward");
         // The up projection applies GELU in its epilogue (5 FLOPs per element, no bytes).
-        let gelu = OpCost::new(5.0 * (t * f) as f64, 0.0);
-        push(
-            &m,
-            "gemm",
-            ops::gemm(t, f, d, 1, 1, 1, false, true, e) + gelu,
-        );
-        push(&m, "gemm", ops::gemm(t, d, f, 1, 1, 1, true, true, e));
+        for c in gemm((t, f, d), false, 5.0 * (t * f) as f64) {
+            push(&m, "gemm", c);
+        }
+        for c in gemm((t, d, f), true, 0.0) {
+            push(&m, "gemm", c);
+        }
         push(&m, "layer_norm", ops::norm(t, d, false, true, e));
     }
     push(
@@ -535,5 +578,42 @@ mod tests {
         );
         let attention = lf.scores + lf.context + lf.softmax;
         assert!((flops("attention") - 2.0 * 6.0 * attention).abs() < 1e-6 * attention);
+    }
+
+    /// A GEMM split along K is its product and a reduce: the same FLOPs of products plus the
+    /// slices' additions, the partials' f32 bytes written once and read once more.
+    #[test]
+    fn split_gemms_plan_a_reduce_each() {
+        let s = TransformerShape::minilm_l6();
+        let whole = encoder_ops(&s, 1, 8, true, 4);
+        let split_up = |_: usize, n: usize, _: usize| if n == s.intermediate { 4 } else { 1 };
+        let split = encoder_ops_split(&s, 1, 8, true, 4, &split_up);
+        assert_eq!(
+            split.len(),
+            whole.len() + s.layers,
+            "one reduce per up projection"
+        );
+        let layer: Vec<_> = split
+            .iter()
+            .filter(|o| o.scope == "layer 0 · feed-forward")
+            .collect();
+        let names: Vec<_> = layer.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["gemm", "gemm", "gemm", "layer_norm"]);
+        let up_whole = &whole
+            .iter()
+            .find(|o| o.scope == "layer 0 · feed-forward")
+            .unwrap()
+            .cost;
+        let (product, reduce) = (&layer[0].cost, &layer[1].cost);
+        let (m, n) = (8.0, s.intermediate as f64);
+        // FLOPs: 2mnk in the product; the epilogue (bias, GELU) and 3 additions a C element
+        // in the reduce.
+        assert!((product.flops + reduce.flops - up_whole.flops - 3.0 * m * n).abs() < 1e-6);
+        // Bytes: the 4 f32 partials written by the product and read by the reduce, on top
+        // of the whole GEMM's.
+        let partials = 4.0 * m * n * 4.0;
+        assert!((product.bytes + reduce.bytes - up_whole.bytes - 2.0 * partials).abs() < 1e-6);
+        // No split: the same plan as encoder_ops.
+        assert_eq!(encoder_ops_split(&s, 1, 8, true, 4, &|_, _, _| 1), whole);
     }
 }

@@ -215,6 +215,20 @@ impl Gemm {
         self.reduce(ctx, &parts, splits, bias, c)
     }
 
+    /// The K slices Ridge runs an unbatched `m × n × k` GEMM with `dtype` operands and
+    /// result as on `ctx`: [`Gemm::splits`] of the kernel [`Gemm::kernel`] picks. What the
+    /// performance model's encoder plans take (`ridge_model::transformer::encoder_ops_split`):
+    /// a split GEMM is two dispatches.
+    pub fn planned_splits(
+        ctx: &Context,
+        dtype: DType,
+    ) -> impl Fn(usize, usize, usize) -> usize + '_ {
+        move |m, n, k| {
+            let g = Gemm::new(m, n, k);
+            g.splits(ctx, g.kernel(ctx, dtype), dtype)
+        }
+    }
+
     /// The number of K slices `kernel` runs this problem as ([`GemmConfig::splits`]): the
     /// largest count ≤ the tiling's that divides K, for an unbatched GEMM into an f32 C
     /// (`dtype`, C's type; the operands may be f16) of K ≥ 2 whose
