@@ -103,26 +103,73 @@ fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, toke
     start.elapsed().as_secs_f64()
 }
 
-/// Submits `copies` copies of `src` into `dst` as one command buffer (GPU work that keeps the
-/// queue busy while the host records behind it); returns its index.
-fn blocker(
-    ctx: &Context,
-    src: &wgpu::Buffer,
-    dst: &wgpu::Buffer,
-    copies: usize,
-) -> wgpu::SubmissionIndex {
-    let mut encoder = ctx.encoder();
-    for _ in 0..copies {
-        encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size());
-    }
-    ctx.submit(encoder)
+/// GPU work that holds the queue (copies of a 64 MiB buffer, as one command buffer) while
+/// the host records behind it, so that what was recorded then runs back to back: the GPU's
+/// own pace, the host's recording out of the way.
+struct Blocker {
+    src: wgpu::Buffer,
+    dst: wgpu::Buffer,
+    /// GPU time of one copy, ms.
+    copy_ms: f64,
 }
 
-/// Decode with the host out of the way: `tokens` pipelined steps recorded while a blocker of
-/// buffer copies holds the GPU, so they queue up behind it and then run back to back. The
-/// GPU's time a token is (blocked run − blocker alone) / `tokens`, valid when the host's
-/// recording ended before the blocker did (`host_ms_a_token` sizes the blocker to 2× that).
-/// Returns (GPU ms a token, whether the recording finished in time).
+impl Blocker {
+    fn new(ctx: &Context) -> Self {
+        let buffer = |usage| {
+            ctx.device().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("blocker"),
+                size: 64 << 20,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let mut b = Self {
+            src: buffer(wgpu::BufferUsages::COPY_SRC),
+            dst: buffer(wgpu::BufferUsages::COPY_DST),
+            copy_ms: 0.0,
+        };
+        b.timed(ctx, 4);
+        b.copy_ms = b.timed(ctx, 16) / 16.0;
+        b
+    }
+
+    fn submit(&self, ctx: &Context, copies: usize) -> wgpu::SubmissionIndex {
+        let mut encoder = ctx.encoder();
+        for _ in 0..copies {
+            encoder.copy_buffer_to_buffer(&self.src, 0, &self.dst, 0, self.src.size());
+        }
+        ctx.submit(encoder)
+    }
+
+    /// Wall time of `copies` copies alone, ms.
+    fn timed(&self, ctx: &Context, copies: usize) -> f64 {
+        let t = Instant::now();
+        ctx.wait_for(self.submit(ctx, copies)).expect("blocker");
+        t.elapsed().as_secs_f64() * 1e3
+    }
+
+    /// The GPU time of what `record` records (its host recording took about `host_ms`
+    /// before), queued behind a blocker sized to three times that plus 20 ms: ms, and
+    /// whether the recording ended before the blocker did (else an upper bound).
+    fn queued(&self, ctx: &Context, host_ms: f64, record: impl FnOnce()) -> (f64, bool) {
+        let copies = (((3.0 * host_ms + 20.0) / self.copy_ms).ceil() as usize).max(16);
+        let alone = self.timed(ctx, copies);
+        let start = Instant::now();
+        self.submit(ctx, copies);
+        record();
+        let recorded = start.elapsed().as_secs_f64() * 1e3;
+        ctx.flush();
+        ctx.wait().expect("wait");
+        (
+            start.elapsed().as_secs_f64() * 1e3 - alone,
+            recorded < alone,
+        )
+    }
+}
+
+/// Decode with the host out of the way: `tokens` pipelined steps queued behind a
+/// [`Blocker`] (`host_ms_a_token`: their recording time a token, measured before). Returns
+/// (GPU ms a token, whether the recording finished in time).
 fn gpu_bound(
     ctx: &Context,
     model: &Llama,
@@ -131,46 +178,22 @@ fn gpu_bound(
     tokens: usize,
     host_ms_a_token: f64,
 ) -> (f64, bool) {
-    let bytes = 64u64 << 20;
-    let buffer = |usage| {
-        ctx.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("blocker"),
-            size: bytes,
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let src = buffer(wgpu::BufferUsages::COPY_SRC);
-    let dst = buffer(wgpu::BufferUsages::COPY_DST);
-    let timed = |copies| {
-        let t = Instant::now();
-        ctx.wait_for(blocker(ctx, &src, &dst, copies))
-            .expect("blocker");
-        t.elapsed().as_secs_f64() * 1e3
-    };
-    timed(4);
-    let copy_ms = timed(16) / 16.0;
-    let copies = ((2.0 * tokens as f64 * host_ms_a_token / copy_ms).ceil() as usize).max(16);
-    let alone = timed(copies);
-    let start = Instant::now();
-    blocker(ctx, &src, &dst, copies);
-    let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
-    for _ in 0..tokens {
-        let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
-        let next = Tensor::empty(ctx, &[1], DType::U32).expect("id");
-        argmax::argmax(ctx, &fwd.logits, &next).expect("argmax");
-        ids = next;
-    }
-    let recorded = start.elapsed().as_secs_f64() * 1e3;
-    pollster::block_on(ids.to_vec::<u32>(ctx)).expect("read back");
-    let total = start.elapsed().as_secs_f64() * 1e3;
-    ((total - alone) / tokens as f64, recorded < alone)
+    let (ms, in_time) = Blocker::new(ctx).queued(ctx, tokens as f64 * host_ms_a_token, || {
+        let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
+        for _ in 0..tokens {
+            let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
+            let next = Tensor::empty(ctx, &[1], DType::U32).expect("id");
+            argmax::argmax(ctx, &fwd.logits, &next).expect("argmax");
+            ids = next;
+        }
+    });
+    (ms / tokens as f64, in_time)
 }
 
 /// The GPU's time a dispatch in a stream of `n` dependent tiny dispatches (a 4-element
 /// scale, ping-ponged between two tensors: each reads what the previous wrote, so each waits
-/// at a barrier), queued behind a blocker so that the host's recording is not in the way:
-/// the floor under a decode step's dispatches. µs, and whether the recording finished in time.
+/// at a barrier), queued behind a [`Blocker`]: the floor under a decode step's dispatches.
+/// µs, and whether the recording finished in time.
 fn dispatch_floor(ctx: &Context, n: usize) -> (f64, bool) {
     use ridge::kernels::{Unary, unary};
     let a = Tensor::from_slice(ctx, &[1.0f32; 4], &[4]).expect("a");
@@ -183,38 +206,13 @@ fn dispatch_floor(ctx: &Context, n: usize) -> (f64, bool) {
     };
     chain();
     ctx.wait().expect("wait");
-    let bytes = 64u64 << 20;
-    let buffer = |usage| {
-        ctx.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("blocker"),
-            size: bytes,
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let src = buffer(wgpu::BufferUsages::COPY_SRC);
-    let dst = buffer(wgpu::BufferUsages::COPY_DST);
     let t = Instant::now();
     chain();
+    ctx.flush();
     ctx.wait().expect("wait");
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
-    let timed = |copies| {
-        let t = Instant::now();
-        ctx.wait_for(blocker(ctx, &src, &dst, copies))
-            .expect("blocker");
-        t.elapsed().as_secs_f64() * 1e3
-    };
-    timed(4);
-    let copy_ms = timed(16) / 16.0;
-    let copies = ((2.0 * host_ms / copy_ms).ceil() as usize).max(16);
-    let alone = timed(copies);
-    let start = Instant::now();
-    blocker(ctx, &src, &dst, copies);
-    chain();
-    let recorded = start.elapsed().as_secs_f64() * 1e3;
-    ctx.wait().expect("wait");
-    let total = start.elapsed().as_secs_f64() * 1e3;
-    ((total - alone) * 1e3 / n as f64, recorded < alone)
+    let (ms, in_time) = Blocker::new(ctx).queued(ctx, host_ms, chain);
+    (ms * 1e3 / n as f64, in_time)
 }
 
 /// `--help`: what the bench measures and takes.
