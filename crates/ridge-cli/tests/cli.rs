@@ -118,6 +118,64 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no GPU named"));
 }
 
+/// `--report`: an encoder's ops also priced by a bench report's fitted terms (MiniLM's kinds are
+/// in the shipped H200 report: every GEMM and attention op fitted), on the report's measured
+/// ceilings; an unreadable or foreign file, and a decoder, refused in one line.
+#[test]
+fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200.json"
+    );
+    let out = ridge(
+        &[
+            "predict", "--model", "minilm", "--batch", "32", "--report", report, "--json",
+        ],
+        &[("WGPU_BACKEND", "none")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["adapter"]["name"], "NVIDIA H200");
+    let ops = doc["ops"].as_array().unwrap();
+    for op in ops
+        .iter()
+        .filter(|o| o["name"] == "gemm" || o["name"] == "attention")
+    {
+        assert_eq!(op["calibrated"]["fitted"], true, "{op}");
+    }
+    // The fitted terms add launch costs and efficiencies below 1: slower than the roofline.
+    let (roofline, calibrated) = (
+        doc["total_seconds"].as_f64().unwrap(),
+        doc["calibrated_total_seconds"].as_f64().unwrap(),
+    );
+    assert!(calibrated > roofline, "{calibrated} vs {roofline}");
+    for (args, needle) in [
+        (
+            vec!["predict", "--report", "/no/such/report.json"],
+            "--report /no/such/report.json",
+        ),
+        (
+            vec!["predict", "--report", env!("CARGO_MANIFEST_DIR")],
+            "--report",
+        ),
+        (
+            vec!["predict", "--model", "smollm2", "--report", report],
+            "an encoder's ops",
+        ),
+    ] {
+        let bad = ridge(&args, &[("WGPU_BACKEND", "none")]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(
+            !bad.status.success() && err.contains(needle) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// A decoder LLM: prefill and decode tokens/s, time to first token and memory for scripts;
 /// a context past the model's positions, an unknown format and `--quant` on a GGUF refused;
 /// `--validate` meets its goals against the published rows.

@@ -1,9 +1,11 @@
 //! `ridge predict` for an encoder: per-op predicted times, totals and memory of a batch on a
 //! GPU of the spec table.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ridge_model::calibrate::Calibration;
+use ridge_model::report::BenchReport;
 use ridge_model::transformer::{self, InferenceMemory, LayerFlops, TransformerShape};
 use ridge_model::{OpCost, Precision, hardware};
 
@@ -57,31 +59,62 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         )
         .into());
     }
-    let spec = hardware::find(&args.adapter)?;
     let (precision, e) = if args.dtype == "f16" {
         (Precision::F16, 2)
     } else {
         (Precision::F32, 4)
     };
-    let ceilings = spec.ceilings(precision);
+    let calibrated = args.report.as_deref().map(Calibrated::load).transpose()?;
+    let (adapter, ceilings) = match &calibrated {
+        Some(c) => (
+            serde_json::json!({ "name": c.report.adapter, "report": c.path }),
+            c.report.measured.ceilings(args.dtype == "f16"),
+        ),
+        None => {
+            let spec = hardware::find(&args.adapter)?;
+            let ceilings = spec.ceilings(precision);
+            (serde_json::to_value(spec)?, ceilings)
+        }
+    };
+    let adapter_name = adapter["name"].as_str().unwrap_or("?").to_string();
     let ops = transformer::encoder_ops(&s, batch, args.seq, true, e);
+    // The calibrated time of one op, s, and whether its kind was fitted (else the roofline).
+    let calibrate = |op: &transformer::PlannedOp| {
+        calibrated.as_ref().map(|c| {
+            c.fit
+                .predict(
+                    &c.report,
+                    &op.name,
+                    &args.dtype,
+                    op.cost.flops,
+                    op.cost.bytes,
+                )
+                .map_or((ceilings.predict(&op.cost).seconds, false), |s| (s, true))
+        })
+    };
 
-    // Group by op name, in first-seen order.
-    let mut groups: Vec<(String, usize, OpCost, f64, usize)> = Vec::new(); // name, count, cost, seconds, memory-bound count
+    // Group by op name, in first-seen order: name, count, cost, seconds, memory-bound count,
+    // calibrated (seconds, every op fitted).
+    let mut groups: Vec<Group> = Vec::new();
     for op in &ops {
         let p = ceilings.predict(&op.cost);
         let memory = (p.bound == ridge_model::Bound::Memory) as usize;
+        let cal = calibrate(op);
         match groups.iter_mut().find(|g| g.0 == op.name) {
             Some(g) => {
                 g.1 += 1;
                 g.2 = g.2 + op.cost;
                 g.3 += p.seconds;
                 g.4 += memory;
+                g.5 = g.5.zip(cal).map(|(a, b)| (a.0 + b.0, a.1 && b.1));
             }
-            None => groups.push((op.name.clone(), 1, op.cost, p.seconds, memory)),
+            None => groups.push((op.name.clone(), 1, op.cost, p.seconds, memory, cal)),
         }
     }
     let total_s: f64 = groups.iter().map(|g| g.3).sum();
+    let calibrated_total = groups.iter().try_fold((0.0, true), |(t, all), g| {
+        g.5.map(|(s, fitted)| (t + s, all && fitted))
+    });
     let total_cost: OpCost = ops.iter().map(|o| o.cost).sum();
     let memory = InferenceMemory::of(&s, batch, args.seq, e);
     let layer = LayerFlops::of(&s, args.seq);
@@ -89,12 +122,15 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     if args.json {
         let doc = serde_json::json!({
             "model": s, "seq": args.seq, "batch": batch, "dtype": args.dtype,
-            "adapter": spec, "ceilings": ceilings,
+            "adapter": adapter, "ceilings": ceilings,
             "ops": ops.iter().map(|o| serde_json::json!({
                 "scope": o.scope, "name": o.name, "flops": o.cost.flops, "bytes": o.cost.bytes,
                 "predicted": ceilings.predict(&o.cost),
+                "calibrated": calibrate(o).map(|(s, fitted)| serde_json::json!({ "seconds": s, "fitted": fitted })),
             })).collect::<Vec<_>>(),
             "total_seconds": total_s, "sequences_per_second": batch as f64 / total_s,
+            "calibrated_total_seconds": calibrated_total.map(|c| c.0),
+            "calibrated_sequences_per_second": calibrated_total.map(|c| batch as f64 / c.0),
             "memory_bytes": memory, "layer_flops_per_sequence": layer,
             "quoted": { "attention_8nd2_4n2d": transformer::quoted_attention_flops(args.seq, s.hidden),
                         "layer_24nd2_4n2d": transformer::quoted_layer_flops(args.seq, s.hidden) },
@@ -111,16 +147,39 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         batch,
         args.seq,
         args.dtype,
-        spec.name,
+        adapter_name,
         ceilings.peak_flops / 1e12,
         ceilings.bandwidth / 1e9,
         ceilings.ridge_point()
     );
+    if let Some(c) = &calibrated {
+        println!(
+            "measured ceilings and fitted terms from {} (calibrated: dispatch + fixed cost + work ÷ (roof × fraction), per op kind; ~ where the sweep lacks the kind: the roofline)",
+            c.path
+        );
+    }
     println!(
-        "\n{:<11} {:>5} {:>12} {:>12} {:>8} {:>12} {:>7}  bound",
-        "op", "count", "FLOPs", "bytes", "FLOP/B", "predicted", "share"
+        "\n{:<11} {:>5} {:>12} {:>12} {:>8} {:>12} {:>7}  {:<8}{}",
+        "op",
+        "count",
+        "FLOPs",
+        "bytes",
+        "FLOP/B",
+        "predicted",
+        "share",
+        "bound",
+        if calibrated.is_some() {
+            "  calibrated"
+        } else {
+            ""
+        }
     );
-    for (name, count, cost, seconds, mem) in &groups {
+    let cal_cell = |c: Option<(f64, bool)>| {
+        c.map_or(String::new(), |(s, fitted)| {
+            format!("  {:>10} {}", time(s), if fitted { " " } else { "~" })
+        })
+    };
+    for (name, count, cost, seconds, mem, cal) in &groups {
         let bound = if *mem == *count {
             "memory"
         } else if *mem == 0 {
@@ -129,23 +188,33 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             "mixed"
         };
         println!(
-            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12} {:>6.1}%  {bound}",
+            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12} {:>6.1}%  {bound:<8}{}",
             cost.flops,
             cost.bytes,
             cost.intensity(),
             time(*seconds),
-            100.0 * seconds / total_s
+            100.0 * seconds / total_s,
+            cal_cell(*cal)
         );
     }
     println!(
-        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12}  → {:.0} sequences/s (no dispatch overhead: datasheets do not state one)",
+        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12}  → {:.0} sequences/s{}",
         "total",
         ops.len(),
         total_cost.flops,
         total_cost.bytes,
         total_cost.intensity(),
         time(total_s),
-        batch as f64 / total_s
+        batch as f64 / total_s,
+        match calibrated_total {
+            Some((cal, fitted)) => format!(
+                "; calibrated {} {}→ {:.0} sequences/s",
+                time(cal),
+                if fitted { "" } else { "~ " },
+                batch as f64 / cal
+            ),
+            None => " (no dispatch overhead: datasheets do not state one)".into(),
+        }
     );
     println!(
         "\nper layer and sequence: {:.3e} FLOPs op by op ({:.3e} in matmuls) · quoted 24nd²+4n²d = {:.3e} · attention 8nd²+4n²d = {:.3e}",
@@ -162,6 +231,37 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         mb(memory.kv_cache)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// An op group: name, count, cost, roofline seconds, memory-bound count, calibrated
+/// (seconds, every op's kind fitted).
+type Group = (String, usize, OpCost, f64, usize, Option<(f64, bool)>);
+
+/// `--report`: a bench report and its fitted terms (stored, or fitted here for a report that
+/// predates them).
+struct Calibrated {
+    path: String,
+    report: BenchReport,
+    fit: Calibration,
+}
+
+impl Calibrated {
+    /// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
+    fn load(path: &Path) -> Result<Self, Box<dyn std::error::Error>> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
+        let report: BenchReport = serde_json::from_str(&text)
+            .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
+        let fit = report
+            .calibration
+            .clone()
+            .unwrap_or_else(|| Calibration::fit(&report));
+        Ok(Self {
+            path: name,
+            report,
+            fit,
+        })
+    }
 }
 
 /// A time in the unit that shows its digits: `12.3 µs`, `1.234 ms`, `2.50 s`.

@@ -43,6 +43,14 @@ pub struct Args {
     /// (crates/ridge-model/data/published.json) and its median error per vendor and phase.
     #[arg(long)]
     validate: bool,
+    /// Encoders: a `ridge bench --json` report of the GPU that will run the model. Each op is
+    /// then also priced by the terms fitted on the report's kernel runs (the calibrated
+    /// model, `~` where its sweep lacks the op's kind), and the roofline uses the report's
+    /// measured ceilings instead of the spec table's (`--adapter` is not used). GEMMs are
+    /// planned unsplit: the split-K choice needs the GPU (`cargo bench --bench minilm --
+    /// --report FILE` plans it).
+    #[arg(long)]
+    report: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -67,6 +75,10 @@ pub fn run(args: Args) -> crate::CliResult {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     match decoder::source(&args.model)? {
+        Some(_) if args.report.is_some() => Err("--report prices an encoder's ops on Ridge's \
+             kernels; a decoder's forward on the GPU is priced by `cargo bench --bench generate \
+             -- --report FILE`"
+            .into()),
         Some(model) => decoder::run(&args, model),
         None => encoder::run(&args),
     }
