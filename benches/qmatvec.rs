@@ -54,11 +54,21 @@ fn main() {
         Some(s) => s
             .split(',')
             .map(|l| match parse_pair(l, '/')[..] {
-                [wg, tpr, rpt] => Some(MatvecShape {
-                    wg: wg as u32,
-                    tpr: tpr as u32,
-                    rpt: rpt as u32,
-                }),
+                [wg, tpr, rpt]
+                    if tpr.is_power_of_two() && wg % tpr == 0 && wg <= 256 && (1..=8).contains(&rpt) =>
+                {
+                    Some(MatvecShape {
+                        wg: wg as u32,
+                        tpr: tpr as u32,
+                        rpt: rpt as u32,
+                    })
+                }
+                [_, _, _] => {
+                    eprintln!(
+                        "--launch {l}: tpr must be a power of two dividing wg, wg at most 256, rpt 1 to 8"
+                    );
+                    std::process::exit(2);
+                }
                 _ => panic!("--launch: {l:?} is not wg/tpr/rpt"),
             })
             .collect(),
