@@ -77,6 +77,11 @@ fn tflops(att: &Attention, layout: Option<&BlockLayout>, ms: f64) -> f64 {
 }
 
 fn main() {
+    common::check_args(
+        &["--minilm"],
+        &["--sizes"],
+        "cargo bench --bench attention [-- OPTIONS]\n\nAttention work splitting side by side: dense f32 with key tiles cut 1-8 ways, BigBird blocks of 32 and 64, MiniLM's attention at every tiling; each checked, then timed.\n\n  --sizes 1024,4096   sequence lengths\n  --minilm            MiniLM's shape alone",
+    );
     let sizes = common::list("--sizes", &[1024, 4096]);
     let ctx = common::context();
     println!("Attention work splitting on {}", ctx.describe());

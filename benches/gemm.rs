@@ -73,6 +73,11 @@ fn correct(
 }
 
 fn main() {
+    common::check_args(
+        &["--coop", "--tiled"],
+        &["--sizes", "--tilings"],
+        "cargo bench --bench gemm [-- OPTIONS]\n\nGEMM tilings side by side: each candidate checked against the f64 reference, then timed at square sizes and MiniLM's projections, f32 and f16.\n\n  --sizes 1024,2048,4096     square sizes\n  --coop / --tiled           one kernel's candidates only\n  --tilings 128x96x24x8x8    SIMT tilings outside the candidates (BMxBNxBKxTMxTN)",
+    );
     let sizes = common::list("--sizes", &[1024, 2048, 4096]);
     let ctx = common::context();
     println!(

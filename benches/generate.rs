@@ -268,6 +268,9 @@ fn main() {
     let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     let ceil = measured.ceilings(dtype == DType::F16);
     let calibrated = Calibrated::from_args(dtype);
+    if let Some(c) = &calibrated {
+        c.warn_if_foreign(measured.bandwidth_gbps);
+    }
     let cal = calibrated.as_ref();
 
     // Prefill: time to first token = the prompt's forward + the argmax read back.

@@ -185,6 +185,11 @@ fn breakdown(
 }
 
 fn main() {
+    common::check_args(
+        &["--random-weights", "--f16"],
+        &["--batches", "--report"],
+        "cargo bench --bench minilm [-- OPTIONS]\n\nMiniLM throughput at batch 1 and 32 (128 tokens each) and the GPU time per op against the roofline model's prediction.\n\n  --batches 1,32       batches to time\n  --random-weights     seeded random weights of MiniLM's shape (no download)\n  --f16                the opt-in f16 encoder\n  --report FILE        a `ridge bench --json` report of this adapter: each op also priced by its fitted terms",
+    );
     let batches = common::list("--batches", &[1, 32]);
     let random = common::flag("--random-weights");
     let dtype = if common::flag("--f16") {
@@ -318,7 +323,11 @@ fn main() {
             recorded * 1e6 / dispatches.max(1) as f64
         );
         let m = measured.get_or_insert_with(|| {
-            pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings")
+            let m = pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings");
+            if let Some(c) = &calibrated {
+                c.warn_if_foreign(m.bandwidth_gbps);
+            }
+            m
         });
         let tensor_cores = dtype == DType::F16 && ctx.has_coop_f16();
         print!(

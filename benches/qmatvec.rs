@@ -25,10 +25,16 @@ Times y = x·Wᵀ for one row of x and a quantized W (Q8_0, Q4_0, Q4_1) of N row
   --repeats 20             timed launches per product and round (the median of the fastest
                            of three interleaved rounds is reported)";
 
-fn parse_pair(s: &str, sep: char) -> Vec<usize> {
-    s.split(sep)
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("{s:?}: not numbers")))
-        .collect()
+/// The numbers of `s` split at `sep`, or exit 2 naming `what` (`--shapes`, NxK) on anything else.
+fn parse_pair(s: &str, sep: char, what: &str, form: &str, parts: usize) -> Vec<usize> {
+    let v: Option<Vec<usize>> = s.split(sep).map(|v| v.parse().ok()).collect();
+    match v {
+        Some(v) if v.len() == parts && v.iter().all(|&x| x > 0) => v,
+        _ => {
+            eprintln!("{what} {s:?}: expected {form}, positive numbers");
+            std::process::exit(2);
+        }
+    }
 }
 
 fn main() {
@@ -40,9 +46,9 @@ fn main() {
     let shapes: Vec<(usize, usize)> = match common::value("--shapes") {
         Some(s) => s
             .split(',')
-            .map(|p| match parse_pair(p, 'x')[..] {
+            .map(|p| match parse_pair(p, 'x', "--shapes", "NxK", 2)[..] {
                 [n, k] => (n, k),
-                _ => panic!("--shapes: {p:?} is not NxK"),
+                _ => unreachable!("two parts"),
             })
             .collect(),
         None => common::list("--sizes", &[4096, 8192])
@@ -53,9 +59,13 @@ fn main() {
     let launches: Vec<Option<MatvecShape>> = match common::value("--launch") {
         Some(s) => s
             .split(',')
-            .map(|l| match parse_pair(l, '/')[..] {
+            .map(|l| match parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] {
                 [wg, tpr, rpt]
-                    if tpr.is_power_of_two() && wg % tpr == 0 && wg <= 256 && (1..=8).contains(&rpt) =>
+                    if tpr.is_power_of_two()
+                        && wg >= tpr
+                        && wg % tpr == 0
+                        && wg <= 256
+                        && (1..=8).contains(&rpt) =>
                 {
                     Some(MatvecShape {
                         wg: wg as u32,
@@ -69,7 +79,7 @@ fn main() {
                     );
                     std::process::exit(2);
                 }
-                _ => panic!("--launch: {l:?} is not wg/tpr/rpt"),
+                _ => unreachable!("three parts"),
             })
             .collect(),
         None => vec![None],

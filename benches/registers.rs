@@ -330,6 +330,11 @@ impl Drop for Inspector {
 }
 
 fn main() {
+    common::check_args(
+        &["--coop", "--tiled"],
+        &["--ir"],
+        "cargo bench --bench registers [-- --coop | --tiled] [--ir DIR]\n\nWhat the Vulkan driver made of each GEMM candidate: registers, spills and its compiler's other statistics (VK_KHR_pipeline_executable_properties); --ir DIR writes its intermediate representations there.",
+    );
     let ctx = common::context();
     println!("Compiled GEMM candidates on {}", ctx.describe());
     if ctx.info().backend != ridge::core::wgpu::Backend::Vulkan {

@@ -52,6 +52,11 @@ fn exact(ctx: &Context, tiling: TransposeTiling) -> Result<(), String> {
 }
 
 fn main() {
+    common::check_args(
+        &[],
+        &["--sizes"],
+        "cargo bench --bench transpose [-- --sizes 4096,8192,4000]\n\nTranspose tilings side by side, each checked for exact equality, then timed on square transposes and NCHW <-> NHWC of [32, 64, 112, 112] against a copy of the same bytes.",
+    );
     let ctx = common::context();
     println!("Transpose tilings on {}", ctx.describe());
     // Square transposes (`--sizes`; 4000² beside 4096²: the same bytes without a power-of-two

@@ -18,11 +18,16 @@ impl Calibrated {
     /// The report at `--report`, if given; its stored terms (the ones `ridge bench` printed),
     /// fitted here only for a report that predates them.
     ///
-    /// Panics on an unreadable or malformed file (a bench, not a CLI).
+    /// Exits with status 2 and one line on an unreadable file or one that is not a report.
     pub fn from_args(dtype: DType) -> Option<Self> {
         let path = super::value("--report")?;
-        let text = std::fs::read_to_string(&path).expect("--report FILE");
-        let report: BenchReport = serde_json::from_str(&text).expect("a ridge bench --json report");
+        let fail = |why: String| -> ! {
+            eprintln!("--report {path}: {why}");
+            std::process::exit(2)
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e.to_string()));
+        let report: BenchReport = serde_json::from_str(&text)
+            .unwrap_or_else(|e| fail(format!("not a `ridge bench --json` report ({e})")));
         let fit = report
             .calibration
             .clone()
@@ -32,6 +37,20 @@ impl Calibrated {
             fit,
             dtype: dtype.to_string(),
         })
+    }
+
+    /// A warning when this adapter's copy bandwidth (`bandwidth_gbps`, measured now) is not
+    /// within 2× of the report's: its terms were fitted on another adapter, or another state
+    /// of this one (the shipped lavapipe report predates kernels 10× faster).
+    pub fn warn_if_foreign(&self, bandwidth_gbps: f64) {
+        let theirs = self.report.measured.bandwidth_gbps;
+        let ratio = bandwidth_gbps / theirs;
+        if !(0.5..=2.0).contains(&ratio) {
+            eprintln!(
+                "warning: the report measured {theirs:.1} GB/s of copy bandwidth, this adapter \
+                 {bandwidth_gbps:.1}: its fitted terms may not describe these kernels here"
+            );
+        }
     }
 
     /// One launch of swept kind `kind` costing `cost`: its calibrated time, ms, and whether

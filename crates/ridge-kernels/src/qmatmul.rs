@@ -526,6 +526,7 @@ impl QMatmul {
             }
         };
         if !(shape.tpr.is_power_of_two()
+            && shape.wg >= shape.tpr
             && shape.wg <= 256
             && shape.wg % shape.tpr == 0
             && (1..=8).contains(&shape.rpt)

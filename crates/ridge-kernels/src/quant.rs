@@ -269,7 +269,10 @@ impl QuantMatrix {
         if !cols.is_multiple_of(BLOCK) || rows == 0 || cols == 0 {
             return Err(Error::shape(
                 "quantized matrix",
-                format!("{rows} × {cols}: columns must be a positive multiple of {BLOCK}"),
+                format!(
+                    "{rows} × {cols}: rows must be positive and columns a positive multiple of \
+                     {BLOCK}"
+                ),
             ));
         }
         let want = rows

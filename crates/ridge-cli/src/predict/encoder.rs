@@ -77,6 +77,13 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         }
     };
     let adapter_name = adapter["name"].as_str().unwrap_or("?").to_string();
+    // The roof an op is held against: with a report, the one `ridge bench` held its kind
+    // against (an f16 GEMM: the measured tensor cores, where they were measured).
+    let f16 = args.dtype == "f16";
+    let roof = |name: &str| match &calibrated {
+        Some(c) => c.report.measured.roof_for(name, f16).0,
+        None => ceilings.clone(),
+    };
     let ops = transformer::encoder_ops(&s, batch, args.seq, true, e);
     // The calibrated time of one op, s, and whether its kind was fitted (else the roofline).
     let calibrate = |op: &transformer::PlannedOp| {
@@ -89,7 +96,9 @@ pub fn run(args: &super::Args) -> crate::CliResult {
                     op.cost.flops,
                     op.cost.bytes,
                 )
-                .map_or((ceilings.predict(&op.cost).seconds, false), |s| (s, true))
+                .map_or((roof(&op.name).predict(&op.cost).seconds, false), |s| {
+                    (s, true)
+                })
         })
     };
 
@@ -97,7 +106,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     // calibrated (seconds, every op fitted).
     let mut groups: Vec<Group> = Vec::new();
     for op in &ops {
-        let p = ceilings.predict(&op.cost);
+        let p = roof(&op.name).predict(&op.cost);
         let memory = (p.bound == ridge_model::Bound::Memory) as usize;
         let cal = calibrate(op);
         match groups.iter_mut().find(|g| g.0 == op.name) {
@@ -125,7 +134,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             "adapter": adapter, "ceilings": ceilings,
             "ops": ops.iter().map(|o| serde_json::json!({
                 "scope": o.scope, "name": o.name, "flops": o.cost.flops, "bytes": o.cost.bytes,
-                "predicted": ceilings.predict(&o.cost),
+                "predicted": roof(&o.name).predict(&o.cost),
                 "calibrated": calibrate(o).map(|(s, fitted)| serde_json::json!({ "seconds": s, "fitted": fitted })),
             })).collect::<Vec<_>>(),
             "total_seconds": total_s, "sequences_per_second": batch as f64 / total_s,
@@ -153,6 +162,13 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         ceilings.ridge_point()
     );
     if let Some(c) = &calibrated {
+        let gemm = roof("gemm");
+        if gemm.peak_flops != ceilings.peak_flops {
+            println!(
+                "GEMMs held against the measured tensor cores: {:.1} TFLOP/s",
+                gemm.peak_flops / 1e12
+            );
+        }
         println!(
             "measured ceilings and fitted terms from {} (calibrated: dispatch + fixed cost + work ÷ (roof × fraction), per op kind; ~ where the sweep lacks the kind: the roofline)",
             c.path
