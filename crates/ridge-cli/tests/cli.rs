@@ -86,29 +86,31 @@ fn bench_smoke_runs_one_tiny_sweep_reports_json_and_draws_it() {
     }
 }
 
-#[test]
-fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
-    let out = ridge(
-        &[
-            "predict",
-            "--model",
-            "minilm",
-            "--seq",
-            "128",
-            "--batch",
-            "32",
-            "--adapter",
-            "NVIDIA H200",
-            "--json",
-        ],
-        &[("WGPU_BACKEND", "none")],
-    );
+/// `ridge <args>` without a GPU, which must succeed and print JSON.
+fn json_without_gpu(args: &[&str]) -> serde_json::Value {
+    let out = ridge(args, &[("WGPU_BACKEND", "none")]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
+    let doc = json_without_gpu(&[
+        "predict",
+        "--model",
+        "minilm",
+        "--seq",
+        "128",
+        "--batch",
+        "32",
+        "--adapter",
+        "NVIDIA H200",
+        "--json",
+    ]);
     // Embeddings (4), seven ops per layer (the residual adds and GELU ride in the GEMMs),
     // pooling.
     assert_eq!(doc["ops"].as_array().unwrap().len(), 4 + 6 * 7 + 1);
@@ -127,18 +129,9 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../benches/reports/h200.json"
     );
-    let out = ridge(
-        &[
-            "predict", "--model", "minilm", "--batch", "32", "--report", report, "--json",
-        ],
-        &[("WGPU_BACKEND", "none")],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let doc = json_without_gpu(&[
+        "predict", "--model", "minilm", "--batch", "32", "--report", report, "--json",
+    ]);
     assert_eq!(doc["adapter"]["name"], "NVIDIA H200");
     let ops = doc["ops"].as_array().unwrap();
     for op in ops
