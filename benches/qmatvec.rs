@@ -9,7 +9,7 @@ use ridge::core::{DType, Tensor};
 use ridge::kernels::QMatmul;
 use ridge::kernels::ceilings;
 use ridge::kernels::qmatmul::MatvecShape;
-use ridge::kernels::quant::{QuantFormat, QuantMatrix, quantize};
+use ridge::kernels::quant::{BLOCK, QuantFormat, QuantMatrix, quantize};
 
 const HELP: &str = "cargo bench --bench qmatvec [-- OPTIONS]
 
@@ -46,9 +46,11 @@ fn main() {
     let shapes: Vec<(usize, usize)> = match common::value("--shapes") {
         Some(s) => s
             .split(',')
-            .map(|p| match parse_pair(p, 'x', "--shapes", "NxK", 2)[..] {
-                [n, k] => (n, k),
-                _ => unreachable!("two parts"),
+            .map(|p| {
+                let [n, k] = parse_pair(p, 'x', "--shapes", "NxK", 2)[..] else {
+                    unreachable!("two parts")
+                };
+                (n, k)
             })
             .collect(),
         None => common::list("--sizes", &[4096, 8192])
@@ -59,27 +61,20 @@ fn main() {
     let launches: Vec<Option<MatvecShape>> = match common::value("--launch") {
         Some(s) => s
             .split(',')
-            .map(|l| match parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] {
-                [wg, tpr, rpt]
-                    if tpr.is_power_of_two()
-                        && wg >= tpr
-                        && wg % tpr == 0
-                        && wg <= 256
-                        && (1..=8).contains(&rpt) =>
-                {
-                    Some(MatvecShape {
-                        wg: wg as u32,
-                        tpr: tpr as u32,
-                        rpt: rpt as u32,
-                    })
-                }
-                [_, _, _] => {
-                    eprintln!(
-                        "--launch {l}: tpr must be a power of two dividing wg, wg at most 256, rpt 1 to 8"
-                    );
+            .map(|l| {
+                let [wg, tpr, rpt] = parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] else {
+                    unreachable!("three parts")
+                };
+                let shape = MatvecShape {
+                    wg: wg as u32,
+                    tpr: tpr as u32,
+                    rpt: rpt as u32,
+                };
+                if !shape.runs(false) {
+                    eprintln!("--launch {l}: {}", MatvecShape::RULE);
                     std::process::exit(2);
                 }
-                _ => unreachable!("three parts"),
+                Some(shape)
             })
             .collect(),
         None => vec![None],
@@ -124,10 +119,7 @@ fn main() {
     for _ in 0..ROUNDS {
         for (i, (_, _, _, launch, x, w, y)) in cases.iter().enumerate() {
             let run = |ctx: &ridge::core::Context| {
-                MatvecShape::force(*launch);
-                let r = QMatmul::new(1).run(ctx, x, w, y);
-                MatvecShape::force(None);
-                r
+                MatvecShape::forced(*launch, || QMatmul::new(1).run(ctx, x, w, y))
             };
             let start = std::time::Instant::now();
             while start.elapsed().as_secs_f64() < 0.005 {
@@ -139,9 +131,7 @@ fn main() {
         }
     }
     for ((n, k, format, launch, _, w, _), ms) in cases.iter().zip(best) {
-        MatvecShape::force(*launch);
-        let shape = MatvecShape::for_product(*n, k / 32, false);
-        MatvecShape::force(None);
+        let shape = launch.unwrap_or_else(|| MatvecShape::for_product(*n, k / BLOCK, false));
         let label = format!("{n}×{k} {format} {}/{}/{}", shape.wg, shape.tpr, shape.rpt);
         if !ms.is_finite() {
             println!("  {label}: no timestamps on this adapter");

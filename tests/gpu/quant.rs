@@ -129,7 +129,7 @@ fn every_matvec_launch_shape() {
             (128, 32, 1),
         ];
         for (wg, tpr, rpt) in shapes {
-            MatvecShape::force(Some(MatvecShape { wg, tpr, rpt }));
+            let shape = Some(MatvecShape { wg, tpr, rpt });
             for format in QuantFormat::ALL {
                 for (n, k) in [(1, 32), (13, 224), (261, 1184)] {
                     seed += 1;
@@ -147,21 +147,15 @@ fn every_matvec_launch_shape() {
                     ];
                     for op in ops {
                         let n = if op.glu { 2 * n } else { n };
-                        let r = check(ctx, format, op, n, k, dtype, seed);
-                        MatvecShape::force(r.is_ok().then_some(MatvecShape { wg, tpr, rpt }));
-                        r.map_err(|e| {
-                            Error::invalid("qmatvec", format!("launch {wg}/{tpr}/{rpt}: {e}"))
-                        })?;
+                        MatvecShape::forced(shape, || check(ctx, format, op, n, k, dtype, seed))
+                            .map_err(|e| {
+                                Error::invalid("qmatvec", format!("launch {wg}/{tpr}/{rpt}: {e}"))
+                            })?;
                     }
                 }
             }
         }
         // One row a workgroup cannot pair a gate with its up row: refused, not miscomputed.
-        MatvecShape::force(Some(MatvecShape {
-            wg: 64,
-            tpr: 64,
-            rpt: 1,
-        }));
         let bytes = weights(QuantFormat::Q4_0, 8, 64, 1, 1.0);
         let w = QuantMatrix::upload(ctx, QuantFormat::Q4_0, 8, 64, &bytes)?;
         let x = Tensor::empty(ctx, &[1, 64], DType::F32)?;
@@ -170,8 +164,12 @@ fn every_matvec_launch_shape() {
             glu: true,
             ..QMatmul::new(1)
         };
-        let refused = glu.run(ctx, &x, &w, &y);
-        MatvecShape::force(None);
+        let one_row = Some(MatvecShape {
+            wg: 64,
+            tpr: 64,
+            rpt: 1,
+        });
+        let refused = MatvecShape::forced(one_row, || glu.run(ctx, &x, &w, &y));
         expect_err("unpaired rows", refused, |e| {
             matches!(e, Error::InvalidArgument { .. })
         })?;
@@ -353,10 +351,7 @@ fn rms_norm_prologue_matches_norm_then_product() {
                     };
                     let cols = op.out_cols(n);
                     let y = poisoned(ctx, &[m, cols], dtype)?;
-                    MatvecShape::force(forced);
-                    let ran = op.run_with_norm(ctx, &x, &g, 1e-5, &w, &y);
-                    MatvecShape::force(None);
-                    ran?;
+                    MatvecShape::forced(forced, || op.run_with_norm(ctx, &x, &g, 1e-5, &w, &y))?;
                     let got = block(y.to_f32(ctx))?;
                     let norm = Norm {
                         kind: NormKind::RmsNorm,

@@ -24,89 +24,17 @@ use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
 use crate::rope::RopeTable;
 use crate::shaders::{self, QMATMUL, Variant};
 
+mod gather;
+mod matvec;
+
+pub use gather::{gather_cost, gather_rows};
+pub use matvec::{MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
+use matvec::{TPR, WG, lanes, shuffled_lanes};
+
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
 pub const MATVEC_MAX_M: usize = 32;
 /// Rows of `x` a matrix-vector workgroup takes at once (one row alone for decode).
 pub const MATVEC_ROWS: usize = 8;
-/// Rows of `W` a matrix-vector invocation takes at once for one row of `x`, from
-/// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
-/// weight blocks in flight.
-pub const MATVEC_RPT: usize = 4;
-/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation (see
-/// [`MatvecShape::for_product`]).
-pub const MATVEC_WIDE_N: usize = 4096;
-/// Invocations per workgroup of the gather kernel and of the matrix-vector kernel for short
-/// prompts and narrow products.
-const WG: u32 = 64;
-/// Invocations sharing one row of W in the matrix-vector kernel for short prompts (several
-/// rows of `x`; one row of `x` takes [`MatvecShape::for_product`]).
-const TPR: u32 = 16;
-
-/// The matrix-vector kernel's launch shape for one row of `x`: invocations a workgroup (`wg`),
-/// invocations sharing a row of `W` (`tpr`, a power of two dividing `wg`), rows of `W` an
-/// invocation (`rpt`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MatvecShape {
-    /// Invocations a workgroup.
-    pub wg: u32,
-    /// Invocations sharing a row of `W`.
-    pub tpr: u32,
-    /// Rows of `W` an invocation.
-    pub rpt: u32,
-}
-
-thread_local! {
-    /// A launch shape that replaces [`MatvecShape::for_product`]'s choice for products run on
-    /// this thread: for benches comparing shapes and tests covering each (see
-    /// [`MatvecShape::force`]).
-    static FORCED: std::cell::Cell<Option<MatvecShape>> = const { std::cell::Cell::new(None) };
-}
-
-impl MatvecShape {
-    /// Makes every one-row product run on this thread take `shape` (`None`: Ridge's choice
-    /// again), for benches that compare launch shapes and tests that cover each. `tpr` must be
-    /// a power of two dividing `wg`, `wg` at most 256.
-    pub fn force(shape: Option<MatvecShape>) {
-        FORCED.set(shape);
-    }
-
-    /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row (unless
-    /// [`MatvecShape::force`]d). A row's lanes: one per block, rounded up to a power of two,
-    /// 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an invocation and 16 rows
-    /// a workgroup; below it one row an invocation in workgroups of 64, with fewer lanes a row
-    /// where more would launch past 64 Ki invocations. `paired`: the epilogue takes rows
-    /// in pairs (SwiGLU's gate and up, RoPE's rotated pairs), so a workgroup holds at least two.
-    ///
-    /// Measured on the H200 (benches/NOTES.md, runs 105–106: each shape against 8–14 launch
-    /// shapes, three interleaved rounds): 4096² and 8192² products 1.2–2.0× faster than the
-    /// previous 64/16/4 (best: 256/64/4); SmolLM2's 576 × 1536 down projection 9–19 % faster
-    /// at 64/64/1; its 49,152-row output projection 5–10 % faster at 128/32/4; its 576- and
-    /// 3072-row products at the best of the shapes or within 2 % (~6 µs of launch and latency
-    /// whatever the shape).
-    pub fn for_product(n: usize, blocks: usize, paired: bool) -> Self {
-        if let Some(s) = FORCED.get() {
-            return s;
-        }
-        let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
-        if n >= MATVEC_WIDE_N {
-            return Self {
-                wg: 4 * lanes,
-                tpr: lanes,
-                rpt: MATVEC_RPT as u32,
-            };
-        }
-        let mut tpr = lanes;
-        while tpr > 16 && n * tpr as usize > 1 << 16 || paired && tpr == WG {
-            tpr /= 2;
-        }
-        Self {
-            wg: WG,
-            tpr,
-            rpt: 1,
-        }
-    }
-}
-
 /// The tiled kernel's tile of y: [`TILE`] columns by [`TILE`] rows, or [`TILE_SHORT`] rows
 /// where [`TILE`]-row tiles would launch fewer than [`MIN_TILES`] workgroups.
 const TILE: usize = 64;
@@ -525,20 +453,10 @@ impl QMatmul {
                 rpt: 1,
             }
         };
-        if !(shape.tpr.is_power_of_two()
-            && shape.wg >= shape.tpr
-            && shape.wg <= 256
-            && shape.wg % shape.tpr == 0
-            && (1..=8).contains(&shape.rpt)
-            && (!paired || shape.wg / shape.tpr * shape.rpt % 2 == 0))
-        {
+        if !shape.runs(paired) {
             return Err(Error::invalid(
                 name,
-                format!(
-                    "matrix-vector launch {shape:?}: tpr must be a power of two dividing wg \
-                     (at most 256), rpt 1 to 8, and a workgroup must hold an even number of \
-                     rows where the epilogue pairs them"
-                ),
+                format!("matrix-vector launch {shape:?}: {}", MatvecShape::RULE),
             ));
         }
         let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
@@ -694,40 +612,6 @@ fn defines(
         .bool("GLU", glu)
 }
 
-/// The matrix-vector kernel's lanes: `wg` invocations a workgroup, `tpr` a row, the sums of
-/// groups of `sgl` neighbouring lanes taken by subgroup shuffles (the `//@ROW_SHUFFLE` block;
-/// none for 1: subgroup builtins must not appear in a shader for an adapter without them).
-fn lanes(d: ridge_core::Defines, wg: u32, tpr: u32, sgl: u32) -> ridge_core::Defines {
-    let shuffles = if sgl > 1 {
-        "    for (var o = 1u; o < SGL; o <<= 1u) {
-        for (var i = 0u; i < MROWS; i++) {
-            if NORM { ss[i] += subgroupShuffleXor(ss[i], o); }
-            for (var j = 0u; j < RPT; j++) {
-                acc[i * RPT + j] += subgroupShuffleXor(acc[i * RPT + j], o);
-            }
-        }
-    }"
-    } else {
-        ""
-    };
-    d.u32("WG", wg)
-        .u32("TPR", tpr)
-        .u32("SGL", sgl)
-        .block("ROW_SHUFFLE", shuffles.to_string())
-}
-
-/// Lanes of a `tpr`-lane row summed by subgroup shuffles on `ctx`: as many as every subgroup
-/// of the adapter holds (its smallest size, a power of two; rows start on multiples of `tpr`,
-/// so a group never straddles two subgroups), 1 without subgroups.
-fn shuffled_lanes(ctx: &Context, tpr: u32) -> u32 {
-    let min = ctx.info().subgroup_min_size;
-    if ctx.has_subgroups() && min.is_power_of_two() {
-        min.min(tpr)
-    } else {
-        1
-    }
-}
-
 /// The tensor-core kernel (`shaders/include/qmatmul_coop.wgsl`) inserted at `//@COOP`, with
 /// the cooperative-matrix extension it needs.
 fn tensor_cores(d: ridge_core::Defines) -> ridge_core::Defines {
@@ -752,60 +636,6 @@ pub fn weight_magnitudes(format: QuantFormat, bytes: &[u8]) -> Result<Vec<f32>> 
             ws.iter().map(move |v| (v - m).abs() + m.abs())
         })
         .collect())
-}
-
-/// Looks up rows `ids` of a quantized table (an embedding) and dequantizes them into `out`
-/// `[ids…, K]`; an id past the table gives zeros (check ids before upload).
-///
-/// Errors: [`Error::DType`] unless `ids` is u32 and `out` a float type the adapter runs;
-/// [`Error::Shape`] unless `out` is the ids' shape followed by `K`; limit errors as every op.
-pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tensor) -> Result<()> {
-    let name = "qembedding";
-    table.check(name)?;
-    ids.expect_dtype(name, DType::U32)?;
-    let mut want = ids.shape().to_vec();
-    want.push(table.cols);
-    out.expect_shape(name, "out", &want)?;
-    launch::no_alias(name, out, &[ids, &table.quants, &table.scales])?;
-    let total = launch::fits_u32(name, "elements", out.numel())?;
-    Launch {
-        label: name,
-        shader: &QMATMUL,
-        entry: "gather",
-        defines: lanes(
-            defines(
-                launch::dtype_defines(ctx, name, out.dtype())?,
-                table.format,
-                false,
-                false,
-                false,
-                false,
-            ),
-            WG,
-            TPR,
-            1,
-        )
-        .u32("MROWS", 1)
-        .u32("RPT", 1)
-        .u32("BM", TILE_SHORT as u32),
-        params: Params::new()
-            .u(launch::fits_u32(name, "ids", ids.numel())?)
-            .u(launch::fits_u32(name, "rows", table.rows)?)
-            .u(table.cols as u32)
-            .u((table.cols / BLOCK) as u32)
-            // eps and the RoPE fields: one parameter struct for every entry.
-            .f(0.0)
-            .words(&[0; 4]),
-        buffers: vec![(2, &table.quants), (3, &table.scales), (4, out), (5, ids)],
-        workgroups: ctx.fold_workgroups(name, total.div_ceil(WG) as u64)?,
-    }
-    .run(ctx)
-}
-
-/// Cost of [`gather_rows`]: `n` rows of `k` quantized weights read, `n·k` values written.
-pub fn gather_cost(format: QuantFormat, n: usize, k: usize, dtype: DType) -> OpCost {
-    let read = (n * k / BLOCK * format.block_bytes()) as f64 + 4.0 * n as f64;
-    OpCost::new(n as f64 * k as f64, read + (n * k * dtype.size()) as f64)
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {

@@ -1,0 +1,142 @@
+//! The matrix-vector kernel's launch shape (`matvec` in `shaders/qmatmul.wgsl`): invocations
+//! a workgroup, lanes a row of `W`, rows an invocation, chosen per product; and the lanes'
+//! subgroup sums.
+
+use ridge_core::Context;
+
+/// Rows of `W` a matrix-vector invocation takes at once for one row of `x`, from
+/// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
+/// weight blocks in flight.
+pub const MATVEC_RPT: usize = 4;
+/// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation (see
+/// [`MatvecShape::for_product`]).
+pub const MATVEC_WIDE_N: usize = 4096;
+/// Invocations per workgroup of the gather kernel and of the matrix-vector kernel for short
+/// prompts and narrow products.
+pub(super) const WG: u32 = 64;
+/// Invocations sharing one row of W in the matrix-vector kernel for short prompts (several
+/// rows of `x`; one row of `x` takes [`MatvecShape::for_product`]).
+pub(super) const TPR: u32 = 16;
+
+/// The matrix-vector kernel's launch shape for one row of `x`: invocations a workgroup (`wg`),
+/// invocations sharing a row of `W` (`tpr`, a power of two dividing `wg`), rows of `W` an
+/// invocation (`rpt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatvecShape {
+    /// Invocations a workgroup.
+    pub wg: u32,
+    /// Invocations sharing a row of `W`.
+    pub tpr: u32,
+    /// Rows of `W` an invocation.
+    pub rpt: u32,
+}
+
+thread_local! {
+    /// A launch shape that replaces [`MatvecShape::for_product`]'s choice for products run on
+    /// this thread: for benches comparing shapes and tests covering each (see
+    /// [`MatvecShape::forced`]).
+    static FORCED: std::cell::Cell<Option<MatvecShape>> = const { std::cell::Cell::new(None) };
+}
+
+impl MatvecShape {
+    /// Runs `f` with every one-row product on this thread taking `shape` (`None`: Ridge's
+    /// choice), then puts back what was forced before, also when `f` panics: for benches that
+    /// compare launch shapes and tests that cover each (a shape that does not
+    /// [`MatvecShape::runs`] is refused at launch).
+    pub fn forced<R>(shape: Option<MatvecShape>, f: impl FnOnce() -> R) -> R {
+        struct Restore(Option<MatvecShape>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                FORCED.set(self.0);
+            }
+        }
+        let _restore = Restore(FORCED.replace(shape));
+        f()
+    }
+
+    /// What [`MatvecShape::runs`] asks, in words.
+    pub const RULE: &str = "tpr must be a power of two dividing wg (at most 256), rpt 1 to 8, \
+                            and a workgroup must hold an even number of rows where the \
+                            epilogue pairs them";
+
+    /// Whether the kernel runs this shape ([`MatvecShape::RULE`]); `paired` as in
+    /// [`MatvecShape::for_product`].
+    pub fn runs(&self, paired: bool) -> bool {
+        self.tpr.is_power_of_two()
+            && self.wg >= self.tpr
+            && self.wg <= 256
+            && self.wg.is_multiple_of(self.tpr)
+            && (1..=8).contains(&self.rpt)
+            && (!paired || (self.wg / self.tpr * self.rpt).is_multiple_of(2))
+    }
+
+    /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row (unless
+    /// [`MatvecShape::forced`]). A row's lanes: one per block, rounded up to a power of two,
+    /// 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an invocation and 16 rows
+    /// a workgroup; below it one row an invocation in workgroups of 64, with fewer lanes a row
+    /// where more would launch past 64 Ki invocations. `paired`: the epilogue takes rows
+    /// in pairs (SwiGLU's gate and up, RoPE's rotated pairs), so a workgroup holds at least two.
+    ///
+    /// Measured on the H200 (benches/NOTES.md, runs 105–106: each shape against 8–14 launch
+    /// shapes, three interleaved rounds): 4096² and 8192² products 1.2–2.0× faster than the
+    /// previous 64/16/4 (best: 256/64/4); SmolLM2's 576 × 1536 down projection 9–19 % faster
+    /// at 64/64/1; its 49,152-row output projection 5–10 % faster at 128/32/4; its 576- and
+    /// 3072-row products at the best of the shapes or within 2 % (~6 µs of launch and latency
+    /// whatever the shape).
+    pub fn for_product(n: usize, blocks: usize, paired: bool) -> Self {
+        if let Some(s) = FORCED.get() {
+            return s;
+        }
+        let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
+        if n >= MATVEC_WIDE_N {
+            return Self {
+                wg: 4 * lanes,
+                tpr: lanes,
+                rpt: MATVEC_RPT as u32,
+            };
+        }
+        let mut tpr = lanes;
+        while tpr > 16 && n * tpr as usize > 1 << 16 || paired && tpr == WG {
+            tpr /= 2;
+        }
+        Self {
+            wg: WG,
+            tpr,
+            rpt: 1,
+        }
+    }
+}
+
+/// The matrix-vector kernel's lanes: `wg` invocations a workgroup, `tpr` a row, the sums of
+/// groups of `sgl` neighbouring lanes taken by subgroup shuffles (the `//@ROW_SHUFFLE` block;
+/// none for 1: subgroup builtins must not appear in a shader for an adapter without them).
+pub(super) fn lanes(d: ridge_core::Defines, wg: u32, tpr: u32, sgl: u32) -> ridge_core::Defines {
+    let shuffles = if sgl > 1 {
+        "    for (var o = 1u; o < SGL; o <<= 1u) {
+        for (var i = 0u; i < MROWS; i++) {
+            if NORM { ss[i] += subgroupShuffleXor(ss[i], o); }
+            for (var j = 0u; j < RPT; j++) {
+                acc[i * RPT + j] += subgroupShuffleXor(acc[i * RPT + j], o);
+            }
+        }
+    }"
+    } else {
+        ""
+    };
+    d.u32("WG", wg)
+        .u32("TPR", tpr)
+        .u32("SGL", sgl)
+        .block("ROW_SHUFFLE", shuffles.to_string())
+}
+
+/// Lanes of a `tpr`-lane row summed by subgroup shuffles on `ctx`: as many as every subgroup
+/// of the adapter holds (its smallest size, a power of two; rows start on multiples of `tpr`,
+/// so a group never straddles two subgroups), 1 without subgroups.
+pub(super) fn shuffled_lanes(ctx: &Context, tpr: u32) -> u32 {
+    let min = ctx.info().subgroup_min_size;
+    if ctx.has_subgroups() && min.is_power_of_two() {
+        min.min(tpr)
+    } else {
+        1
+    }
+}
