@@ -172,13 +172,14 @@ impl Blocker {
 /// (GPU ms a token, whether the recording finished in time).
 fn gpu_bound(
     ctx: &Context,
+    blocker: &Blocker,
     model: &Llama,
     cache: &mut KvCache,
     first: u32,
     tokens: usize,
     host_ms_a_token: f64,
 ) -> (f64, bool) {
-    let (ms, in_time) = Blocker::new(ctx).queued(ctx, tokens as f64 * host_ms_a_token, || {
+    let (ms, in_time) = blocker.queued(ctx, tokens as f64 * host_ms_a_token, || {
         let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
         for _ in 0..tokens {
             let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
@@ -194,7 +195,7 @@ fn gpu_bound(
 /// scale, ping-ponged between two tensors: each reads what the previous wrote, so each waits
 /// at a barrier), queued behind a [`Blocker`]: the floor under a decode step's dispatches.
 /// µs, and whether the recording finished in time.
-fn dispatch_floor(ctx: &Context, n: usize) -> (f64, bool) {
+fn dispatch_floor(ctx: &Context, blocker: &Blocker, n: usize) -> (f64, bool) {
     use ridge::kernels::{Unary, unary};
     let a = Tensor::from_slice(ctx, &[1.0f32; 4], &[4]).expect("a");
     let b = Tensor::empty(ctx, &[4], DType::F32).expect("b");
@@ -211,7 +212,7 @@ fn dispatch_floor(ctx: &Context, n: usize) -> (f64, bool) {
     ctx.flush();
     ctx.wait().expect("wait");
     let host_ms = t.elapsed().as_secs_f64() * 1e3;
-    let (ms, in_time) = Blocker::new(ctx).queued(ctx, host_ms, chain);
+    let (ms, in_time) = blocker.queued(ctx, host_ms, chain);
     (ms * 1e3 / n as f64, in_time)
 }
 
@@ -312,7 +313,8 @@ fn main() {
         }
     }
 
-    let (floor_us, in_time) = dispatch_floor(&ctx, 1000);
+    let blocker = Blocker::new(&ctx);
+    let (floor_us, in_time) = dispatch_floor(&ctx, &blocker, 1000);
     println!(
         "dispatch floor: {floor_us:.2} µs a dispatch in a stream of 1000 dependent tiny ones, queued behind a blocker{}",
         if in_time {
@@ -336,6 +338,7 @@ fn main() {
         cache.truncate(depth);
         let (gpu_ms, in_time) = gpu_bound(
             &ctx,
+            &blocker,
             &model,
             &mut cache,
             id,
@@ -437,12 +440,7 @@ fn op_table(
             None => ("n/a".into(), String::new()),
         };
         let calibrated = cal.map_or(String::new(), |c| {
-            let (mut sum, mut fitted) = (0.0, true);
-            for o in mine {
-                let (t, f) = c.predict(kind(o.name, tokens), &o.cost, ceil);
-                sum += t;
-                fitted &= f;
-            }
+            let (sum, fitted) = c.predict_all(mine.map(|o| (kind(o.name, tokens), &o.cost)), ceil);
             calibrated_total += sum;
             all_fitted &= fitted;
             calibrated::cell(sum, fitted, ms)

@@ -86,16 +86,6 @@ fn breakdown(
             .map(|op| roof(name).predict(&op.cost).seconds * 1e3)
             .sum()
     };
-    // The calibrated time of every dispatch named `name`, ms, and whether the report fitted
-    // its kind.
-    let calibrated = |c: &Calibrated, name: &str| -> (f64, bool) {
-        plan.iter()
-            .filter(|op| op.name == name)
-            .map(|op| c.predict(name, &op.cost, roof(name)))
-            .fold((0.0, true), |(t, all), (ms, fitted)| {
-                (t + ms, all && fitted)
-            })
-    };
     let mut out = format!(
         "GPU time per op ({}) and the model's prediction (measured ceilings: {:.0} GB/s, {:.1} TFLOP/s{}){}:\n",
         profile.method,
@@ -124,7 +114,8 @@ fn breakdown(
         predicted_total += p;
         measured_total += ms.unwrap_or(0.0);
         let column = cal.map_or(String::new(), |c| {
-            let (t, fitted) = calibrated(c, &name);
+            let mine = plan.iter().filter(|op| op.name == name);
+            let (t, fitted) = c.predict_all(mine.map(|op| (name.as_str(), &op.cost)), roof(&name));
             calibrated_total += t;
             all_fitted &= fitted;
             calibrated::cell(t, fitted, ms)

@@ -3,20 +3,18 @@
 //! own) price each op of a forward beside the roofline.
 
 use ridge::core::DType;
-use ridge::model::calibrate::Calibration;
+use ridge::model::calibrate;
 use ridge::model::report::BenchReport;
 use ridge::model::{Ceilings, OpCost};
 
 /// A report and its fitted terms, for ops stored in `dtype`.
 pub struct Calibrated {
-    report: BenchReport,
-    fit: Calibration,
+    cal: calibrate::Calibrated,
     dtype: String,
 }
 
 impl Calibrated {
-    /// The report at `--report`, if given; its stored terms (the ones `ridge bench` printed),
-    /// fitted here only for a report that predates them.
+    /// The report at `--report`, if given, with its terms ([`calibrate::Calibrated::new`]).
     ///
     /// Exits with status 2 and one line on an unreadable file or one that is not a report.
     pub fn from_args(dtype: DType) -> Option<Self> {
@@ -28,13 +26,8 @@ impl Calibrated {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e.to_string()));
         let report: BenchReport = serde_json::from_str(&text)
             .unwrap_or_else(|e| fail(format!("not a `ridge bench --json` report ({e})")));
-        let fit = report
-            .calibration
-            .clone()
-            .unwrap_or_else(|| Calibration::fit(&report));
         Some(Self {
-            report,
-            fit,
+            cal: calibrate::Calibrated::new(report),
             dtype: dtype.to_string(),
         })
     }
@@ -43,7 +36,7 @@ impl Calibrated {
     /// within 2× of the report's: its terms were fitted on another adapter, or another state
     /// of this one (the shipped lavapipe report predates kernels 10× faster).
     pub fn warn_if_foreign(&self, bandwidth_gbps: f64) {
-        let theirs = self.report.measured.bandwidth_gbps;
+        let theirs = self.cal.report.measured.bandwidth_gbps;
         let ratio = bandwidth_gbps / theirs;
         if !(0.5..=2.0).contains(&ratio) {
             eprintln!(
@@ -56,13 +49,22 @@ impl Calibrated {
     /// One launch of swept kind `kind` costing `cost`: its calibrated time, ms, and whether
     /// the report fitted that kind (else the roofline `ceil` priced it).
     pub fn predict(&self, kind: &str, cost: &OpCost, ceil: &Ceilings) -> (f64, bool) {
-        match self
-            .fit
-            .predict(&self.report, kind, &self.dtype, cost.flops, cost.bytes)
-        {
-            Some(s) => (s * 1e3, true),
-            None => (ceil.predict(cost).seconds * 1e3, false),
-        }
+        let (s, fitted) = self.cal.price(kind, &self.dtype, cost, ceil);
+        (s * 1e3, fitted)
+    }
+
+    /// [`Calibrated::predict`] summed over `ops` (kind, cost): ms, and whether every kind was
+    /// fitted.
+    pub fn predict_all<'a>(
+        &self,
+        ops: impl IntoIterator<Item = (&'a str, &'a OpCost)>,
+        ceil: &Ceilings,
+    ) -> (f64, bool) {
+        ops.into_iter()
+            .map(|(kind, cost)| self.predict(kind, cost, ceil))
+            .fold((0.0, true), |(t, all), (ms, fitted)| {
+                (t + ms, all && fitted)
+            })
     }
 }
 

@@ -26,8 +26,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::OpCost;
 use crate::report::{BenchReport, Row};
-use crate::roofline::Bound;
+use crate::roofline::{Bound, Ceilings};
 
 /// The share of a launch's time that must be beyond the dispatch overhead for its achieved
 /// fraction to count in a one-parameter fit.
@@ -293,6 +294,40 @@ impl Calibration {
             Bound::Compute => flops / roof.peak_flops,
         };
         Some(self.overhead_s + k.latency_s + roof_s / k.efficiency)
+    }
+}
+
+/// A bench report with its fitted terms: what prices a model's ops on the report's adapter
+/// (the benches' and `ridge predict`'s `--report FILE`).
+#[derive(Clone, Debug)]
+pub struct Calibrated {
+    /// The report.
+    pub report: BenchReport,
+    /// Its terms: the ones it carries (those `ridge bench` printed), or fitted on its rows for
+    /// a report that predates them.
+    pub fit: Calibration,
+}
+
+impl Calibrated {
+    /// `report` with its terms.
+    pub fn new(report: BenchReport) -> Self {
+        let fit = report
+            .calibration
+            .clone()
+            .unwrap_or_else(|| Calibration::fit(&report));
+        Self { report, fit }
+    }
+
+    /// One launch of kind `op` in `dtype` costing `cost`: its fitted time, seconds, and `true`;
+    /// for a kind the report did not time, `roof`'s roofline time and `false`.
+    pub fn price(&self, op: &str, dtype: &str, cost: &OpCost, roof: &Ceilings) -> (f64, bool) {
+        match self
+            .fit
+            .predict(&self.report, op, dtype, cost.flops, cost.bytes)
+        {
+            Some(s) => (s, true),
+            None => (roof.predict(cost).seconds, false),
+        }
     }
 }
 

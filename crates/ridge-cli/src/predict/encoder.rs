@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ridge_model::calibrate::Calibration;
+use ridge_model::calibrate::Calibrated;
 use ridge_model::report::BenchReport;
 use ridge_model::transformer::{self, InferenceMemory, LayerFlops, TransformerShape};
 use ridge_model::{OpCost, Precision, hardware};
@@ -64,13 +64,14 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     } else {
         (Precision::F32, 4)
     };
-    let calibrated = args.report.as_deref().map(Calibrated::load).transpose()?;
-    let (adapter, ceilings) = match &calibrated {
-        Some(c) => (
-            serde_json::json!({ "name": c.report.adapter, "report": c.path }),
-            c.report.measured.ceilings(args.dtype == "f16"),
+    let f16 = args.dtype == "f16";
+    let calibrated = args.report.as_deref().map(load_report).transpose()?;
+    let (adapter, ceilings) = match (&calibrated, &args.report) {
+        (Some(c), Some(path)) => (
+            serde_json::json!({ "name": c.report.adapter, "report": path }),
+            c.report.measured.ceilings(f16),
         ),
-        None => {
+        _ => {
             let spec = hardware::find(&args.adapter)?;
             let ceilings = spec.ceilings(precision);
             (serde_json::to_value(spec)?, ceilings)
@@ -79,7 +80,6 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     let adapter_name = adapter["name"].as_str().unwrap_or("?").to_string();
     // The roof an op is held against: with a report, the one `ridge bench` held its kind
     // against (an f16 GEMM: the measured tensor cores, where they were measured).
-    let f16 = args.dtype == "f16";
     let roof = |name: &str| match &calibrated {
         Some(c) => c.report.measured.roof_for(name, f16).0,
         None => ceilings.clone(),
@@ -87,19 +87,9 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     let ops = transformer::encoder_ops(&s, batch, args.seq, true, e);
     // The calibrated time of one op, s, and whether its kind was fitted (else the roofline).
     let calibrate = |op: &transformer::PlannedOp| {
-        calibrated.as_ref().map(|c| {
-            c.fit
-                .predict(
-                    &c.report,
-                    &op.name,
-                    &args.dtype,
-                    op.cost.flops,
-                    op.cost.bytes,
-                )
-                .map_or((roof(&op.name).predict(&op.cost).seconds, false), |s| {
-                    (s, true)
-                })
-        })
+        calibrated
+            .as_ref()
+            .map(|c| c.price(&op.name, &args.dtype, &op.cost, &roof(&op.name)))
     };
 
     // Group by op name, in first-seen order: name, count, cost, seconds, memory-bound count,
@@ -161,7 +151,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         ceilings.bandwidth / 1e9,
         ceilings.ridge_point()
     );
-    if let Some(c) = &calibrated {
+    if let Some(path) = &args.report {
         let gemm = roof("gemm");
         if gemm.peak_flops != ceilings.peak_flops {
             println!(
@@ -171,7 +161,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         }
         println!(
             "measured ceilings and fitted terms from {} (calibrated: dispatch + fixed cost + work ÷ (roof × fraction), per op kind; ~ where the sweep lacks the kind: the roofline)",
-            c.path
+            path.display()
         );
     }
     println!(
@@ -253,31 +243,15 @@ pub fn run(args: &super::Args) -> crate::CliResult {
 /// (seconds, every op's kind fitted).
 type Group = (String, usize, OpCost, f64, usize, Option<(f64, bool)>);
 
-/// `--report`: a bench report and its fitted terms (stored, or fitted here for a report that
-/// predates them).
-struct Calibrated {
-    path: String,
-    report: BenchReport,
-    fit: Calibration,
-}
-
-impl Calibrated {
-    /// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
-    fn load(path: &Path) -> Result<Self, Box<dyn std::error::Error>> {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
-        let report: BenchReport = serde_json::from_str(&text)
-            .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
-        let fit = report
-            .calibration
-            .clone()
-            .unwrap_or_else(|| Calibration::fit(&report));
-        Ok(Self {
-            path: name,
-            report,
-            fit,
-        })
-    }
+/// `--report FILE` with its fitted terms.
+///
+/// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
+fn load_report(path: &Path) -> Result<Calibrated, Box<dyn std::error::Error>> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
+    let report: BenchReport = serde_json::from_str(&text)
+        .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
+    Ok(Calibrated::new(report))
 }
 
 /// A time in the unit that shows its digits: `12.3 µs`, `1.234 ms`, `2.50 s`.
