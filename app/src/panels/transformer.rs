@@ -247,14 +247,11 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
         });
         // The prediction for the passes as they ran: each its own batch and padding, its
         // GEMMs split along K where this adapter's kernel splits them (two dispatches).
-        let one = |_: usize, _: usize, _: usize| 1;
-        let splits: Box<dyn Fn(usize, usize, usize) -> usize + '_> = match gpu.ctx.as_deref() {
-            Some(ctx) => Box::new(ridge_kernels::Gemm::planned_splits(
-                ctx,
-                ridge_core::DType::F32,
-            )),
-            None => Box::new(one),
-        };
+        let planned = gpu
+            .ctx
+            .as_deref()
+            .map(|ctx| ridge_kernels::Gemm::planned_splits(ctx, ridge_core::DType::F32));
+        let splits = |m, n, k| planned.as_ref().map_or(1, |f| f(m, n, k));
         let plan: Vec<_> = r
             .passes
             .iter()
