@@ -2,9 +2,10 @@
 // of shaders/qmatmul.wgsl in its tensor-core variants (f16 activations, adapters with
 // f16 × f16 → f32 16×16×16 cooperative matrices at subgroup size 32).
 //
-// A workgroup is 2 × 2 subgroups of 32 invocations and computes a 64 × 64 tile of y (rows of
-// x by rows of W); each subgroup owns 32 × 32 of it as 2 × 2 accumulators of 16 × 16 f32.
-// One quantization block of K (32) a step: x's 64 × 32 slice (times γ and the row's inverse
+// A workgroup is 2 × 2 subgroups of 32 invocations and computes a BM × 64 tile of y (rows of
+// x by rows of W; BM = 64, or 32 where 64-row tiles would launch too few workgroups to fill a
+// large GPU); each subgroup owns BM/2 × 32 of it as BM/32 × 2 accumulators of 16 × 16 f32.
+// One quantization block of K (32) a step: x's BM × 32 slice (times γ and the row's inverse
 // RMS under NORM, rounded to f16) and W's 64 × 32 slice dequantized to f16 are staged in
 // workgroup memory, each in its stored layout (x row-major: A; W's rows: Bᵀ), rows padded by
 // 8 halves so a fragment's eight 16-byte rows fall in distinct banks. The words of the block
@@ -20,14 +21,16 @@
 // Fragment strides are consts (naga's SPIR-V writer fails on cooperative loads whose stride
 // reads a uniform inside a loop).
 
-const CT: u32 = 64u; // the tile's rows and columns
+const CN: u32 = 64u; // the tile's columns (rows of W)
 const CS: u32 = 40u; // a staged row: 32 halves and 8 of padding
-var<workgroup> cx: array<f16, 2560>; // [CT][CS]: x's slice
-var<workgroup> cw: array<f16, 2560>; // [CT][CS]: W's slice, dequantized
+const CXI: u32 = 128u / BM; // invocations a staged row of x: 2 or 4
+const CXV: u32 = 8u / CXI; // x's vec4s an invocation stages a step: 4 or 2
+var<workgroup> cx: array<f16, BM * CS>; // [BM][CS]: x's slice
+var<workgroup> cw: array<f16, CN * CS>; // [CN][CS]: W's slice, dequantized
 var<workgroup> cscratch: array<f32, 1024>; // [subgroup][16 × 16]; NORM's Σx² first
 
-// Raw words of one block step: x's four vec4s (rows lid / 2, vec4s 4(lid mod 2)..) and W's
-// two parts (8 weights each) of row lid / 2.
+// Raw words of one block step: x's CXV vec4s (row lid / CXI, vec4s CXV·(lid mod CXI)..) and
+// W's two parts (16 weights each) of row lid / 2.
 struct CoopRaw {
     xv: array<vec4<T>, 4>,
     w: array<u32, 4>,
@@ -36,13 +39,14 @@ struct CoopRaw {
 
 fn coop_load(m0: u32, n0: u32, b: u32, lid: u32) -> CoopRaw {
     var r: CoopRaw;
+    let xr = lid / CXI;
+    let kv = p.k / 4u;
+    for (var j = 0u; j < CXV; j++) {
+        r.xv[j] = vec4<T>(0.0);
+        if m0 + xr < p.m { r.xv[j] = x[(m0 + xr) * kv + b * 8u + (lid % CXI) * CXV + j]; }
+    }
     let row = lid / 2u;
     let hf = lid % 2u;
-    let kv = p.k / 4u;
-    for (var j = 0u; j < 4u; j++) {
-        r.xv[j] = vec4<T>(0.0);
-        if m0 + row < p.m { r.xv[j] = x[(m0 + row) * kv + b * 8u + hf * 4u + j]; }
-    }
     let n = n0 + row;
     r.s = 0u;
     for (var j = 0u; j < 4u; j++) { r.w[j] = 0u; }
@@ -60,18 +64,20 @@ fn coop_load(m0: u32, n0: u32, b: u32, lid: u32) -> CoopRaw {
     return r;
 }
 
+// `inv`: the inverse RMS of x's row lid / CXI (NORM).
 fn coop_stage(r: CoopRaw, lid: u32, inv: f32, b: u32) {
-    let row = lid / 2u;
-    let hf = lid % 2u;
-    for (var j = 0u; j < 4u; j++) {
+    for (var j = 0u; j < CXV; j++) {
+        let c = (lid % CXI) * CXV + j; // the vec4 within the block
         var v = vec4<f32>(r.xv[j]);
-        if NORM { v *= vec4<f32>(gamma[b * 8u + hf * 4u + j]) * inv; }
-        let at = row * CS + hf * 16u + 4u * j;
+        if NORM { v *= vec4<f32>(gamma[b * 8u + c]) * inv; }
+        let at = (lid / CXI) * CS + 4u * c;
         cx[at] = f16(v.x);
         cx[at + 1u] = f16(v.y);
         cx[at + 2u] = f16(v.z);
         cx[at + 3u] = f16(v.w);
     }
+    let row = lid / 2u;
+    let hf = lid % 2u;
     var sm = unpack2x16float(r.s);
     if FORMAT != 2u { sm.y = 0.0; }
     let base = row * CS;
@@ -123,26 +129,28 @@ fn coop_store(sg: u32, lane: u32, m: u32, n: u32) {
 @compute @workgroup_size(128)
 fn matmul_coop(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
-    let n0 = wid.x * CT;
-    let m0 = wid.y * CT;
+    let n0 = wid.x * CN;
+    let m0 = wid.y * BM;
     let sg = lid / 32u;
     let lane = lid % 32u;
-    let sm = (sg / 2u) * 32u; // this subgroup's rows within the tile
+    let sm = (sg / 2u) * (BM / 2u); // this subgroup's rows within the tile
     let sn = (sg % 2u) * 32u; // and columns
-    // NORM: the inverse RMS of this invocation's row of x (two invocations a row).
+    // NORM: the inverse RMS of this invocation's row of x (CXI invocations a row).
     var inv = 1.0;
     if NORM {
-        let row = lid / 2u;
+        let row = lid / CXI;
         var s = 0.0;
         if m0 + row < p.m {
-            for (var c = lid % 2u; c < p.k / 4u; c += 2u) {
+            for (var c = lid % CXI; c < p.k / 4u; c += CXI) {
                 let v = vec4<f32>(x[(m0 + row) * (p.k / 4u) + c]);
                 s += dot(v, v);
             }
         }
         cscratch[lid] = s;
         workgroupBarrier();
-        inv = inverseSqrt((cscratch[lid & ~1u] + cscratch[lid | 1u]) / f32(p.k) + p.eps);
+        var t = 0.0;
+        for (var i = 0u; i < CXI; i++) { t += cscratch[row * CXI + i]; }
+        inv = inverseSqrt(t / f32(p.k) + p.eps);
         workgroupBarrier();
     }
     var a00 = coop_mat16x16<f32, C>();
@@ -161,13 +169,15 @@ fn matmul_coop(@builtin(workgroup_id) wid: vec3<u32>,
         if b + 2u < p.blocks { next = coop_load(m0, n0, b + 2u, lid); }
         for (var kk = 0u; kk < 32u; kk += 16u) {
             let x0 = coopLoadT<coop_mat16x16<f16, A>>(&cx[sm * CS + kk], CS);
-            let x1 = coopLoadT<coop_mat16x16<f16, A>>(&cx[(sm + 16u) * CS + kk], CS);
             let w0 = coopLoad<coop_mat16x16<f16, B>>(&cw[sn * CS + kk], CS);
             let w1 = coopLoad<coop_mat16x16<f16, B>>(&cw[(sn + 16u) * CS + kk], CS);
             a00 = coopMultiplyAdd(x0, w0, a00);
             a01 = coopMultiplyAdd(x0, w1, a01);
-            a10 = coopMultiplyAdd(x1, w0, a10);
-            a11 = coopMultiplyAdd(x1, w1, a11);
+            if BM == 64u {
+                let x1 = coopLoadT<coop_mat16x16<f16, A>>(&cx[(sm + 16u) * CS + kk], CS);
+                a10 = coopMultiplyAdd(x1, w0, a10);
+                a11 = coopMultiplyAdd(x1, w1, a11);
+            }
         }
         workgroupBarrier();
     }
@@ -178,6 +188,7 @@ fn matmul_coop(@builtin(workgroup_id) wid: vec3<u32>,
     coopStoreT(a01, &cscratch[sg * 256u], 16u);
     subgroupBarrier();
     coop_store(sg, lane, m0 + sm, n0 + sn + 16u);
+    if BM == 32u { return; }
     subgroupBarrier();
     coopStoreT(a10, &cscratch[sg * 256u], 16u);
     subgroupBarrier();

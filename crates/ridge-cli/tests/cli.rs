@@ -76,12 +76,23 @@ fn bench_smoke_runs_one_tiny_sweep_reports_json_and_draws_it() {
     // panel; each legend entry counts the op's runs.
     let drawn = std::fs::read_to_string(&svg).expect("the SVG was written");
     let _ = std::fs::remove_file(&svg);
-    for want in [
+    let runs_in = |op: &str, dtype: &str| {
+        rows.iter()
+            .filter(|r| r["op"] == op && r["dtype"] == dtype)
+            .count()
+    };
+    // A named row op runs in f16 too where the adapter has `shader-f16`.
+    assert!(runs_in("add", "f32") > 0);
+    let mut want = vec![
         "Roofline".to_string(),
         "Bandwidth".to_string(),
-        format!("add f32 ({})", runs("add")),
+        format!("add f32 ({})", runs_in("add", "f32")),
         format!("transpose f32 ({})", runs("transpose")),
-    ] {
+    ];
+    if runs_in("add", "f16") > 0 {
+        want.push(format!("add f16 ({})", runs_in("add", "f16")));
+    }
+    for want in want {
         assert!(drawn.contains(&want), "no {want:?} in the SVG");
     }
 }

@@ -170,11 +170,19 @@ fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
     }
 }
 
-/// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`. `ops` keeps
+/// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`, and in the
+/// full sweep or for named ops also f16 norms, softmax, elementwise ops and attention (the
+/// opt-in f16 encoder's kinds: a calibrated f16 forward needs their own terms). `ops` keeps
 /// only the named ops (empty keeps all; names from [`OPS`]).
 pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
     let f32 = DType::F32;
+    // The dtypes of the encoder's row and elementwise kinds.
+    let row_dtypes: &[DType] = if ctx.has_f16() && (full || !ops.is_empty()) {
+        &[DType::F32, DType::F16]
+    } else {
+        &[DType::F32]
+    };
     let mut v = Vec::new();
     let gemm_sizes: &[usize] = if full {
         &[64, 128, 256, 512, 1024, 2048, 4096]
@@ -194,9 +202,11 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     } else {
         &[[256, 384], [1024, 1024]]
     };
-    for op in ["layer_norm", "rms_norm", "softmax"] {
-        for rc in rows_cols {
-            v.push(spec(op, rc, f32));
+    for &d in row_dtypes {
+        for op in ["layer_norm", "rms_norm", "softmax"] {
+            for rc in rows_cols {
+                v.push(spec(op, rc, d));
+            }
         }
     }
     let lengths: &[usize] = if full {
@@ -204,9 +214,11 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     } else {
         &[1 << 16, 1 << 20]
     };
-    for op in ["gelu", "add"] {
-        for &n in lengths {
-            v.push(spec(op, &[n], f32));
+    for &d in row_dtypes {
+        for op in ["gelu", "add"] {
+            for &n in lengths {
+                v.push(spec(op, &[n], d));
+            }
         }
     }
     let transposes: &[&[usize]] = if full {
@@ -235,6 +247,11 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     for &n in lengths {
         v.push(spec("attention", &[1, 12, n, 64], f32));
         v.push(spec("sparse_attention", &[1, 12, n, 64], f32));
+    }
+    if row_dtypes.len() > 1 {
+        for &n in lengths {
+            v.push(spec("attention", &[1, 12, n, 64], DType::F16));
+        }
     }
     let named = |op: &&str| ops.iter().any(|o| o == op);
     if full || DECODER_OPS.iter().any(named) {

@@ -35,8 +35,9 @@ use matvec::{TPR, WG, lanes, shuffled_lanes};
 pub const MATVEC_MAX_M: usize = 32;
 /// Rows of `x` a matrix-vector workgroup takes at once (one row alone for decode).
 pub const MATVEC_ROWS: usize = 8;
-/// The tiled kernel's tile of y: [`TILE`] columns by [`TILE`] rows, or [`TILE_SHORT`] rows
-/// where [`TILE`]-row tiles would launch fewer than [`MIN_TILES`] workgroups.
+/// The tiled kernels' tile of y (SIMT and tensor cores alike): [`TILE`] columns by [`TILE`]
+/// rows, or [`TILE_SHORT`] rows where [`TILE`]-row tiles would launch fewer than
+/// [`MIN_TILES`] workgroups.
 const TILE: usize = 64;
 /// Rows of the tiled kernel's short tile.
 const TILE_SHORT: usize = 32;
@@ -45,11 +46,11 @@ const TILE_SHORT: usize = 32;
 /// the H200 (benches/NOTES.md runs 93–94): SmolLM2's 576-row projections of a 1024-token
 /// prompt (144 tiles of 64) 12 % faster with 32-row tiles and prompts of 128–256 tokens
 /// 10–12 % faster end to end, but its 960-row Q/K/V product (240 tiles) 66 % slower: the
-/// threshold lies between.
+/// threshold lies between. The tensor-core kernel takes the same rule (runs 113–115): f16
+/// prompts of 128 tokens 18 % faster end to end (4.8 → 3.9 ms), 512 tokens 5 %, 1024 tokens
+/// 1 %; a threshold of 512 (short tiles for the 240- and 384-tile products too) lost 11 % at
+/// 512 tokens.
 const MIN_TILES: usize = 192;
-
-/// The tensor-core kernel's square tile of `y` (`shaders/include/qmatmul_coop.wgsl`).
-const COOP_TILE: usize = 64;
 
 /// `y = x·Wᵀ` with a quantized `W`, optionally accumulated into `y` or gated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -460,7 +461,7 @@ impl QMatmul {
             ));
         }
         let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
-        let bm = if matvec || coop || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
+        let bm = if matvec || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
             TILE_SHORT
         } else {
             TILE
@@ -516,12 +517,6 @@ impl QMatmul {
                 });
             }
             [gx, gy, self.m.div_ceil(mrows) as u32]
-        } else if coop {
-            [
-                launch::fits_u32(name, "column tiles", n.div_ceil(COOP_TILE))?,
-                launch::fits_u32(name, "row tiles", self.m.div_ceil(COOP_TILE))?,
-                1,
-            ]
         } else {
             [
                 launch::fits_u32(name, "column tiles", n.div_ceil(TILE))?,
@@ -681,8 +676,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
             }
             if dtype == DType::F16 {
-                let coop = tensor_cores(d.clone().u32("BM", TILE_SHORT as u32));
-                v.push((&QMATMUL, "matmul_coop", coop));
+                for bm in [TILE, TILE_SHORT] {
+                    let coop = tensor_cores(d.clone().u32("BM", bm as u32));
+                    v.push((&QMATMUL, "matmul_coop", coop));
+                }
             }
             let d = d.u32("BM", TILE_SHORT as u32);
             if !residual && !glu && !norm && !rope {
