@@ -34,7 +34,8 @@ impl Calibrated {
 
     /// A warning when this adapter's copy bandwidth (`bandwidth_gbps`, measured now) is not
     /// within 2× of the report's: its terms were fitted on another adapter, or another state
-    /// of this one (the shipped lavapipe report predates kernels 10× faster).
+    /// of this one (a lavapipe report taken before its kernels grew 10× faster priced MiniLM
+    /// 13× slow without a word).
     pub fn warn_if_foreign(&self, bandwidth_gbps: f64) {
         let theirs = self.cal.report.measured.bandwidth_gbps;
         let ratio = bandwidth_gbps / theirs;
