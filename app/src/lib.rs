@@ -298,9 +298,13 @@ impl RidgeApp {
             Tab::Adapter => panels::adapter::show(ui, &mut self.gpu, busy),
             Tab::Roofline => panels::roofline::show(ui, &self.gpu, &mut self.roofline, busy),
             Tab::Kernels => panels::kernels::show(ui, &self.gpu, &mut self.kernels, busy),
-            Tab::Transformer => {
-                panels::transformer::show(ui, &self.gpu, &mut self.transformer, busy)
-            }
+            Tab::Transformer => panels::transformer::show(
+                ui,
+                &self.gpu,
+                &mut self.transformer,
+                &self.compare.reports,
+                busy,
+            ),
             Tab::Compare => panels::compare::show(ui, &mut self.compare),
             Tab::Teach => panels::teach::show(ui, &mut self.teach),
             Tab::Llms => panels::llm::show(ui, &mut self.llm),

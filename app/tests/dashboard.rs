@@ -306,6 +306,23 @@ fn kernels_panel_predicts_on_the_h200_report() {
 #[test]
 fn transformer_panel_predicts_minilm_on_the_h200_before_a_run() {
     replayed_panel(Tab::Transformer, "transformer", "predicted");
+    // The calibrated total is the report's fitted terms summed over the forward's ops (the
+    // kinds the report did not time at the roofline), to the digit shown.
+    use ridge_model::transformer::{TransformerShape, encoder_ops};
+    let mut h = harness(RidgeApp::replay(&h200_report()));
+    h.state_mut().tab = Tab::Transformer;
+    h.run();
+    let roof = h
+        .state()
+        .gpu
+        .best_ceilings()
+        .expect("the report's ceilings");
+    let cal = ridge_model::calibrate::Calibrated::new(h200_report());
+    let want: f64 = encoder_ops(&TransformerShape::minilm_l6(), 32, 128, true, 4)
+        .iter()
+        .map(|op| cal.price(&op.name, "f32", &op.cost, &roof).0 * 1e3)
+        .sum();
+    h.get_by_label_contains(&format!("{want:.3} ms calibrated"));
 }
 
 #[test]
@@ -479,8 +496,23 @@ fn live_panels_on_this_adapter() {
             .next()
             .is_some()
     );
-    // Predicted against measured: a ratio column, totals and the rate.
+    // Predicted against measured: a ratio column, totals and the rate; calibrated against
+    // measured where Compare holds a report of this adapter (the shipped lavapipe one here).
     assert_eq!(h.query_all_by_label("measured ÷ predicted").count(), 2);
+    let info = h.state().gpu.ctx.as_ref().unwrap().info().clone();
+    let reported = h
+        .state()
+        .compare
+        .reports
+        .iter()
+        .any(|(_, r, _)| r.adapter == info.name && r.backend == info.backend.to_str());
+    assert_eq!(
+        h.query_all_by_label("measured ÷ calibrated").count(),
+        if reported { 2 } else { 0 },
+        "{} ({}): a report of it in Compare: {reported}",
+        info.name,
+        info.backend.to_str()
+    );
     assert!(h.query_all_by_label("total").count() >= 2);
     h.get_by_label_contains("sentences/s");
 

@@ -1,10 +1,15 @@
 //! Transformer: all-MiniLM-L6-v2 on Ridge's kernels. Type sentences, get their embeddings'
 //! cosine-similarity table, and the GPU time of the pass per op and per layer next to the
 //! performance model's prediction for the same dispatches (`ridge_model::transformer::
-//! encoder_ops`, priced with this adapter's ceilings).
+//! encoder_ops`, priced with this adapter's ceilings), and where a `ridge bench` report of
+//! this adapter is at hand (the replayed one, or one of Compare's whose adapter and backend
+//! are this one's) the calibrated model's: each op priced by that report's fitted terms
+//! (`ridge_model::calibrate`).
 
 use std::sync::Arc;
 
+use ridge_model::calibrate::Calibrated;
+use ridge_model::report::BenchReport;
 use ridge_model::transformer::{TransformerShape, encoder_ops, encoder_ops_split};
 use ridge_nn::SentenceEmbedder;
 
@@ -50,6 +55,8 @@ pub struct State {
     pub cancelled: bool,
     loading: Option<Task<Result<SentenceEmbedder, String>>>,
     running: Option<Stream<Progress>>,
+    /// The report whose terms price the calibrated column (a key naming it) and its fit.
+    calibrated: Option<(String, Arc<Calibrated>)>,
 }
 
 /// What an embedding task reports: sentences done, then its result (`None` when cancelled).
@@ -71,6 +78,7 @@ impl Default for State {
             cancelled: false,
             loading: None,
             running: None,
+            calibrated: None,
         }
     }
 }
@@ -156,11 +164,51 @@ async fn fetch(url: &str) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(js_sys::Uint8Array::new(&buffer).to_vec()))
 }
 
-/// Draws the panel.
-pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
+/// The fitted terms of a `ridge bench` report of this adapter: the replayed report, else
+/// the first of `reports` (Compare's) whose adapter and backend are the live adapter's.
+/// Fitted once per report (`cache`).
+fn calibration(
+    gpu: &Gpu,
+    reports: &[(String, BenchReport, bool)],
+    cache: &mut Option<(String, Arc<Calibrated>)>,
+) -> Option<Arc<Calibrated>> {
+    let report = gpu.replayed.as_ref().or_else(|| {
+        let info = gpu.ctx.as_ref()?.info();
+        reports
+            .iter()
+            .map(|(_, r, _)| r)
+            .find(|r| r.adapter == info.name && r.backend == info.backend.to_str())
+    })?;
+    let key = format!("{} {} {}", report.adapter, report.driver, report.rows.len());
+    if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+        *cache = Some((key, Arc::new(Calibrated::new(report.clone()))));
+    }
+    cache.as_ref().map(|(_, c)| c.clone())
+}
+
+/// An f32 forward's `plan` ops picked by `pick`, priced by the calibrated model (ms; ops of
+/// a kind the report did not time at the roofline `roof`).
+fn calibrated_ms<'a>(
+    cal: &Calibrated,
+    roof: &ridge_model::Ceilings,
+    ops: impl Iterator<Item = &'a ridge_model::transformer::PlannedOp>,
+) -> f64 {
+    ops.map(|op| cal.price(&op.name, "f32", &op.cost, roof).0 * 1e3)
+        .sum()
+}
+
+/// Draws the panel. `reports`: Compare's, searched for one of this adapter.
+pub fn show(
+    ui: &mut egui::Ui,
+    gpu: &Gpu,
+    state: &mut State,
+    reports: &[(String, BenchReport, bool)],
+    busy: bool,
+) {
+    let cal = calibration(gpu, reports, &mut state.calibrated);
     let Some(ctx) = gpu.ctx.clone() else {
         ui.label("no adapter: the model's prediction only");
-        predicted_breakdown(ui, gpu);
+        predicted_breakdown(ui, gpu, cal.as_deref());
         return;
     };
     if let Some(e) = &state.error {
@@ -182,7 +230,7 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
                 move || async move { load(&ctx).await },
             ));
         }
-        predicted_breakdown(ui, gpu);
+        predicted_breakdown(ui, gpu, cal.as_deref());
         return;
     };
     let label = ui.label(format!(
@@ -267,13 +315,19 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             })
             .collect();
         let c = gpu.best_ceilings();
-        let predicted = |pick: &dyn Fn(&ridge_model::transformer::PlannedOp) -> bool| {
+        type Pick<'a> = &'a dyn Fn(&ridge_model::transformer::PlannedOp) -> bool;
+        let predicted = |pick: Pick| {
             c.as_ref().map(|c| {
                 plan.iter()
                     .filter(|p| pick(p))
                     .map(|p| c.predict(&p.cost).seconds * 1e3)
                     .sum::<f64>()
             })
+        };
+        let calibrated = |pick: Pick| {
+            cal.as_deref()
+                .zip(c.as_ref())
+                .map(|(cal, c)| calibrated_ms(cal, c, plan.iter().filter(|p| pick(p))))
         };
         for (title, rows, by_scope) in [
             ("GPU time per op", &r.by_name, false),
@@ -293,44 +347,61 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
             let table: Vec<TimeRow> = rows
                 .iter()
                 .map(|(name, count, ms)| {
-                    let p = predicted(&|op| {
+                    let mine = |op: &ridge_model::transformer::PlannedOp| {
                         if by_scope {
                             op.scope == *name
                         } else {
                             op.name == *name
                         }
-                    });
-                    (name, *count, *ms, p)
+                    };
+                    (name, *count, *ms, predicted(&mine), calibrated(&mine))
                 })
                 .collect();
             let total =
                 |f: &dyn Fn(&TimeRow) -> Option<f64>| table.iter().map(f).sum::<Option<f64>>();
-            let (measured, predicted) = (total(&|t| t.2), total(&|t| t.3));
+            let (measured, predicted, calibrated) =
+                (total(&|t| t.2), total(&|t| t.3), total(&|t| t.4));
             egui::Grid::new(title).striped(true).show(ui, |ui| {
-                for h in [
+                let mut heads = vec![
                     "",
                     "dispatches",
                     "measured",
                     "predicted",
                     "measured ÷ predicted",
-                ] {
+                ];
+                if cal.is_some() {
+                    heads.extend(["calibrated", "measured ÷ calibrated"]);
+                }
+                for h in heads {
                     ui.strong(h);
                 }
                 ui.end_row();
                 let count: usize = table.iter().map(|t| t.1).sum();
-                for (name, count, ms, p) in table
+                for (name, count, ms, p, cp) in table
                     .iter()
-                    .map(|&(n, c, m, p)| (n.as_str(), c, m, p))
-                    .chain([("total", count, measured, predicted)])
+                    .map(|&(n, c, m, p, cp)| (n.as_str(), c, m, p, cp))
+                    .chain([("total", count, measured, predicted, calibrated)])
                 {
                     ui.label(name);
                     ui.label(count.to_string());
                     ui.label(super::ms(ms));
                     ui.label(super::ms(p));
                     ratio_label(ui, ms, p);
+                    if cal.is_some() {
+                        ui.label(super::ms(cp));
+                        ratio_label(ui, ms, cp);
+                    }
                     ui.end_row();
                 }
             });
+            if by_scope && let Some(cal) = &cal {
+                ui.label(format!(
+                    "predicted: the roofline on this adapter's ceilings; calibrated: each op \
+                     priced by the fitted terms of the {} report ({} runs)",
+                    cal.report.adapter,
+                    cal.report.rows.len()
+                ));
+            }
             if !by_scope {
                 if let Some(ms) = measured {
                     ui.label(format!(
@@ -345,8 +416,8 @@ pub fn show(ui: &mut egui::Ui, gpu: &Gpu, state: &mut State, busy: bool) {
     });
 }
 
-/// One row of a time table: (name, dispatches, measured ms, predicted ms).
-type TimeRow<'a> = (&'a String, usize, Option<f64>, Option<f64>);
+/// One row of a time table: (name, dispatches, measured ms, predicted ms, calibrated ms).
+type TimeRow<'a> = (&'a String, usize, Option<f64>, Option<f64>, Option<f64>);
 
 /// measured ÷ predicted, red when the model is off by more than 2× either way.
 fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>) {
@@ -367,7 +438,8 @@ fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>)
     }
 }
 
-/// Predicted and measured time per op, side by side.
+/// Predicted (the roofline's, and the calibrated model's where there is one) and measured
+/// time per op, side by side.
 fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
     use egui_plot::{Bar, BarChart, Legend, Plot};
     let series = |offset: f64, pick: fn(&TimeRow) -> Option<f64>| {
@@ -377,7 +449,7 @@ fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
             .filter_map(|(i, t)| {
                 pick(t).map(|ms| {
                     Bar::new(i as f64 + offset, ms)
-                        .width(0.35)
+                        .width(0.25)
                         .name(t.0.as_str())
                 })
             })
@@ -398,10 +470,17 @@ fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
         })
         .show(ui, |plot| {
             plot.bar_chart(
-                BarChart::new("predicted", series(-0.2, |t| t.3)).color(crate::plot::PALETTE[0]),
+                BarChart::new("predicted (roofline)", series(-0.27, |t| t.3))
+                    .color(crate::plot::PALETTE[0]),
             );
+            if table.iter().any(|t| t.4.is_some()) {
+                plot.bar_chart(
+                    BarChart::new("calibrated", series(0.0, |t| t.4))
+                        .color(crate::plot::PALETTE[2]),
+                );
+            }
             plot.bar_chart(
-                BarChart::new("measured", series(0.2, |t| t.2)).color(crate::plot::PALETTE[3]),
+                BarChart::new("measured", series(0.27, |t| t.2)).color(crate::plot::PALETTE[3]),
             );
         });
 }
@@ -411,38 +490,63 @@ fn bars(ui: &mut egui::Ui, table: &[TimeRow]) {
 const PREDICTED_SHAPE: (usize, usize) = (32, 128);
 
 /// Before a run: the model's predicted time of an all-MiniLM-L6-v2 forward pass per op,
-/// from the adapter's ceilings (measured, else the spec table's).
-fn predicted_breakdown(ui: &mut egui::Ui, gpu: &Gpu) {
+/// from the adapter's ceilings (measured, else the spec table's), and from `cal`'s fitted
+/// terms where there is a report of this adapter.
+fn predicted_breakdown(ui: &mut egui::Ui, gpu: &Gpu, cal: Option<&Calibrated>) {
     let Some(c) = gpu.best_ceilings() else { return };
     let (batch, seq) = PREDICTED_SHAPE;
     let plan = encoder_ops(&TransformerShape::minilm_l6(), batch, seq, true, 4);
-    let mut rows: Vec<(String, usize, f64)> = Vec::new();
+    // (op, dispatches, roofline ms, calibrated ms)
+    let mut rows: Vec<(String, usize, f64, f64)> = Vec::new();
     for op in &plan {
         let ms = c.predict(&op.cost).seconds * 1e3;
-        match rows.iter_mut().find(|(n, _, _)| *n == op.name) {
+        let cms = cal.map_or(0.0, |cal| calibrated_ms(cal, &c, std::iter::once(op)));
+        match rows.iter_mut().find(|r| r.0 == op.name) {
             Some(r) => {
                 r.1 += 1;
                 r.2 += ms;
+                r.3 += cms;
             }
-            None => rows.push((op.name.clone(), 1, ms)),
+            None => rows.push((op.name.clone(), 1, ms, cms)),
         }
     }
     let total: f64 = rows.iter().map(|r| r.2).sum();
+    let calibrated_total: f64 = rows.iter().map(|r| r.3).sum();
     ui.heading(format!(
-        "all-MiniLM-L6-v2, {batch} sentences × {seq} tokens, f32: predicted {total:.3} ms"
+        "all-MiniLM-L6-v2, {batch} sentences × {seq} tokens, f32: predicted {total:.3} ms{}",
+        if cal.is_some() {
+            format!(" (roofline), {calibrated_total:.3} ms calibrated")
+        } else {
+            String::new()
+        }
     ));
+    if let Some(cal) = cal {
+        ui.label(format!(
+            "calibrated: each op priced by the fitted terms of the {} report ({} runs)",
+            cal.report.adapter,
+            cal.report.rows.len()
+        ));
+    }
     egui::Grid::new("predicted-minilm")
         .striped(true)
         .show(ui, |ui| {
-            for h in ["op", "dispatches", "predicted", "share"] {
+            let mut heads = vec!["op", "dispatches", "predicted", "share"];
+            if cal.is_some() {
+                heads.extend(["calibrated", "share"]);
+            }
+            for h in heads {
                 ui.strong(h);
             }
             ui.end_row();
-            for (name, count, ms) in &rows {
+            for (name, count, ms, cms) in &rows {
                 ui.label(name);
                 ui.label(count.to_string());
                 ui.label(super::ms(Some(*ms)));
                 ui.label(format!("{:.1} %", 100.0 * ms / total));
+                if cal.is_some() {
+                    ui.label(super::ms(Some(*cms)));
+                    ui.label(format!("{:.1} %", 100.0 * cms / calibrated_total));
+                }
                 ui.end_row();
             }
         });
