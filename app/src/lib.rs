@@ -68,6 +68,21 @@ impl Tab {
             Tab::Llms => "LLMs",
         }
     }
+
+    /// The tab `name` names: a prefix of its title, letters and digits only, any case
+    /// ("transformer", "kernels", "llms"); `None` for an empty or unknown name.
+    pub fn from_name(name: &str) -> Option<Tab> {
+        let key = |s: &str| {
+            s.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase())
+                .collect::<String>()
+        };
+        let want = key(name);
+        Tab::ALL
+            .into_iter()
+            .find(|t| !want.is_empty() && key(t.name()).starts_with(&want))
+    }
 }
 
 /// The GPU: its context, its spec-table entry and the ceilings Ridge measured on it.
@@ -335,6 +350,7 @@ impl RidgeApp {
             "sweep_total": self.roofline.progress.1,
             "sweep_error": self.roofline.error,
             "tab": self.tab.name(),
+            "transformer": self.transformer.status(),
         })
         .to_string()
     }

@@ -12,13 +12,25 @@ struct Args {
     /// been measured here, without opening a GPU: its adapter, ceilings and every case.
     #[arg(long, value_name = "REPORT.json")]
     replay: Option<std::path::PathBuf>,
+    /// The panel to open on: adapter, roofline, kernels, transformer, compare, teach or llms
+    /// (a prefix will do).
+    #[arg(long, value_parser = tab)]
+    tab: Option<ridge_app::Tab>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn tab(name: &str) -> Result<ridge_app::Tab, String> {
+    ridge_app::Tab::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = ridge_app::Tab::ALL.iter().map(|t| t.name()).collect();
+        format!("no panel {name:?}: one of {}", names.join(", "))
+    })
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
     use clap::Parser as _;
     let args = Args::parse();
-    let app = match &args.replay {
+    let mut app = match &args.replay {
         None => ridge_app::RidgeApp::new(None),
         Some(path) => {
             let report = std::fs::read(path)
@@ -33,6 +45,9 @@ fn main() -> std::process::ExitCode {
             }
         }
     };
+    if let Some(tab) = args.tab {
+        app.tab = tab;
+    }
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Ridge")

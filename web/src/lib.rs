@@ -78,7 +78,13 @@ pub async fn start_dashboard(canvas_id: String, adapter_name: String) -> Result<
                         ..Default::default()
                     },
                 );
-                Ok(Box::new(ridge_app::RidgeApp::with_context(ctx)))
+                let mut app = ridge_app::RidgeApp::with_context(ctx);
+                // dashboard.html#transformer opens on that panel.
+                let hash = web_sys::window().and_then(|w| w.location().hash().ok());
+                if let Some(tab) = hash.and_then(|h| ridge_app::Tab::from_name(&h)) {
+                    app.tab = tab;
+                }
+                Ok(Box::new(app))
             }),
         )
         .await

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo | test | dashboard [--replay R.json] | web [--port N] | test-browser | fetch-model>
+    "usage: cargo xtask <demo | test | dashboard [--replay R.json] [--tab NAME] | web [--port N] | test-browser | fetch-model>
 
   demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
                reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
@@ -27,7 +27,8 @@ const USAGE: &str =
                tests (headless Chromium's WebGPU)
   dashboard    the dashboard in a native window: live roofline, kernels, MiniLM, report
                comparison, teaching mode (needs a display); --replay R.json shows a
-               `ridge bench --json` report instead of opening a GPU
+               `ridge bench --json` report instead of opening a GPU; --tab NAME opens
+               on a panel
   web          build Ridge for wasm32 and serve the page (adapter, kernel suite, MiniLM)
                on http://127.0.0.1:8080/ and the dashboard on /dashboard.html
                (--port N to change)

@@ -57,6 +57,11 @@ pub struct State {
     running: Option<Stream<Progress>>,
     /// The report whose terms price the calibrated column (a key naming it) and its fit.
     calibrated: Option<(String, Arc<Calibrated>)>,
+    /// Where the panel's action button (Load, else Embed) and the sentences' field were
+    /// drawn last (centres, points): published in the status for scripts that drive the
+    /// page (the browser test).
+    action_at: Option<egui::Pos2>,
+    text_at: Option<egui::Pos2>,
 }
 
 /// What an embedding task reports: sentences done, then its result (`None` when cancelled).
@@ -79,6 +84,8 @@ impl Default for State {
             loading: None,
             running: None,
             calibrated: None,
+            action_at: None,
+            text_at: None,
         }
     }
 }
@@ -87,6 +94,35 @@ impl State {
     /// Whether the model is loading or a pass is running.
     pub fn busy(&self) -> bool {
         self.loading.is_some() || self.running.is_some()
+    }
+
+    /// The field's sentences: its non-empty lines, trimmed, at most [`MAX_SENTENCES`].
+    pub fn sentences(&self) -> Vec<String> {
+        self.text
+            .lines()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .take(MAX_SENTENCES)
+            .map(String::from)
+            .collect()
+    }
+
+    /// The panel's state for scripts (the dashboard's status JSON): the model loaded, a
+    /// task running, sentences embedded of the running or last pass, the last result's
+    /// sentences, the field's, the error, and where the action button and the field are.
+    pub fn status(&self) -> serde_json::Value {
+        let at = |p: Option<egui::Pos2>| p.map(|p| [p.x, p.y]);
+        serde_json::json!({
+            "loaded": self.model.is_some(),
+            "busy": self.busy(),
+            "embedded": self.progress.0,
+            "total": self.progress.1,
+            "result": self.result.as_ref().map(|r| r.texts.len()),
+            "sentences": self.sentences().len(),
+            "error": self.error,
+            "action_at": at(self.action_at),
+            "text_at": at(self.text_at),
+        })
     }
 
     /// Collects finished work.
@@ -220,15 +256,16 @@ pub fn show(
                 ui.spinner();
                 ui.label("loading all-MiniLM-L6-v2 and uploading its weights…");
             });
-        } else if ui
-            .add_enabled(!busy, egui::Button::new("Load all-MiniLM-L6-v2"))
-            .clicked()
-        {
-            state.error = None;
-            state.loading = Some(tasks::spawn(
-                ui.ctx(),
-                move || async move { load(&ctx).await },
-            ));
+        } else {
+            let button = ui.add_enabled(!busy, egui::Button::new("Load all-MiniLM-L6-v2"));
+            state.action_at = Some(button.rect.center());
+            if button.clicked() {
+                state.error = None;
+                state.loading = Some(tasks::spawn(
+                    ui.ctx(),
+                    move || async move { load(&ctx).await },
+                ));
+            }
         }
         predicted_breakdown(ui, gpu, cal.as_deref());
         return;
@@ -236,18 +273,15 @@ pub fn show(
     let label = ui.label(format!(
         "Sentences, one per line (at most {MAX_SENTENCES}):"
     ));
-    ui.text_edit_multiline(&mut state.text)
+    let field = ui
+        .text_edit_multiline(&mut state.text)
         .labelled_by(label.id);
+    state.text_at = Some(field.rect.center());
     ui.horizontal(|ui| {
-        if ui.add_enabled(!busy, egui::Button::new("Embed")).clicked() {
-            let texts: Vec<String> = state
-                .text
-                .lines()
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .take(MAX_SENTENCES)
-                .map(String::from)
-                .collect();
+        let button = ui.add_enabled(!busy, egui::Button::new("Embed"));
+        state.action_at = Some(button.rect.center());
+        if button.clicked() {
+            let texts = state.sentences();
             if !texts.is_empty() {
                 state.error = None;
                 state.cancelled = false;
