@@ -82,6 +82,24 @@ fn teach_panel() {
     snapshot(&mut h, "teach");
 }
 
+/// A panel's link name: any prefix of its title, in any case, punctuation ignored.
+#[test]
+fn panels_are_named_by_a_prefix_of_their_title() {
+    for (name, tab) in [
+        ("transformer", Tab::Transformer),
+        ("#Transformer", Tab::Transformer),
+        ("kernels", Tab::Kernels),
+        ("kernelslive", Tab::Kernels),
+        ("LLMs", Tab::Llms),
+        ("comp", Tab::Compare),
+    ] {
+        assert_eq!(Tab::from_name(name), Some(tab), "{name}");
+    }
+    for name in ["", "#", "kernelz", "roof line extra"] {
+        assert_eq!(Tab::from_name(name), None, "{name}");
+    }
+}
+
 #[test]
 fn compare_panel_with_the_shipped_reports() {
     let mut app = RidgeApp::offline();
