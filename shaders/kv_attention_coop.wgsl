@@ -18,18 +18,27 @@
 //   4. P·V one 16-column slice of V at a time into a fresh accumulator, stored to the
 //      scratch, and added to the output the lanes hold in registers (lane l: column l mod 16
 //      of rows l / 16 + 2i) after rescaling it.
-// Scores are in base 2 (exp2 only). Every row sees key 0, so its maximum is finite after the
-// first tile, and masked scores (−1e30) weigh exactly 0. Rows past the prompt compute and
-// are not written.
+// Scores are in base 2 (exp2 only); masked scores (−1e30) weigh exactly 0, and a row that has
+// seen no visible key yet keeps l = 0 and o = 0. Rows past the prompt compute and are not
+// written.
+//
+// Key split (SPLIT; flash-decoding's, Dao et al. 2023, applied to a prompt): a causal
+// prompt's last query tile walks every key while its first walks one tile, so without a
+// split the longest workgroup sets the time. The grid's z is the span of p.chunk keys (a
+// multiple of BK) a workgroup walks; it writes each row's (m in natural units, l, the
+// unnormalised output) to `part` in kv_attention.wgsl's record layout, and that shader's
+// merge pass combines the spans (a span no key of a row falls in has l = 0 and weighs
+// nothing). Without SPLIT p.chunk covers the context and the rows are written normalised.
 //
 // Numerics against kv_attention.wgsl (f32 from f16 inputs): P is rounded to f16 for P·V
 // (u₁₆ = 2⁻¹¹ relative a weight; the row sum takes the unrounded values); Q, K and V enter
 // as stored, products are exact in f32 and accumulate in f32.
 //
-// Defines: T (f16), DH (a multiple of 16); the //@QFRAG, //@SCORES and //@PV blocks are
+// Defines: T (f16), DH (a multiple of 16), SPLIT; the //@QFRAG, //@SCORES and //@PV blocks are
 // generated for DH / 16 fragments (crates/ridge-kernels/src/kv_attention.rs).
 
 //@IO
+@group(0) @binding(5) var<storage, read_write> part: array<f32>;
 
 const BQ: u32 = 64u;
 const BK: u32 = 32u;
@@ -39,6 +48,12 @@ const PS: u32 = BK + 8u; // a staged row of P
 const VOFF: u32 = BK * KS; // V's tile after K's
 const MASKED: f32 = -1e30;
 const LOG2E: f32 = 1.4426950408889634;
+const LN2: f32 = 0.6931471805599453;
+
+// A (token, head, span)'s record in `part`: m, l, then the DH outputs (kv_attention.wgsl's).
+fn record(t: u32, head: u32, span: u32) -> u32 {
+    return ((t * p.nh + head) * p.splits + span) * (DH + 2u);
+}
 
 // K's tile then V's; before the walk, the workgroup's 64 rows of Q (BQ·KS = 2·BK·KS).
 var<workgroup> kv: array<f16, 2u * BK * KS>;
@@ -123,15 +138,19 @@ fn prefill_coop(@builtin(workgroup_id) wid: vec3<u32>,
     var o: array<f32, DH / 2u>; // [slice][i]: DH / 16 slices × 8
     for (var i = 0u; i < DH / 2u; i++) { o[i] = 0.0; }
     let last = min(ctx_len, p.pos0 + q0 + BQ); // keys the workgroup's last row sees
+    // This workgroup's span of keys (all of them without SPLIT).
+    let span = wid.z;
+    let k_begin = span * p.chunk;
+    let k_end = min(last, k_begin + p.chunk);
     let srow = sg * 16u * BK;
     let qscale = p.scale * LOG2E; // scores in base 2
     let prow = sg * 16u * PS;
     // The next tile's rows are requested while this one is computed.
-    var raw = load_kv(0u, g, ctx_len, lid);
-    for (var j0 = 0u; j0 < last; j0 += BK) {
+    var raw = load_kv(k_begin, g, ctx_len, lid);
+    for (var j0 = k_begin; j0 < k_end; j0 += BK) {
         stage_kv(raw, lid);
         workgroupBarrier();
-        if j0 + BK < last { raw = load_kv(j0 + BK, g, ctx_len, lid); }
+        if j0 + BK < k_end { raw = load_kv(j0 + BK, g, ctx_len, lid); }
         // S = Q·Kᵀ: BK / 16 fragments of 16 keys, stored row-major (stride BK).
         //@SCORES
         subgroupBarrier();
@@ -168,13 +187,27 @@ fn prefill_coop(@builtin(workgroup_id) wid: vec3<u32>,
     subgroupBarrier();
     if sh == 0u { alpha[sg * 16u + sr] = l + red[lid + 1u]; }
     subgroupBarrier();
+    // The rows' maxima for the output lanes (this subgroup's part of `red`, read above).
+    if sh == 0u { red[sg * 32u + sr] = m; }
+    subgroupBarrier();
     for (var i = 0u; i < 8u; i++) {
         let r = lane / 16u + 2u * i;
         let t = q0 + sg * 16u + r;
         if t >= p.tokens { continue; }
-        let inv = 1.0 / alpha[sg * 16u + r];
-        for (var j = 0u; j < DH / 16u; j++) {
-            out[(t * p.nh + h) * DH + 16u * j + lane % 16u] = T(o[j * 8u + i] * inv);
+        if SPLIT {
+            let rec = record(t, h, span);
+            if lane % 16u == 0u {
+                part[rec] = red[sg * 32u + r] * LN2;
+                part[rec + 1u] = alpha[sg * 16u + r];
+            }
+            for (var j = 0u; j < DH / 16u; j++) {
+                part[rec + 2u + 16u * j + lane % 16u] = o[j * 8u + i];
+            }
+        } else {
+            let inv = 1.0 / alpha[sg * 16u + r];
+            for (var j = 0u; j < DH / 16u; j++) {
+                out[(t * p.nh + h) * DH + 16u * j + lane % 16u] = T(o[j * 8u + i] * inv);
+            }
         }
     }
 }

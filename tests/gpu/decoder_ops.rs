@@ -122,6 +122,11 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                 // from a ragged position (keys not whole tiles of 32).
                 (64, 0),
                 (97, 40),
+                // Keys split into spans of 256 and merged (tensor cores): two spans, the
+                // second ragged, and four from a cached prefix (early query tiles' late
+                // spans hold no visible key).
+                (200, 300),
+                (70, 700),
             ] {
                 for (nh, nkv, dh) in [
                     (9, 3, 64),

@@ -12,7 +12,8 @@
 //! split into spans of a multiple of 64 so that about [`TARGET_WORKGROUPS`] workgroups run,
 //! each writing a partial softmax that a second pass merges (Dao et al., "Flash-Decoding for
 //! long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
-//! token and skips the merge.
+//! token and skips the merge; on the tensor cores a prompt's keys are split into spans of
+//! [`COOP_SPAN`] past that many, and merged by the same pass.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
@@ -49,6 +50,12 @@ pub const MAX_ACCUMULATORS: usize = 32;
 pub const TENSOR_CORE_MIN_TOKENS: usize = crate::qmatmul::MATVEC_MAX_M + 1;
 /// Query tokens a tensor-core workgroup takes (`shaders/kv_attention_coop.wgsl`).
 const COOP_QUERIES: usize = 64;
+/// Keys a tensor-core workgroup walks at most (8 tiles of 32): a longer prompt's keys are
+/// split into spans of this many and merged, so that its last query tile, which sees every
+/// key, is not the whole dispatch's time. On the H200 (benches/NOTES.md runs 119–120) a
+/// 1024-token prompt's attention went from 1.75 to 1.22 ms (+ 0.38 ms of merge passes);
+/// spans of 512 measured the same.
+pub const COOP_SPAN: usize = 256;
 
 /// Causal grouped-query attention over a KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,9 +129,29 @@ impl KvAttention {
 
     /// Whether [`KvAttention::run`] takes the tensor-core kernel: a prompt
     /// ([`KvAttention::prompt_for_tensor_cores`]) where [`KvAttention::tensor_cores_fit`]. It
-    /// rounds the probabilities to f16 (see the shader); no key split, no merge.
+    /// rounds the probabilities to f16 (see the shader); keys split by
+    /// [`KvAttention::coop_split`].
     pub fn on_tensor_cores(&self, ctx: &Context, dtype: DType) -> bool {
         self.prompt_for_tensor_cores() && Self::tensor_cores_fit(ctx, dtype, self.head_dim)
+    }
+
+    /// (spans, keys per span) of the tensor-core kernel: spans of [`COOP_SPAN`] keys where the
+    /// context is longer (a merge pass follows), else one span of the whole context.
+    pub fn coop_split(&self) -> (usize, usize) {
+        let len = self.context().max(1);
+        if len <= COOP_SPAN {
+            (1, len.next_multiple_of(32))
+        } else {
+            (len.div_ceil(COOP_SPAN), COOP_SPAN)
+        }
+    }
+
+    /// The merge pass's cost over `spans` partial records: each read once (FLOPs negligible).
+    pub fn merge_cost(&self, spans: usize) -> OpCost {
+        OpCost::new(
+            0.0,
+            (self.tokens * self.heads * spans * (self.head_dim + 2) * 4) as f64,
+        )
     }
 
     /// Whether this is a prompt long enough for the tensor cores: [`TENSOR_CORE_MIN_TOKENS`]
@@ -293,15 +320,7 @@ impl KvAttention {
         };
         launch::fits_u32(name, "partials", part.numel())?;
         launch::float_dtype(ctx, name, q.dtype())?;
-        let loads = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
-            CPU_CHUNK
-        } else {
-            CHUNK
-        };
-        let key = (q.dtype(), g, dh, split, wg, loads);
-        let defines = launch::memoized(name, &key, |&(dtype, g, dh, split, wg, loads)| {
-            defines(shaders::storage_defines(dtype), g, dh, split, wg).u32("CHUNK", loads)
-        });
+        let defines = self.cache_defines(ctx, q.dtype(), split);
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
             .u(nh as u32)
@@ -345,6 +364,26 @@ impl KvAttention {
         Ok(())
     }
 
+    /// The memoized defines of kv_attention.wgsl for `dtype` (its merge pass included).
+    fn cache_defines(&self, ctx: &Context, dtype: DType, split: bool) -> ridge_core::Defines {
+        let loads = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+            CPU_CHUNK
+        } else {
+            CHUNK
+        };
+        let key = (
+            dtype,
+            self.group(),
+            self.head_dim,
+            split,
+            self.workgroup(),
+            loads,
+        );
+        launch::memoized("kv_attention", &key, |&(dtype, g, dh, split, wg, loads)| {
+            defines(shaders::storage_defines(dtype), g, dh, split, wg).u32("CHUNK", loads)
+        })
+    }
+
     /// The prompt on the tensor cores: a workgroup per [`COOP_QUERIES`] tokens and query head.
     fn run_coop(
         &self,
@@ -356,31 +395,61 @@ impl KvAttention {
     ) -> Result<()> {
         let name = "kv_attention";
         let dh = self.head_dim;
-        let defines = launch::memoized("kv_attention_coop", &dh, |&dh| coop_defines(dh));
+        let (spans, chunk) = self.coop_split();
+        let split = spans > 1;
+        let part = if split {
+            Tensor::empty(
+                ctx,
+                &[self.tokens * self.heads * spans * (dh + 2)],
+                DType::F32,
+            )?
+        } else {
+            ctx.placeholder().clone()
+        };
+        launch::fits_u32(name, "partials", part.numel())?;
+        let defines = launch::memoized("kv_attention_coop", &(dh, split), |&(dh, split)| {
+            coop_defines(dh).bool("SPLIT", split)
+        });
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", self.tokens)?)
             .u(self.heads as u32)
             .u(self.kv_heads as u32)
             .u(dh as u32)
             .u(launch::fits_u32(name, "pos0", self.pos0)?)
-            // One span of every key (no split): the span count and length are unused.
-            .u(1)
-            .u(0)
+            .u(launch::fits_u32(name, "spans", spans)?)
+            .u(launch::fits_u32(name, "span", chunk)?)
             .f(1.0 / (dh as f32).sqrt());
         Launch {
             label: name,
             shader: &KV_ATTENTION_COOP,
             entry: "prefill_coop",
             defines,
-            params,
-            buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out)],
+            params: params.clone(),
+            buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out), (5, &part)],
             workgroups: [
                 launch::fits_u32(name, "query tiles", self.tokens.div_ceil(COOP_QUERIES))?,
                 self.heads as u32,
-                1,
+                spans as u32,
             ],
         }
-        .run(ctx)
+        .run(ctx)?;
+        if split {
+            Launch {
+                label: "kv_attention_merge",
+                shader: &KV_ATTENTION,
+                entry: "merge",
+                defines: self.cache_defines(ctx, DType::F16, true),
+                params,
+                buffers: vec![(4, out), (5, &part)],
+                workgroups: [
+                    self.heads as u32,
+                    launch::fits_u32(name, "tokens", self.tokens)?,
+                    1,
+                ],
+            }
+            .run(ctx)?;
+        }
+        Ok(())
     }
 }
 
@@ -478,7 +547,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     }
     if dtype == DType::F16 {
         for dh in [64, 128] {
-            v.push((&KV_ATTENTION_COOP, "prefill_coop", coop_defines(dh)));
+            for split in [false, true] {
+                let d = coop_defines(dh).bool("SPLIT", split);
+                v.push((&KV_ATTENTION_COOP, "prefill_coop", d));
+            }
         }
     }
     v
@@ -496,6 +568,25 @@ mod tests {
             head_dim: 64,
             pos0,
         }
+    }
+
+    /// A prompt's keys on the tensor cores: one span up to [`COOP_SPAN`], then spans of it
+    /// covering the context exactly once.
+    #[test]
+    fn long_prompts_split_their_keys_on_the_tensor_cores() {
+        let prompt = |tokens, pos0| KvAttention {
+            tokens,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            pos0,
+        };
+        assert_eq!(prompt(128, 0).coop_split(), (1, 128));
+        assert_eq!(prompt(97, 40).coop_split(), (1, 160));
+        assert_eq!(prompt(256, 0).coop_split(), (1, 256));
+        assert_eq!(prompt(257, 0).coop_split(), (2, 256));
+        assert_eq!(prompt(1024, 0).coop_split(), (4, 256));
+        assert_eq!(prompt(70, 700).coop_split(), (4, 256));
     }
 
     #[test]

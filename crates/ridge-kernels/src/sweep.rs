@@ -201,7 +201,13 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     // five sizes, so that each kind's fixed cost is fitted beside its rate
     // (`ridge_model::calibrate::MIN_ROWS_FOR_LATENCY`).
     let rows_cols: &[[usize; 2]] = if full {
-        &[[128, 384], [1024, 384], [4096, 384], [4096, 1024], [16384, 4096]]
+        &[
+            [128, 384],
+            [1024, 384],
+            [4096, 384],
+            [4096, 1024],
+            [16384, 4096],
+        ]
     } else {
         &[[256, 384], [1024, 1024]]
     };

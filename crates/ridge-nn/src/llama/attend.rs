@@ -112,13 +112,14 @@ impl Attend {
     pub(super) fn ops(&self, dtype: DType) -> Vec<(&'static str, OpCost)> {
         match self {
             Self::Dense(a) => vec![("attention", a.cost(dtype, None))],
-            Self::TensorCores(a) => vec![("kv_attention", a.cost(dtype))],
-            Self::Cache(a) => {
+            Self::TensorCores(a) | Self::Cache(a) => {
                 let mut ops = vec![("kv_attention", a.cost(dtype))];
-                let spans = a.split().0;
+                let spans = match self {
+                    Self::TensorCores(_) => a.coop_split().0,
+                    _ => a.split().0,
+                };
                 if spans > 1 {
-                    let merge = (a.tokens * a.heads * spans * (a.head_dim + 2) * 4) as f64;
-                    ops.push(("kv_attention_merge", OpCost::new(0.0, merge)));
+                    ops.push(("kv_attention_merge", a.merge_cost(spans)));
                 }
                 ops
             }
