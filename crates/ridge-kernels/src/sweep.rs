@@ -218,8 +218,10 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             }
         }
     }
+    // Full: MiniLM's residual adds at batch 1 and 32 (128 and 4096 × 384) among them, five
+    // lengths for a fixed cost beside the rate.
     let lengths: &[usize] = if full {
-        &[1 << 16, 1 << 20, 1 << 24]
+        &[128 * 384, 1 << 16, 1 << 20, 4096 * 384, 1 << 24]
     } else {
         &[1 << 16, 1 << 20]
     };
