@@ -3,7 +3,8 @@
 /// Ridge's dashboard: the performance model next to your GPU. It opens the adapter
 /// (`RIDGE_ADAPTER=name` picks one), measures its ceilings, and shows the roofline, live
 /// kernel runs, MiniLM with a per-op breakdown, `ridge bench --json` reports side by side,
-/// and a teaching mode.
+/// a teaching mode, and decoder LLMs on any GPU of the spec table against published rates.
+/// It needs a display (`cargo xtask web` serves the same dashboard to a browser).
 #[cfg(not(target_arch = "wasm32"))]
 #[derive(clap::Parser)]
 #[command(version)]
@@ -21,8 +22,10 @@ struct Args {
 #[cfg(not(target_arch = "wasm32"))]
 fn tab(name: &str) -> Result<ridge_app::Tab, String> {
     ridge_app::Tab::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = ridge_app::Tab::ALL.iter().map(|t| t.name()).collect();
-        format!("no panel {name:?}: one of {}", names.join(", "))
+        format!(
+            "no panel {name:?}: one of adapter, roofline, kernels, transformer, compare, teach, \
+             llms"
+        )
     })
 }
 
@@ -35,7 +38,10 @@ fn main() -> std::process::ExitCode {
         Some(path) => {
             let report = std::fs::read(path)
                 .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+                .and_then(|b| {
+                    serde_json::from_slice(&b)
+                        .map_err(|e| format!("not a `ridge bench --json` report ({e})"))
+                });
             match report {
                 Ok(r) => ridge_app::RidgeApp::replay(&r),
                 Err(e) => {
@@ -47,6 +53,18 @@ fn main() -> std::process::ExitCode {
     };
     if let Some(tab) = args.tab {
         app.tab = tab;
+    }
+    #[cfg(target_os = "linux")]
+    if ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none())
+    {
+        eprintln!(
+            "ridge-dashboard: no display (DISPLAY and WAYLAND_DISPLAY are unset): run it under \
+             X or Wayland (or xvfb-run), or serve the same dashboard to a browser with \
+             `cargo xtask web`"
+        );
+        return std::process::ExitCode::FAILURE;
     }
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()

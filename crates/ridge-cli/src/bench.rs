@@ -20,7 +20,8 @@ pub struct Args {
     /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention, and the decoder's
     /// kernels as its forward launches them: qmatvec, rms_qmatvec, rms_qmatvec_swiglu,
     /// rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu, rms_qmatmul_rope (prompts),
-    /// kv_attention (decode), kv_attention_prefill (SmolLM2-135M/360M/1.7B widths, Q4_1
+    /// kv_attention (decode), kv_attention_prefill (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B
+    /// widths, Q4_1
     /// weights; in the full sweep, or when named here). Where the adapter has `shader-f16`,
     /// GEMMs run in f16 too, and in the full sweep or when named so do the norms, softmax,
     /// gelu, add and attention (the f16 encoder's kinds).
@@ -75,9 +76,15 @@ pub fn run(args: Args) -> crate::CliResult {
         }
     };
     say(format!(
-        "ridge bench on {} ({size:?} sweep, median of {} launches, the faster of two passes)",
+        "ridge bench on {} ({} sweep, median of {} launch{}, the faster of two passes)",
         ctx.describe(),
-        args.repeats
+        if size == sweep::SweepSize::Full {
+            "full"
+        } else {
+            "quick"
+        },
+        args.repeats,
+        if args.repeats == 1 { "" } else { "es" }
     ));
 
     let max_copy = if cpu { 64 << 20 } else { 1 << 30 };

@@ -313,12 +313,7 @@ impl KvAttention {
         }
         let (spans, chunk) = self.split();
         let split = spans > 1;
-        let part = if split {
-            Tensor::empty(ctx, &[t * nh * spans * (dh + 2)], DType::F32)?
-        } else {
-            ctx.placeholder().clone()
-        };
-        launch::fits_u32(name, "partials", part.numel())?;
+        let part = self.partials(ctx, spans)?;
         launch::float_dtype(ctx, name, q.dtype())?;
         let defines = self.cache_defines(ctx, q.dtype(), split);
         let params = Params::new()
@@ -343,25 +338,53 @@ impl KvAttention {
             label: name,
             shader: &KV_ATTENTION,
             entry: "partial",
-            defines: defines.clone(),
+            defines,
             params: params.clone(),
             buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out), (5, &part)],
             workgroups: [spans as u32, nkv as u32, t as u32],
         }
         .run(ctx)?;
         if split {
-            Launch {
-                label: "kv_attention_merge",
-                shader: &KV_ATTENTION,
-                entry: "merge",
-                defines,
-                params,
-                buffers: vec![(4, out), (5, &part)],
-                workgroups: [nh as u32, t as u32, 1],
-            }
-            .run(ctx)?;
+            self.merge(ctx, q.dtype(), params, &part, out)?;
         }
         Ok(())
+    }
+
+    /// The split's partial records, `spans` per (token, query head): m, l and the `head_dim`
+    /// unnormalised outputs, f32 (kv_attention.wgsl's `record`); the placeholder for one span.
+    fn partials(&self, ctx: &Context, spans: usize) -> Result<Tensor> {
+        if spans == 1 {
+            return Ok(ctx.placeholder().clone());
+        }
+        let n = self.tokens * self.heads * spans * (self.head_dim + 2);
+        launch::fits_u32("kv_attention", "partials", n)?;
+        Tensor::empty(ctx, &[n], DType::F32)
+    }
+
+    /// The merge pass: `part`'s spans rescaled to their common maximum, normalised into
+    /// `out` (kv_attention.wgsl's `merge`, a workgroup per query head and token).
+    fn merge(
+        &self,
+        ctx: &Context,
+        dtype: DType,
+        params: Params,
+        part: &Tensor,
+        out: &Tensor,
+    ) -> Result<()> {
+        Launch {
+            label: "kv_attention_merge",
+            shader: &KV_ATTENTION,
+            entry: "merge",
+            defines: self.cache_defines(ctx, dtype, true),
+            params,
+            buffers: vec![(4, out), (5, part)],
+            workgroups: [
+                self.heads as u32,
+                launch::fits_u32("kv_attention", "tokens", self.tokens)?,
+                1,
+            ],
+        }
+        .run(ctx)
     }
 
     /// The memoized defines of kv_attention.wgsl for `dtype` (its merge pass included).
@@ -397,16 +420,7 @@ impl KvAttention {
         let dh = self.head_dim;
         let (spans, chunk) = self.coop_split();
         let split = spans > 1;
-        let part = if split {
-            Tensor::empty(
-                ctx,
-                &[self.tokens * self.heads * spans * (dh + 2)],
-                DType::F32,
-            )?
-        } else {
-            ctx.placeholder().clone()
-        };
-        launch::fits_u32(name, "partials", part.numel())?;
+        let part = self.partials(ctx, spans)?;
         let defines = launch::memoized("kv_attention_coop", &(dh, split), |&(dh, split)| {
             coop_defines(dh).bool("SPLIT", split)
         });
@@ -434,20 +448,7 @@ impl KvAttention {
         }
         .run(ctx)?;
         if split {
-            Launch {
-                label: "kv_attention_merge",
-                shader: &KV_ATTENTION,
-                entry: "merge",
-                defines: self.cache_defines(ctx, DType::F16, true),
-                params,
-                buffers: vec![(4, out), (5, &part)],
-                workgroups: [
-                    self.heads as u32,
-                    launch::fits_u32(name, "tokens", self.tokens)?,
-                    1,
-                ],
-            }
-            .run(ctx)?;
+            self.merge(ctx, q.dtype(), params, &part, out)?;
         }
         Ok(())
     }
