@@ -75,6 +75,28 @@ async function open(query) {
   return page;
 }
 
+// Starts recording the gaps between `page`'s animation frames; the returned function reads
+// how long it has recorded, how many frames, and the longest gap (ms): how long the page froze.
+async function recordFrames(page) {
+  await page.evaluate(() => {
+    window.__gaps = [];
+    window.__t0 = performance.now();
+    let last = window.__t0;
+    const frame = (t) => {
+      window.__gaps.push(t - last);
+      last = t;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+  return () =>
+    page.evaluate(() => ({
+      ms: performance.now() - window.__t0,
+      frames: window.__gaps.length,
+      longest: Math.max(...window.__gaps),
+    }));
+}
+
 // Waits until ridgeState[part] is set or an error for it is shown; returns [value, error].
 async function settled(page, part, minutes) {
   await page.waitForFunction(
@@ -396,16 +418,7 @@ try {
     `dashboard canvas drawn: ${drawn.colors} colours, ${drawn.roof} roof pixels`,
   );
   // Frames while the sweep runs: the longest gap between two says how long the page froze.
-  await dash.evaluate(() => {
-    window.__gaps = [];
-    let last = performance.now();
-    const frame = (t) => {
-      window.__gaps.push(t - last);
-      last = t;
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
-  });
+  const sweepFrames = await recordFrames(dash);
   // The Roofline tab's first button, "Run the quick sweep", sits at the top left.
   await dash.mouse.click(75, 43);
   await dash.waitForFunction(
@@ -436,11 +449,10 @@ try {
     status.sweep_measured,
     { timeout: 2 * 60_000, polling: 500 },
   );
-  const sweep = await dash.evaluate(() => ({
-    status: JSON.parse(window.ridgeDashboard),
-    frames: window.__gaps.length,
-    longest: Math.max(...window.__gaps),
-  }));
+  const sweep = {
+    status: await dashboard(),
+    ...(await sweepFrames()),
+  };
   // The longest frame gap says how long the page froze (reported, not checked: SwiftShader
   // compiles shaders for seconds on a loaded machine).
   console.log(
@@ -498,23 +510,9 @@ try {
     return midway;
   };
   await embedOnce(); // compiles the pipelines: the timed run below is warm
-  await tf.evaluate(() => {
-    window.__gaps = [];
-    window.__t0 = performance.now();
-    let last = window.__t0;
-    const frame = (t) => {
-      window.__gaps.push(t - last);
-      last = t;
-      requestAnimationFrame(frame);
-    };
-    requestAnimationFrame(frame);
-  });
+  const frames = await recordFrames(tf);
   const showedProgress = await embedOnce();
-  const embedFrames = await tf.evaluate(() => ({
-    ms: performance.now() - window.__t0,
-    frames: window.__gaps.length,
-    longest: Math.max(...window.__gaps),
-  }));
+  const embedFrames = await frames();
   tp = await panel();
   console.log(
     `dashboard embedding: ${tp.result} sentences in ${(embedFrames.ms / 1000).toFixed(2)} s, ` +

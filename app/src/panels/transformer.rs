@@ -233,6 +233,15 @@ fn calibrated_ms<'a>(
         .sum()
 }
 
+/// What the calibrated column is priced by: the report's adapter and its runs.
+fn calibrated_source(cal: &Calibrated) -> String {
+    format!(
+        "calibrated: each op priced by the fitted terms of the {} report ({} runs)",
+        cal.report.adapter,
+        cal.report.rows.len()
+    )
+}
+
 /// Draws the panel. `reports`: Compare's, searched for one of this adapter.
 pub fn show(
     ui: &mut egui::Ui,
@@ -430,10 +439,8 @@ pub fn show(
             });
             if by_scope && let Some(cal) = &cal {
                 ui.label(format!(
-                    "predicted: the roofline on this adapter's ceilings; calibrated: each op \
-                     priced by the fitted terms of the {} report ({} runs)",
-                    cal.report.adapter,
-                    cal.report.rows.len()
+                    "predicted: the roofline on this adapter's ceilings; {}",
+                    calibrated_source(cal)
                 ));
             }
             if !by_scope {
@@ -555,11 +562,7 @@ fn predicted_breakdown(ui: &mut egui::Ui, gpu: &Gpu, cal: Option<&Calibrated>) {
         }
     ));
     if let Some(cal) = cal {
-        ui.label(format!(
-            "calibrated: each op priced by the fitted terms of the {} report ({} runs)",
-            cal.report.adapter,
-            cal.report.rows.len()
-        ));
+        ui.label(calibrated_source(cal));
     }
     egui::Grid::new("predicted-minilm")
         .striped(true)

@@ -21,8 +21,8 @@ pub struct Args {
     /// kernels as its forward launches them: qmatvec, rms_qmatvec, rms_qmatvec_swiglu,
     /// rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu, rms_qmatmul_rope (prompts),
     /// kv_attention (decode), kv_attention_prefill (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B
-    /// widths, Q4_1
-    /// weights; in the full sweep, or when named here). Where the adapter has `shader-f16`,
+    /// widths, Q4_1 weights; in the full sweep, or when named here). Where the adapter has
+    /// `shader-f16`,
     /// GEMMs run in f16 too, and in the full sweep or when named so do the norms, softmax,
     /// gelu, add and attention (the f16 encoder's kinds).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]

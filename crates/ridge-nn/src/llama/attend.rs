@@ -30,7 +30,8 @@ pub(super) enum Attend {
     Cache(KvAttention),
     /// Dense causal attention over the prompt's own keys (`pos0 = 0`).
     Dense(Attention),
-    /// A prompt against the KV cache on the tensor cores (f16; any `pos0`, no merge).
+    /// A prompt against the KV cache on the tensor cores (f16; any `pos0`; its keys split and
+    /// merged past [`ridge_kernels::kv_attention::COOP_SPAN`]).
     TensorCores(KvAttention),
 }
 
@@ -38,7 +39,8 @@ impl Attend {
     /// The kernel for `tokens` queries at positions `pos0..` with `heads` query heads over
     /// `kv_heads` KV heads of width `head_dim`; `tensor_cores` where the adapter runs the
     /// KV-cache kernel's prompt form on them ([`KvAttention::tensor_cores_fit`]): then every
-    /// prompt [`KvAttention::prompt_for_tensor_cores`] takes it (one dispatch, no merge).
+    /// prompt [`KvAttention::prompt_for_tensor_cores`] takes it (a merge pass follows where
+    /// [`KvAttention::coop_split`] splits its keys).
     pub(super) fn new(
         tokens: usize,
         heads: usize,
@@ -112,17 +114,18 @@ impl Attend {
     pub(super) fn ops(&self, dtype: DType) -> Vec<(&'static str, OpCost)> {
         match self {
             Self::Dense(a) => vec![("attention", a.cost(dtype, None))],
-            Self::TensorCores(a) | Self::Cache(a) => {
-                let mut ops = vec![("kv_attention", a.cost(dtype))];
-                let spans = match self {
-                    Self::TensorCores(_) => a.coop_split().0,
-                    _ => a.split().0,
-                };
-                if spans > 1 {
-                    ops.push(("kv_attention_merge", a.merge_cost(spans)));
-                }
-                ops
-            }
+            Self::TensorCores(a) => cache_ops(a, dtype, a.coop_split().0),
+            Self::Cache(a) => cache_ops(a, dtype, a.split().0),
         }
     }
+}
+
+/// Attention over the cache in `spans` spans of keys: the kernel, and the merge pass where
+/// there is more than one.
+fn cache_ops(a: &KvAttention, dtype: DType, spans: usize) -> Vec<(&'static str, OpCost)> {
+    let mut ops = vec![("kv_attention", a.cost(dtype))];
+    if spans > 1 {
+        ops.push(("kv_attention_merge", a.merge_cost(spans)));
+    }
+    ops
 }
