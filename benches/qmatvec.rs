@@ -19,8 +19,9 @@ Times y = x·Wᵀ for one row of x and a quantized W (Q8_0, Q4_0, Q4_1) of N row
   --shapes 576x1536,...    N×K products instead (SmolLM2-135M: 576x576, 960x576, 3072x576,
                            576x1536, 49152x576)
   --launch 64/16/1,...     matrix-vector launch shapes to compare, each wg/tpr/rpt (invocations
-                           a workgroup / sharing a row of W / rows of W an invocation); default:
-                           the shape Ridge chooses
+                           a workgroup / sharing a row of W / rows of W an invocation), a
+                           trailing w for lanes taking quant words instead of blocks
+                           (256/64/4w); default: the shape Ridge chooses
   --f16                    f16 activations (needs shader-f16)
   --repeats 20             timed launches per product and round (the median of the fastest
                            of three interleaved rounds is reported)";
@@ -62,6 +63,7 @@ fn main() {
         Some(s) => s
             .split(',')
             .map(|l| {
+                let (l, words) = l.strip_suffix('w').map_or((l, false), |l| (l, true));
                 let [wg, tpr, rpt] = parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] else {
                     unreachable!("three parts")
                 };
@@ -69,6 +71,7 @@ fn main() {
                     wg: wg as u32,
                     tpr: tpr as u32,
                     rpt: rpt as u32,
+                    words,
                 };
                 if !shape.runs(false) {
                     eprintln!("--launch {l}: {}", MatvecShape::RULE);
@@ -131,8 +134,13 @@ fn main() {
         }
     }
     for ((n, k, format, launch, _, w, _), ms) in cases.iter().zip(best) {
-        let shape = launch.unwrap_or_else(|| MatvecShape::for_product(*n, k / BLOCK, false));
-        let label = format!("{n}×{k} {format} {}/{}/{}", shape.wg, shape.tpr, shape.rpt);
+        let shape = launch
+            .unwrap_or_else(|| MatvecShape::for_product(*n, k / BLOCK, *format, dtype, false));
+        let words = if shape.words { "w" } else { "" };
+        let label = format!(
+            "{n}×{k} {format} {}/{}/{}{words}",
+            shape.wg, shape.tpr, shape.rpt
+        );
         if !ms.is_finite() {
             println!("  {label}: no timestamps on this adapter");
             continue;

@@ -10,6 +10,8 @@
 //   (large matrices, one row of x) each invocation loads x's block once and dots it with RPT
 //   rows' blocks, RPT weight loads in flight. A block's quant words come in one 16-byte load
 //   (two for Q8_0).
+//   With WORDS a lane takes one quant word of a block at a time (4 or 8 weights), so that
+//   neighbouring lanes read neighbouring values of x.
 // matmul (prefill): BM × 64 tiles of y (BM = 64, or 32 where 64-row tiles would leave a
 //   large GPU's units idle), one block of K (32) per step: x's tile and W's dequantized
 //   tile staged in workgroup memory, a 4 × 4 register tile per invocation.
@@ -38,9 +40,10 @@
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG, BM,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
-// matvec invocation, with MROWS = 1), SGL (lanes of a row summed by subgroup shuffles: a
-// power of two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block
-// defines rope_store, //@ROW_SHUFFLE the shuffles.
+// matvec invocation, with MROWS = 1), WORDS (with MROWS = 1: a row's lanes take its quant
+// words instead of its blocks), SGL (lanes of a row summed by subgroup shuffles: a power of
+// two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
+// rope_store, //@ROW_SHUFFLE the shuffles.
 
 struct Params {
     m: u32, n: u32, k: u32, blocks: u32,
@@ -83,12 +86,15 @@ fn bytes_i8(w: u32) -> vec4<f32> {
     return vec4<f32>(s >> vec4<u32>(24u));
 }
 
-// The low (weights 4i..4i+3 of a block) and high (16+4i..) nibbles of quant word i.
-fn nibbles_lo(w: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>(w & 15u, (w >> 8u) & 15u, (w >> 16u) & 15u, (w >> 24u) & 15u));
+// The low (weights 4i..4i+3 of a block) and high (16+4i..) nibbles of quant word i, less
+// `offset` (8 for Q4_0, 0 for Q4_1).
+fn nibbles_lo(w: u32, offset: f32) -> vec4<f32> {
+    let n = vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u);
+    return vec4<f32>(n) - offset;
 }
-fn nibbles_hi(w: u32) -> vec4<f32> {
-    return vec4<f32>(vec4<u32>((w >> 4u) & 15u, (w >> 12u) & 15u, (w >> 20u) & 15u, w >> 28u));
+fn nibbles_hi(w: u32, offset: f32) -> vec4<f32> {
+    let n = vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u);
+    return vec4<f32>(n) - offset;
 }
 
 // Σ w·x over block b of W (counted row-major) and a block of x whose values sum to sx (used
@@ -107,7 +113,7 @@ fn block_dot(xb: array<vec4<f32>, 8>, sx: f32, b: u32) -> f32 {
     let q = quants[b];
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
-        qx += dot(nibbles_lo(q[i]) - offset, xb[i]) + dot(nibbles_hi(q[i]) - offset, xb[4u + i]);
+        qx += dot(nibbles_lo(q[i], offset), xb[i]) + dot(nibbles_hi(q[i], offset), xb[4u + i]);
     }
     return sm.x * qx + sm.y * sx;
 }
@@ -123,8 +129,8 @@ fn block_weights(b: u32) -> array<vec4<f32>, 8> {
     let offset = select(0.0, 8.0, FORMAT == 1u);
     for (var i = 0u; i < 4u; i++) {
         let q = qword(b * 4u + i);
-        w[i] = (nibbles_lo(q) - offset) * sm.x + sm.y;
-        w[4u + i] = (nibbles_hi(q) - offset) * sm.x + sm.y;
+        w[i] = nibbles_lo(q, offset) * sm.x + sm.y;
+        w[4u + i] = nibbles_hi(q, offset) * sm.x + sm.y;
     }
     return w;
 }
@@ -190,7 +196,43 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     var ss: array<f32, MROWS>;
     for (var i = 0u; i < MROWS * RPT; i++) { acc[i] = 0.0; }
     for (var i = 0u; i < MROWS; i++) { ss[i] = 0.0; }
-    if MROWS == 1u {
+    if MROWS == 1u && WORDS {
+        // Lanes take a row's quant words, not whole blocks: neighbouring lanes read
+        // neighbouring vec4s of x (a warp's loads of x touch 4–8 cache lines, not 32 as with a
+        // block a lane). Word i of block b: Q8_0 weights 4i..4i+3 (x's vec4 8b + i); Q4
+        // weights 4i..4i+3 and 16 + 4i.. (vec4s 8b + i and 8b + 4 + i).
+        for (var u = lane; u < p.blocks * QW; u += TPR) {
+            let b = u / QW;
+            let i = u % QW;
+            let raw_a = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + i]);
+            var xa = raw_a;
+            if NORM { xa *= vec4<f32>(gamma[b * 8u + i]); }
+            ss[0] += dot(raw_a, raw_a);
+            var xb = vec4<f32>(0.0);
+            if FORMAT != 0u {
+                let raw_b = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + 4u + i]);
+                xb = raw_b;
+                if NORM { xb *= vec4<f32>(gamma[b * 8u + 4u + i]); }
+                ss[0] += dot(raw_b, raw_b);
+            }
+            let sx = dot(xa + xb, vec4<f32>(1.0));
+            for (var j = 0u; j < RPT; j++) {
+                let n = base + r * RPT + j;
+                if n < p.n {
+                    let blk = n * p.blocks + b;
+                    let w = qword(blk * QW + i);
+                    let sm = scale_min(blk);
+                    if FORMAT == 0u {
+                        acc[j] += sm.x * dot(bytes_i8(w), xa);
+                    } else {
+                        let offset = select(0.0, 8.0, FORMAT == 1u);
+                        let qx = dot(nibbles_lo(w, offset), xa) + dot(nibbles_hi(w, offset), xb);
+                        acc[j] += sm.x * qx + sm.y * sx;
+                    }
+                }
+            }
+        }
+    } else if MROWS == 1u {
         for (var b = lane; b < p.blocks; b += TPR) {
             // x's block once, dotted with RPT rows of W: RPT blocks of weights in flight.
             let xb = x_block(m0, b);
@@ -291,8 +333,8 @@ fn stage_weights(b: u32, part: u32, col: u32, live: bool) {
     }
     let w = qword(b * 4u + part);
     let offset = select(0.0, 8.0, FORMAT == 1u);
-    let lo = (nibbles_lo(w) - offset) * sm.x + sm.y;
-    let hi = (nibbles_hi(w) - offset) * sm.x + sm.y;
+    let lo = nibbles_lo(w, offset) * sm.x + sm.y;
+    let hi = nibbles_hi(w, offset) * sm.x + sm.y;
     for (var j = 0u; j < 4u; j++) {
         ws[(4u * part + j) * BN + col] = lo[j];
         ws[(16u + 4u * part + j) * BN + col] = hi[j];

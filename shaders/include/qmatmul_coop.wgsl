@@ -96,8 +96,8 @@ fn coop_stage(r: CoopRaw, lid: u32, inv: f32, b: u32) {
     for (var j = 0u; j < 2u; j++) {
         // Word i = 2·half + j: weights 4i.. (low nibbles) and 16 + 4i.. (high).
         let i = 2u * hf + j;
-        let lo = (nibbles_lo(r.w[j]) - offset) * sm.x + sm.y;
-        let hi = (nibbles_hi(r.w[j]) - offset) * sm.x + sm.y;
+        let lo = nibbles_lo(r.w[j], offset) * sm.x + sm.y;
+        let hi = nibbles_hi(r.w[j], offset) * sm.x + sm.y;
         for (var e = 0u; e < 4u; e++) {
             cw[base + 4u * i + e] = f16(lo[e]);
             cw[base + 16u + 4u * i + e] = f16(hi[e]);

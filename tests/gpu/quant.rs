@@ -113,6 +113,84 @@ fn every_format_both_kernels_odd_shapes() {
     });
 }
 
+/// Blocks holding every code of their format: every byte −128..=127 (Q8_0; ggml's quantizer
+/// never writes −128, a GGUF from elsewhere may) or every nibble 0..=15 in both halves of a
+/// byte (Q4), with d = 0.5 (and m = −2 for Q4_1), so that every weight is exact in f16.
+fn every_code(format: QuantFormat, n: usize, k: usize) -> Vec<u8> {
+    let half = |v: f32| half::f16::from_f32(v).to_le_bytes();
+    let mut out = Vec::new();
+    for block in 0..n * k / 32 {
+        out.extend_from_slice(&half(0.5));
+        if format == QuantFormat::Q4_1 {
+            out.extend_from_slice(&half(-2.0));
+        }
+        match format {
+            QuantFormat::Q8_0 => out.extend((0..32).map(|i| (block * 32 + i) as u8)),
+            _ => {
+                let code = |i: usize| ((block + i) % 16) | (((block + 3 * i) % 16) << 4);
+                out.extend((0..16).map(|i| code(i) as u8))
+            }
+        }
+    }
+    out
+}
+
+/// Each weight read back exactly through one-hot rows of x (y[m, n] = W[n, j_m]), by every
+/// kernel: a row of x at a time, row groups of the matrix-vector kernel, and tiles (on the
+/// tensor cores where the adapter has them). The integer codes reach floats by bit tricks
+/// (shaders/qmatmul.wgsl), which must be exact for every code, not only for a quantizer's.
+#[test]
+fn every_quant_code_decodes_exactly() {
+    on_every_adapter("qmatmul_codes", |ctx| {
+        let (n, k) = (24, 64);
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                let bytes = every_code(format, n, k);
+                let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+                let wf = quant::dequantize(format, &bytes)?;
+                let words = Some(MatvecShape {
+                    wg: 256,
+                    tpr: 64,
+                    rpt: 4,
+                    words: true,
+                });
+                for (m, columns, shape) in [
+                    (1, vec![0, 17, 63], None),
+                    (1, vec![5, 40], words),
+                    (MATVEC_MAX_M, vec![0, 32], None),
+                    (k, vec![0], None),
+                ] {
+                    for j0 in columns {
+                        // Row r of x is one-hot at column (j0 + r) % k.
+                        let col = |r: usize| (j0 + r) % k;
+                        let mut xv = vec![0.0; m * k];
+                        (0..m).for_each(|r| xv[r * k + col(r)] = 1.0);
+                        let (x, _) = upload(ctx, &xv, &[m, k], dtype)?;
+                        let y = poisoned(ctx, &[m, n], dtype)?;
+                        MatvecShape::forced(shape, || QMatmul::new(m).run(ctx, &x, &w, &y))?;
+                        let got = block(y.to_f32(ctx))?;
+                        for (i, &g) in got.iter().enumerate() {
+                            let want = wf[(i % n) * k + col(i / n)];
+                            if g != want {
+                                return Err(Error::invalid(
+                                    "qmatmul",
+                                    format!(
+                                        "{format} {dtype} M={m} {shape:?}: y[{}, {}] = {g}, the \
+                                         weight is {want}",
+                                        i / n,
+                                        i % n
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
 #[test]
 fn every_matvec_launch_shape() {
     // The launch shapes Ridge chooses among for one row of x (invocations a workgroup /
@@ -122,14 +200,20 @@ fn every_matvec_launch_shape() {
     on_every_adapter("qmatvec_launch_shapes", |ctx| {
         let mut seed = 300;
         let shapes = [
-            (64, 16, 1),
-            (64, 16, 4),
-            (256, 256, 4),
-            (256, 64, 2),
-            (128, 32, 1),
+            (64, 16, 1, false),
+            (64, 16, 4, true),
+            (256, 256, 4, false),
+            (256, 64, 2, true),
+            (256, 64, 4, true),
+            (128, 32, 1, false),
         ];
-        for (wg, tpr, rpt) in shapes {
-            let shape = Some(MatvecShape { wg, tpr, rpt });
+        for (wg, tpr, rpt, words) in shapes {
+            let shape = Some(MatvecShape {
+                wg,
+                tpr,
+                rpt,
+                words,
+            });
             for format in QuantFormat::ALL {
                 for (n, k) in [(1, 32), (13, 224), (261, 1184)] {
                     seed += 1;
@@ -149,7 +233,10 @@ fn every_matvec_launch_shape() {
                         let n = if op.glu { 2 * n } else { n };
                         MatvecShape::forced(shape, || check(ctx, format, op, n, k, dtype, seed))
                             .map_err(|e| {
-                                Error::invalid("qmatvec", format!("launch {wg}/{tpr}/{rpt}: {e}"))
+                                Error::invalid(
+                                    "qmatvec",
+                                    format!("launch {wg}/{tpr}/{rpt} words {words}: {e}"),
+                                )
                             })?;
                     }
                 }
@@ -168,6 +255,7 @@ fn every_matvec_launch_shape() {
             wg: 64,
             tpr: 64,
             rpt: 1,
+            words: false,
         });
         let refused = MatvecShape::forced(one_row, || glu.run(ctx, &x, &w, &y));
         expect_err("unpaired rows", refused, |e| {
@@ -316,7 +404,14 @@ fn rms_norm_prologue_matches_norm_then_product() {
                 // three blocks, the others over two).
                 // Launch shapes of the matrix-vector kernel (wg/tpr/rpt) other than the one
                 // Ridge picks for the shape: each sums x² over a different split of K.
-                let launch = |wg, tpr, rpt| Some(MatvecShape { wg, tpr, rpt });
+                let launch = |wg, tpr, rpt| {
+                    Some(MatvecShape {
+                        wg,
+                        tpr,
+                        rpt,
+                        words: rpt > 1,
+                    })
+                };
                 for (m, glu, k, n, forced) in [
                     (1, false, 96, 75, None),
                     (1, true, 1120, 134, None),

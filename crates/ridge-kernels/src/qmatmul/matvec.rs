@@ -2,7 +2,9 @@
 //! a workgroup, lanes a row of `W`, rows an invocation, chosen per product; and the lanes'
 //! subgroup sums.
 
-use ridge_core::Context;
+use ridge_core::{Context, DType};
+
+use crate::quant::QuantFormat;
 
 /// Rows of `W` a matrix-vector invocation takes at once for one row of `x`, from
 /// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
@@ -20,7 +22,7 @@ pub(super) const TPR: u32 = 16;
 
 /// The matrix-vector kernel's launch shape for one row of `x`: invocations a workgroup (`wg`),
 /// invocations sharing a row of `W` (`tpr`, a power of two dividing `wg`), rows of `W` an
-/// invocation (`rpt`).
+/// invocation (`rpt`), and what a lane takes of a row (`words`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatvecShape {
     /// Invocations a workgroup.
@@ -29,6 +31,9 @@ pub struct MatvecShape {
     pub tpr: u32,
     /// Rows of `W` an invocation.
     pub rpt: u32,
+    /// Lanes take a row's quant words (4 or 8 a block) instead of whole blocks, so that
+    /// neighbouring lanes read neighbouring values of `x`.
+    pub words: bool,
 }
 
 thread_local! {
@@ -70,20 +75,30 @@ impl MatvecShape {
             && (!paired || (self.wg / self.tpr * self.rpt).is_multiple_of(2))
     }
 
-    /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row (unless
-    /// [`MatvecShape::forced`]). A row's lanes: one per block, rounded up to a power of two,
-    /// 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an invocation and 16 rows
-    /// a workgroup; below it one row an invocation in workgroups of 64, with fewer lanes a row
-    /// where more would launch past 64 Ki invocations. `paired`: the epilogue takes rows
-    /// in pairs (SwiGLU's gate and up, RoPE's rotated pairs), so a workgroup holds at least two.
+    /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row in
+    /// `format` (unless [`MatvecShape::forced`]). A row's lanes: one per block, rounded up to
+    /// a power of two, 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an
+    /// invocation and 16 rows a workgroup; below it one row an invocation in workgroups of 64,
+    /// with fewer lanes a row where more would launch past 64 Ki invocations, and with Q4
+    /// weights and f32 activations (`x` in `dtype`) the lanes take quant words rather than
+    /// blocks. `paired`: the epilogue takes rows in pairs (SwiGLU's gate and up, RoPE's
+    /// rotated pairs), so a workgroup holds at least two.
     ///
-    /// Measured on the H200 (benches/NOTES.md, runs 105–106: each shape against 8–14 launch
-    /// shapes, three interleaved rounds): 4096² and 8192² products 1.2–2.0× faster than the
-    /// previous 64/16/4 (best: 256/64/4); SmolLM2's 576 × 1536 down projection 9–19 % faster
-    /// at 64/64/1; its 49,152-row output projection 5–10 % faster at 128/32/4; its 576- and
-    /// 3072-row products at the best of the shapes or within 2 % (~6 µs of launch and latency
-    /// whatever the shape).
-    pub fn for_product(n: usize, blocks: usize, paired: bool) -> Self {
+    /// Measured on the H200 (benches/NOTES.md, runs 105–106 and 123: each shape against 8–14
+    /// launch shapes, interleaved rounds): 4096² and 8192² products 1.2–2.0× faster than the
+    /// previous 64/16/4 (best: 256/64/4, with lanes on blocks); SmolLM2's 576 × 1536 down
+    /// projection 9–19 % faster at 64/64/1; its 49,152-row output projection 5–10 % faster
+    /// at 128/32/4. Below 4096 rows, lanes on words with f32 activations: SmolLM2's decode
+    /// products 0–11 % faster in place (run 123: gate/up 0.313 → 0.280 ms a token); with f16
+    /// ones its O and down projections lost 8 % in place (though not alone), and Q8_0's
+    /// eight words a block lost 0–5 % alone.
+    pub fn for_product(
+        n: usize,
+        blocks: usize,
+        format: QuantFormat,
+        dtype: DType,
+        paired: bool,
+    ) -> Self {
         if let Some(s) = FORCED.get() {
             return s;
         }
@@ -93,6 +108,7 @@ impl MatvecShape {
                 wg: 4 * lanes,
                 tpr: lanes,
                 rpt: MATVEC_RPT as u32,
+                words: false,
             };
         }
         let mut tpr = lanes;
@@ -103,6 +119,7 @@ impl MatvecShape {
             wg: WG,
             tpr,
             rpt: 1,
+            words: format != QuantFormat::Q8_0 && dtype == DType::F32,
         }
     }
 }

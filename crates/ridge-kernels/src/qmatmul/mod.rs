@@ -446,12 +446,13 @@ impl QMatmul {
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || rope.is_some();
         let shape = if self.m == 1 {
-            MatvecShape::for_product(n, k / BLOCK, paired)
+            MatvecShape::for_product(n, k / BLOCK, w.format, x.dtype(), paired)
         } else {
             MatvecShape {
                 wg: WG,
                 tpr: TPR,
                 rpt: 1,
+                words: false,
             }
         };
         if !shape.runs(paired) {
@@ -502,6 +503,7 @@ impl QMatmul {
                 )
                 .u32("MROWS", mrows as u32)
                 .u32("RPT", shape.rpt)
+                .bool("WORDS", shape.words)
                 .u32("BM", bm as u32)
             },
         );
@@ -656,22 +658,24 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
             // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes), and
             // short prompts'.
             let wide = MATVEC_RPT as u32;
-            for (mrows, wg, tpr, rpt, sgl) in [
-                (1, WG, TPR, 1, 1),
-                (1, WG, TPR, 1, TPR),
-                (1, WG, 64, 1, 32),
-                (1, 256, 64, wide, 1),
-                (1, 256, 64, wide, 32),
-                (MATVEC_ROWS, WG, TPR, 1, 8),
+            for (mrows, wg, tpr, rpt, sgl, words) in [
+                (1, WG, TPR, 1, 1, false),
+                (1, WG, TPR, 1, TPR, true),
+                (1, WG, 64, 1, 32, false),
+                (1, 256, 64, wide, 1, true),
+                (1, 256, 64, wide, 32, false),
+                (1, 256, 64, wide, 32, true),
+                (MATVEC_ROWS, WG, TPR, 1, 8, false),
             ] {
                 let d = lanes(d.clone(), wg, tpr, sgl)
                     .u32("MROWS", mrows as u32)
                     .u32("RPT", rpt)
+                    .bool("WORDS", words)
                     .u32("BM", TILE_SHORT as u32);
                 v.push((&QMATMUL, "matvec", d));
             }
             let d = lanes(d, WG, TPR, 1);
-            let d = d.u32("MROWS", 1).u32("RPT", 1);
+            let d = d.u32("MROWS", 1).u32("RPT", 1).bool("WORDS", false);
             for bm in [TILE, TILE_SHORT] {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
             }
