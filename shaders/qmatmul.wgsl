@@ -238,8 +238,10 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
             let xb = x_block(m0, b);
             ss[0] += xb.ss;
             for (var j = 0u; j < RPT; j++) {
-                let n = base + r * RPT + j;
-                if n < p.n { acc[j] += block_dot(xb.v, xb.s, n * p.blocks + b); }
+                // Rows past N read row N − 1 (their sums are never stored): no branch around
+                // the loads, so that the RPT rows' loads issue together.
+                let n = min(base + r * RPT + j, p.n - 1u);
+                acc[j] += block_dot(xb.v, xb.s, n * p.blocks + b);
             }
         }
     } else {
