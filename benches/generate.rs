@@ -305,7 +305,6 @@ fn main() {
             op_table(
                 &profile,
                 &model.plan(p, 0),
-                p,
                 &ceil,
                 measured.bandwidth_gbps,
                 cal,
@@ -388,26 +387,15 @@ fn main() {
                 .elapsed_ms()
                 .map_or("n/a".into(), |ms| format!("{ms:.3} ms")),
         );
-        op_table(&profile, &plan, 1, &ceil, measured.bandwidth_gbps, cal);
+        op_table(&profile, &plan, &ceil, measured.bandwidth_gbps, cal);
     }
 }
 
-/// The swept kind a plan op of a forward over `tokens` tokens is predicted as: its own name,
-/// but attention over the cache for a prompt.
-fn kind(name: &str, tokens: usize) -> &str {
-    if name == "kv_attention" && tokens > 1 {
-        "kv_attention_prefill"
-    } else {
-        name
-    }
-}
-
-/// GPU time per op of `profile` (a forward over `tokens` tokens) against the roofline's
-/// prediction for `plan`'s ops, and the calibrated model's where a report was given.
+/// GPU time per op of `profile` (a forward) against the roofline's prediction for `plan`'s
+/// ops, and the calibrated model's where a report was given.
 fn op_table(
     profile: &ridge::core::Profile,
     plan: &[ridge::nn::llama::PlannedOp],
-    tokens: usize,
     ceil: &Ceilings,
     bandwidth_gbps: f64,
     cal: Option<&Calibrated>,
@@ -440,7 +428,14 @@ fn op_table(
             None => ("n/a".into(), String::new()),
         };
         let calibrated = cal.map_or(String::new(), |c| {
-            let (sum, fitted) = c.predict_all(mine.map(|o| (kind(o.name, tokens), &o.cost)), ceil);
+            let priced: Vec<_> = mine
+                .filter_map(|o| o.priced.as_ref().map(|(k, c)| (*k, c)))
+                .collect();
+            if priced.is_empty() {
+                // A decode step's merge pass: priced inside its split kernel's kind.
+                return "  calibrated with kv_attention".into();
+            }
+            let (sum, fitted) = c.predict_all(priced, ceil);
             calibrated_total += sum;
             all_fitted &= fitted;
             calibrated::cell(sum, fitted, ms)

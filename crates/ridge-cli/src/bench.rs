@@ -98,7 +98,7 @@ pub fn run(args: Args) -> crate::CliResult {
     let fp = ctx.fingerprint();
     let spec = hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
     say(format!(
-        "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}{}, {} µs GPU time per dispatch ({} µs host time in a stream); ridge point {:.2} FLOP/B",
+        "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}{}, {} µs GPU time per dispatch ({} µs in a stream of dependent ones, {} µs of host time); ridge point {:.2} FLOP/B",
         m.bandwidth_gbps,
         m.f32_tflops,
         m.f16_tflops
@@ -107,6 +107,8 @@ pub fn run(args: Args) -> crate::CliResult {
             ", {t:.1} TFLOP/s f16 tensor cores (cooperative matrices)"
         )),
         m.dispatch_overhead_us
+            .map_or("n/a".into(), |v| format!("{v:.1}")),
+        m.stream_dispatch_us
             .map_or("n/a".into(), |v| format!("{v:.1}")),
         m.host_overhead_us
             .map_or("n/a".into(), |v| format!("{v:.1}")),

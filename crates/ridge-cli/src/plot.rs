@@ -27,11 +27,11 @@ const BANDWIDTH_HEIGHT: u32 = 440;
 const TITLE_HEIGHT: u32 = 36;
 
 /// Tableau 10 (colours told apart in print and by most colour-blind readers), then black and
-/// olive, then for the decoder's kernels (the sweep's last nine ops) the darker and lighter
-/// members of Tableau 20 and a navy: every op of the sweep has a colour of its own. Yellow is
-/// moved away from orange so that no two ops of the same kind (layer_norm and add) get
-/// look-alike colours.
-const PALETTE: [RGBColor; 20] = [
+/// olive, then for the decoder's kernels (the sweep's last ten ops) the darker and lighter
+/// members of Tableau 20, a navy and a purple: every op of the sweep has a colour of its own.
+/// Yellow is moved away from orange so that no two ops of the same kind (layer_norm and add)
+/// get look-alike colours.
+const PALETTE: [RGBColor; 21] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
@@ -52,6 +52,7 @@ const PALETTE: [RGBColor; 20] = [
     RGBColor(0xd3, 0x72, 0x95),
     RGBColor(0xd4, 0xa6, 0xc8),
     RGBColor(0x1f, 0x2a, 0x6b),
+    RGBColor(0x5a, 0x2d, 0x82),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +62,7 @@ enum Shape {
     Square,
 }
 
-/// How one op is drawn: the colour names the op (20 colours: one each), the shape its
+/// How one op is drawn: the colour names the op (21 colours: one each), the shape its
 /// storage type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Style {

@@ -133,7 +133,8 @@ fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
 
 /// `--report`: an encoder's ops also priced by a bench report's fitted terms (MiniLM's kinds are
 /// in the shipped H200 report: every GEMM and attention op fitted), on the report's measured
-/// ceilings; an unreadable or foreign file, and a decoder, refused in one line.
+/// ceilings; an unreadable or foreign file, and a decoder in a format Ridge does not run or
+/// at a batch it does not run, refused in one line.
 #[test]
 fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
     let report = concat!(
@@ -167,8 +168,16 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
             "--report",
         ),
         (
-            vec!["predict", "--model", "smollm2", "--report", report],
-            "an encoder's ops",
+            vec![
+                "predict", "--model", "smollm2", "--quant", "Q4_K_M", "--report", report,
+            ],
+            "Ridge's kernels run",
+        ),
+        (
+            vec![
+                "predict", "--model", "smollm2", "--batch", "4", "--report", report,
+            ],
+            "one sequence",
         ),
     ] {
         let bad = ridge(&args, &[("WGPU_BACKEND", "none")]);
@@ -177,6 +186,86 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
             !bad.status.success() && err.contains(needle) && err.lines().count() == 1,
             "{args:?}: {err}"
         );
+    }
+}
+
+/// A decoder on Ridge's own kernels priced by the fitted terms of the shipped H200 decoder
+/// report (`benches/reports/h200-decoder.json`), against what the generation bench measured
+/// in the same call as that report (benches/NOTES.md, run 126; SmolLM2-135M's shape, Q4_1
+/// weights, wall clock, decode pipelined): decode at depth 128 and 4096 in f32 and f16 within
+/// the 15 % that issue 26 asks, and the f16 prompt of 1024 tokens; the dispatch counts of the
+/// plan the GPU tests hold against a profile.
+#[test]
+fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200-decoder.json"
+    );
+    let predict = |dtype: &str, prompt: usize| {
+        json_without_gpu(&[
+            "predict",
+            "--model",
+            "smollm2",
+            "--quant",
+            "Q4_1",
+            "--dtype",
+            dtype,
+            "--prompt",
+            &prompt.to_string(),
+            "--generate",
+            "64",
+            "--report",
+            report,
+            "--json",
+        ])
+    };
+    // (dtype, prompt, measured decode tokens/s, measured time to first token in ms where
+    // held to 15 %).
+    for (dtype, prompt, decode, ttft) in [
+        ("f32", 128, 959.9, None),
+        ("f32", 4096, 779.9, None),
+        ("f16", 128, 985.8, None),
+        ("f16", 1024, f64::NAN, Some(7.60)),
+        ("f16", 4096, 792.7, None),
+    ] {
+        let doc = predict(dtype, prompt);
+        assert_eq!(doc["adapter"], "NVIDIA H200");
+        let predicted = doc["decode_tokens_per_s"].as_f64().unwrap();
+        if decode.is_finite() {
+            let ratio = decode / predicted;
+            assert!(
+                (1.0 / 1.15..=1.15).contains(&ratio),
+                "{dtype} decode after {prompt}: measured {decode} ÷ predicted {predicted}"
+            );
+        }
+        if let Some(ms) = ttft {
+            let predicted = doc["time_to_first_token_s"].as_f64().unwrap() * 1e3;
+            let ratio = ms / predicted;
+            assert!(
+                (1.0 / 1.15..=1.15).contains(&ratio),
+                "{dtype} prompt of {prompt}: measured {ms} ms ÷ predicted {predicted}"
+            );
+        }
+        // Five dispatches a layer and three more; a decode step past 512 keys merges its
+        // split attention: one more a layer.
+        let step = &doc["decode"]["middle_step"];
+        let per_step = if prompt > 512 { 183 } else { 153 };
+        assert_eq!(step["dispatches"], per_step, "{dtype} {prompt}");
+        assert_eq!(
+            doc["prefill"]["dispatches"],
+            if dtype == "f16" && prompt > 512 {
+                183
+            } else {
+                153
+            }
+        );
+        // Every product and attention kind is in the report's sweep.
+        for op in step["ops"].as_array().unwrap() {
+            let name = op["name"].as_str().unwrap();
+            if name.contains("qmat") || name.starts_with("kv_attention") {
+                assert_eq!(op["fitted"], true, "{op}");
+            }
+        }
     }
 }
 

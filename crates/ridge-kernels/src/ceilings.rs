@@ -208,6 +208,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         .ok()
         .map(|ms| ms * 1e3);
     let host_overhead_us = host_overhead_us(ctx, &touch)?;
+    let stream_dispatch_us = stream_dispatch_us(ctx, &touch)?;
     Ok(Measured {
         bandwidth_curve,
         bandwidth_gbps,
@@ -216,6 +217,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         tensor_tflops,
         dispatch_overhead_us,
         host_overhead_us,
+        stream_dispatch_us,
     })
 }
 
@@ -442,6 +444,68 @@ fn host_overhead_us(ctx: &Context, touch: &dyn Fn(&Context) -> Result<()>) -> Re
     ctx.flush();
     ctx.wait()?;
     Ok(Some(start.elapsed().as_secs_f64() * 1e6 / count as f64))
+}
+
+/// Dependent trivial dispatches (each writes the buffer the previous one wrote: a barrier
+/// between each two) in the stream [`stream_dispatch_us`] times.
+const STREAM_DISPATCHES: usize = 1000;
+
+/// The GPU's time a dispatch in a stream of [`STREAM_DISPATCHES`] dependent `touch`es
+/// recorded before the GPU reaches them: they are queued behind a blocker (copies of 64 MiB,
+/// enough of them to outlast three times the host's recording), and the stream's time is the
+/// wall clock of blocker and stream less the blocker's alone. `None` when the recording
+/// outlasted the blocker anyway (the figure would be the host's), and on the web (no clock
+/// to wait on).
+#[cfg(not(target_arch = "wasm32"))]
+fn stream_dispatch_us(
+    ctx: &Context,
+    touch: &dyn Fn(&Context) -> Result<()>,
+) -> Result<Option<f64>> {
+    use std::time::Instant;
+    let stream = |ctx: &Context| -> Result<()> {
+        for _ in 0..STREAM_DISPATCHES {
+            touch(ctx)?;
+        }
+        Ok(())
+    };
+    let wall_ms = |f: &dyn Fn() -> Result<()>| -> Result<f64> {
+        let t = Instant::now();
+        f()?;
+        ctx.flush();
+        ctx.wait()?;
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    };
+    let host_ms = wall_ms(&|| stream(ctx))?;
+    let n = (16usize << 20).min(ctx.limits().max_storage_buffer_binding_size as usize / 16);
+    let src = Tensor::empty(ctx, &[n * 4], DType::F32)?;
+    let dst = Tensor::empty(ctx, &[n * 4], DType::F32)?;
+    let copy = || copy_launch(ctx, &src, &dst, n as u32)?.run(ctx);
+    let copy_ms = wall_ms(&copy)?.max(1e-3);
+    let copies = ((3.0 * host_ms + 20.0) / copy_ms).ceil().max(4.0) as usize;
+    let blocker = || -> Result<()> {
+        for _ in 0..copies {
+            copy()?;
+        }
+        Ok(())
+    };
+    let alone = wall_ms(&blocker)?;
+    let t = Instant::now();
+    blocker()?;
+    ctx.flush();
+    stream(ctx)?;
+    let recorded = t.elapsed().as_secs_f64() * 1e3;
+    ctx.flush();
+    ctx.wait()?;
+    let both = t.elapsed().as_secs_f64() * 1e3;
+    Ok((recorded < alone && both > alone).then(|| (both - alone) * 1e3 / STREAM_DISPATCHES as f64))
+}
+
+#[cfg(target_arch = "wasm32")]
+fn stream_dispatch_us(
+    _ctx: &Context,
+    _touch: &dyn Fn(&Context) -> Result<()>,
+) -> Result<Option<f64>> {
+    Ok(None)
 }
 
 #[cfg(target_arch = "wasm32")]

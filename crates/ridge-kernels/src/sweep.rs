@@ -52,7 +52,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 20] = [
+pub const OPS: [&str; 21] = [
     "gemm",
     "layer_norm",
     "rms_norm",
@@ -73,13 +73,16 @@ pub const OPS: [&str; 20] = [
     "rms_qmatmul_rope",
     "kv_attention",
     "kv_attention_prefill",
+    "kv_attention_split",
 ];
 
 /// The decoder's ops, [`OPS`] from its 12th: each the kernel (and profile name) a decoder
 /// forward launches — the products with their fused prologue and epilogues (`qmatvec` and
 /// `qmatmul` with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache
 /// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
-/// pass) or a prompt (`kv_attention_prefill`) — swept in the full sweep, or when named, at the
+/// pass; `kv_attention_split`, longer contexts: keys split across workgroups, then the merge
+/// pass, timed together) or a prompt (`kv_attention_prefill`) — swept in the full sweep, or
+/// when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds.
@@ -124,6 +127,13 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
     for ctx in [64, 128, 256, 511] {
         v.push(spec(
             "kv_attention",
+            &[1, 9, 3, DECODER_HEAD_DIM, ctx],
+            dtype,
+        ));
+    }
+    for ctx in [1024, 2048, 4096, 8191] {
+        v.push(spec(
+            "kv_attention_split",
             &[1, 9, 3, DECODER_HEAD_DIM, ctx],
             dtype,
         ));
@@ -337,6 +347,10 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             q.cost(DECODER_FORMAT, n, k, d)
         }
         "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
+        "kv_attention_split" => {
+            let op = kv_attention_of(s);
+            op.cost(d) + op.merge_cost(op.split().0)
+        }
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",
@@ -479,7 +493,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 }
             }
         }
-        "kv_attention" | "kv_attention_prefill" => {
+        "kv_attention" | "kv_attention_prefill" | "kv_attention_split" => {
             let op = kv_attention_of(s);
             let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
             let keys = op.context();

@@ -34,6 +34,12 @@ pub struct Measured {
     pub dispatch_overhead_us: Option<f64>,
     /// Host wall-clock time per dispatch in a stream, µs.
     pub host_overhead_us: Option<f64>,
+    /// GPU time per dispatch in a stream of dependent trivial dispatches recorded ahead of
+    /// the GPU (queued behind a blocker), µs: the floor under each dispatch of a pipelined
+    /// decode, below [`Measured::dispatch_overhead_us`], which a lone timestamped dispatch
+    /// pays (reports from before this field read as `None`).
+    #[serde(default)]
+    pub stream_dispatch_us: Option<f64>,
 }
 
 impl Measured {

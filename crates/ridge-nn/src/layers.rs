@@ -107,53 +107,6 @@ impl Linear {
         matches!(self, Linear::Quantized(_)) && norm.kind == NormKind::RmsNorm
     }
 
-    /// The dispatches of [`Linear::forward_normed`] over `m` rows: names and costs, in order.
-    pub fn normed_ops(
-        &self,
-        norm: &Norm,
-        m: usize,
-        epilogue: Epilogue,
-        dtype: DType,
-    ) -> Vec<(&'static str, OpCost)> {
-        match self {
-            Linear::Quantized(w) if self.fuses(norm) => {
-                let q = QMatmul {
-                    rms_norm: true,
-                    ..Self::qmatmul(m, epilogue)
-                };
-                vec![(q.name(), q.cost(w.format, w.rows, w.cols, dtype))]
-            }
-            _ => vec![
-                (norm.op_name(), norm.cost(m, dtype)),
-                (self.op_name(m, epilogue), self.cost(m, epilogue, dtype)),
-            ],
-        }
-    }
-
-    /// The dispatches of [`Linear::forward_qkv_rope`] over `m` rows: names and costs.
-    pub fn qkv_rope_ops(
-        &self,
-        norm: &Norm,
-        rope: &RopeQkv,
-        dtype: DType,
-    ) -> Vec<(&'static str, OpCost)> {
-        match self {
-            Linear::Quantized(w) if self.fuses(norm) && rope.layout == PairLayout::Adjacent => {
-                let q = QMatmul {
-                    rms_norm: true,
-                    rope: true,
-                    ..Self::qmatmul(rope.tokens, Epilogue::None)
-                };
-                vec![(q.name(), q.cost(w.format, w.rows, w.cols, dtype))]
-            }
-            _ => {
-                let mut ops = self.normed_ops(norm, rope.tokens, Epilogue::None, dtype);
-                ops.push(("rope_qkv", rope.cost(dtype)));
-                ops
-            }
-        }
-    }
-
     /// A Q/K/V projection with its norm before and RoPE + the KV-cache append after: `q`
     /// `[T, nh, dh]` and the caches' rows `pos0..pos0 + T`. One dispatch where the weights
     /// are quantized, the norm an RMS norm and the pairs adjacent (the RoPE in the product's

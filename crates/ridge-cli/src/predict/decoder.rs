@@ -11,8 +11,10 @@ use ridge_model::hardware;
 
 /// A decoder to predict: its shape, and its weights when a GGUF file states them.
 pub struct Model {
-    shape: DecoderShape,
+    pub shape: DecoderShape,
     weights: Option<ModelWeights>,
+    /// The GGUF file it was read from.
+    pub gguf: Option<std::path::PathBuf>,
 }
 
 /// The decoder `--model` names, or `None` for an encoder (a preset or a BERT config.json).
@@ -24,6 +26,7 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
         return Ok(Some(Model {
             shape,
             weights: None,
+            gguf: None,
         }));
     }
     let path = Path::new(model);
@@ -45,6 +48,7 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
     Ok(Some(Model {
         shape,
         weights: None,
+        gguf: None,
     }))
 }
 
@@ -111,6 +115,7 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     Ok(Model {
         shape,
         weights: Some(weights),
+        gguf: Some(path.to_path_buf()),
     })
 }
 

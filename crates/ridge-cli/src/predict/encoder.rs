@@ -1,11 +1,9 @@
 //! `ridge predict` for an encoder: per-op predicted times, totals and memory of a batch on a
 //! GPU of the spec table.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ridge_model::calibrate::Calibrated;
-use ridge_model::report::BenchReport;
 use ridge_model::transformer::{self, InferenceMemory, LayerFlops, TransformerShape};
 use ridge_model::{OpCost, Precision, hardware};
 
@@ -65,7 +63,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         (Precision::F32, 4)
     };
     let f16 = args.dtype == "f16";
-    let calibrated = args.report.as_deref().map(load_report).transpose()?;
+    let calibrated = args.report.as_deref().map(super::load_report).transpose()?;
     let (adapter, ceilings) = match (&calibrated, &args.report) {
         (Some(c), Some(path)) => (
             serde_json::json!({ "name": c.report.adapter, "report": path }),
@@ -182,7 +180,11 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     );
     let cal_cell = |c: Option<(f64, bool)>| {
         c.map_or(String::new(), |(s, fitted)| {
-            format!("  {:>10} {}", time(s), if fitted { " " } else { "~" })
+            format!(
+                "  {:>10} {}",
+                super::time(s),
+                if fitted { " " } else { "~" }
+            )
         })
     };
     for (name, count, cost, seconds, mem, cal) in &groups {
@@ -198,7 +200,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             cost.flops,
             cost.bytes,
             cost.intensity(),
-            time(*seconds),
+            super::time(*seconds),
             100.0 * seconds / total_s,
             cal_cell(*cal)
         );
@@ -210,12 +212,12 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         total_cost.flops,
         total_cost.bytes,
         total_cost.intensity(),
-        time(total_s),
+        super::time(total_s),
         batch as f64 / total_s,
         match calibrated_total {
             Some((cal, fitted)) => format!(
                 "; calibrated {} {}→ {:.0} sequences/s",
-                time(cal),
+                super::time(cal),
                 if fitted { "" } else { "~ " },
                 batch as f64 / cal
             ),
@@ -242,25 +244,3 @@ pub fn run(args: &super::Args) -> crate::CliResult {
 /// An op group: name, count, cost, roofline seconds, memory-bound count, calibrated
 /// (seconds, every op's kind fitted).
 type Group = (String, usize, OpCost, f64, usize, Option<(f64, bool)>);
-
-/// `--report FILE` with its fitted terms.
-///
-/// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
-fn load_report(path: &Path) -> Result<Calibrated, Box<dyn std::error::Error>> {
-    let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
-    let report: BenchReport = serde_json::from_str(&text)
-        .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
-    Ok(Calibrated::new(report))
-}
-
-/// A time in the unit that shows its digits: `12.3 µs`, `1.234 ms`, `2.50 s`.
-fn time(seconds: f64) -> String {
-    if seconds < 1e-3 {
-        format!("{:.1} µs", seconds * 1e6)
-    } else if seconds < 1.0 {
-        format!("{:.3} ms", seconds * 1e3)
-    } else {
-        format!("{seconds:.2} s")
-    }
-}

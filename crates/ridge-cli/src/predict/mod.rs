@@ -5,6 +5,7 @@
 
 mod decoder;
 mod encoder;
+mod ridge_plan;
 mod validate;
 
 use ridge_model::decoder::{DecoderShape, Quant};
@@ -25,7 +26,8 @@ pub struct Args {
     /// Encoders: tokens per sequence (1 to the model's positions).
     #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     seq: usize,
-    /// Encoders: storage precision, f32 or f16 with f32 accumulation.
+    /// Encoders, and decoders with `--report`: the activations' precision, f32 or f16 with f32
+    /// accumulation (a decoder's weights are priced in `--quant` or the GGUF's types).
     #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
     dtype: String,
     /// Decoders: prompt tokens (the prefill).
@@ -43,12 +45,15 @@ pub struct Args {
     /// (crates/ridge-model/data/published.json) and its median error per vendor and phase.
     #[arg(long)]
     validate: bool,
-    /// Encoders: a `ridge bench --json` report of the GPU that will run the model. Each op is
-    /// then also priced by the terms fitted on the report's kernel runs (the calibrated
-    /// model, `~` where its sweep lacks the op's kind), and the roofline uses the report's
-    /// measured ceilings instead of the spec table's (`--adapter` is not used). GEMMs are
-    /// planned unsplit: the split-K choice needs the GPU (`cargo bench --bench minilm --
-    /// --report FILE` plans it).
+    /// A `ridge bench --json` report of the GPU that will run the model (`--adapter` is not
+    /// used). Encoders: each op is also priced by the terms fitted on the report's kernel runs
+    /// (the calibrated model, `~` where its sweep lacks the op's kind) and the roofline uses
+    /// the report's measured ceilings; GEMMs are planned unsplit (the split-K choice needs the
+    /// GPU: `cargo bench --bench minilm -- --report FILE` plans it). Decoders: the dispatches
+    /// Ridge itself would launch (its fused kernels, in Q8_0, Q4_0 or Q4_1: a GGUF's types or
+    /// `--quant`, default Q4_0) priced the same way: time to first token, decode tokens/s and
+    /// per-op times, batch 1. The report's sweep should name the decoder's kinds (`ridge
+    /// bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,…`).
     #[arg(long)]
     report: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.
@@ -74,12 +79,35 @@ pub fn run(args: Args) -> crate::CliResult {
         println!("decoders: {}", names.join(", "));
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    match decoder::source(&args.model)? {
-        Some(_) if args.report.is_some() => Err("--report prices an encoder's ops on Ridge's \
-             kernels; a decoder's forward on the GPU is priced by `cargo bench --bench generate \
-             -- --report FILE`"
-            .into()),
-        Some(model) => decoder::run(&args, model),
-        None => encoder::run(&args),
+    match (decoder::source(&args.model)?, &args.report) {
+        (Some(model), Some(report)) => {
+            ridge_plan::run(&args, &model.shape, model.gguf.as_deref(), report)
+        }
+        (Some(model), None) => decoder::run(&args, model),
+        (None, _) => encoder::run(&args),
+    }
+}
+
+/// `--report FILE` with its fitted terms.
+///
+/// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
+fn load_report(
+    path: &std::path::Path,
+) -> Result<ridge_model::calibrate::Calibrated, Box<dyn std::error::Error>> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
+    let report: ridge_model::report::BenchReport = serde_json::from_str(&text)
+        .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
+    Ok(ridge_model::calibrate::Calibrated::new(report))
+}
+
+/// A time in the unit that shows its digits: `12.3 µs`, `1.234 ms`, `2.50 s`.
+fn time(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.1} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.3} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.2} s")
     }
 }

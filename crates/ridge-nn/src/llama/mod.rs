@@ -24,6 +24,7 @@
 
 mod attend;
 pub mod config;
+pub mod plan;
 pub mod random;
 pub mod tokenizer;
 
@@ -35,6 +36,7 @@ use ridge_kernels::{PairLayout, RopeQkv, RopeTable};
 use attend::Attend;
 
 pub use config::LlamaConfig;
+pub use plan::{DecoderPlan, LayerFormats, PlannedOp};
 
 use crate::error::{Error, Result};
 use crate::gguf::{Gguf, TensorInfo};
@@ -53,8 +55,8 @@ struct Layer {
 
 /// A Llama-family decoder on the GPU.
 pub struct Llama {
-    config: LlamaConfig,
-    dtype: DType,
+    /// The shape, the activations' type, the weights' formats.
+    plan: DecoderPlan,
     /// The token embedding, looked up by id.
     embed: QuantMatrix,
     /// The output projection (the embedding itself when tied).
@@ -62,9 +64,6 @@ pub struct Llama {
     output_norm: Norm,
     layers: Vec<Layer>,
     rope: RopeTable,
-    /// Whether prompts' attention runs on the tensor cores
-    /// ([`ridge_kernels::KvAttention::tensor_cores_fit`]).
-    tensor_cores: bool,
 }
 
 /// The keys and values of every layer for the positions seen so far, preallocated for a
@@ -132,43 +131,39 @@ impl Llama {
     /// when the file holds tensors the model does not use; `MissingFeature` for f16 without
     /// `shader-f16`; GPU errors.
     pub fn load(ctx: &Context, g: &Gguf, dtype: DType) -> Result<Self> {
-        let config = LlamaConfig::from_gguf(g)?;
-        match dtype {
-            DType::F32 => {}
-            DType::F16 => ctx.require("the f16 decoder", ridge_core::wgpu::Features::SHADER_F16)?,
-            other => {
-                return Err(Error::Input(format!(
-                    "the decoder runs in f32 or f16, not {other}"
-                )));
-            }
+        if dtype == DType::F16 {
+            ctx.require("the f16 decoder", ridge_core::wgpu::Features::SHADER_F16)?;
         }
-        let c = &config;
+        let plan = DecoderPlan::from_gguf(g, dtype)?;
+        let plan = DecoderPlan {
+            tensor_cores: ridge_kernels::KvAttention::tensor_cores_fit(
+                ctx,
+                dtype,
+                plan.config.head_dim,
+            ),
+            ..plan
+        };
+        let c = &plan.config;
         let (h, f) = (c.hidden, c.ffn);
         let kv = c.kv_heads * c.head_dim;
         let loader = Loader { g };
         let mut layers = Vec::with_capacity(c.layers);
-        for l in 0..c.layers {
+        for (l, formats) in plan.layers.iter().enumerate() {
             let p = |n: &str| format!("blk.{l}.{n}.weight");
-            let (qf, q) = loader.quant(&p("attn_q"), h, h)?;
-            let (kf, k) = loader.quant(&p("attn_k"), kv, h)?;
-            let (vf, v) = loader.quant(&p("attn_v"), kv, h)?;
-            let qkv_format = loader.same_format(&[
-                (&p("attn_q"), qf),
-                (&p("attn_k"), kf),
-                (&p("attn_v"), vf),
-            ])?;
-            let qkv = [q, k, v].concat();
-            let (gf, gate) = loader.quant(&p("ffn_gate"), f, h)?;
-            let (uf, up) = loader.quant(&p("ffn_up"), f, h)?;
-            let gu_format = loader.same_format(&[(&p("ffn_gate"), gf), (&p("ffn_up"), uf)])?;
-            let gate_up = interleave_rows(gate, up, h / 32 * gu_format.block_bytes())?;
-            let (of, out) = loader.quant(&p("attn_output"), h, h)?;
-            let (df, down) = loader.quant(&p("ffn_down"), h, f)?;
             let quantized = |format, rows, cols, bytes: &[u8]| -> Result<Linear> {
                 Ok(Linear::Quantized(QuantMatrix::upload(
                     ctx, format, rows, cols, bytes,
                 )?))
             };
+            let qkv = [
+                loader.data(&p("attn_q"), h, h)?,
+                loader.data(&p("attn_k"), kv, h)?,
+                loader.data(&p("attn_v"), kv, h)?,
+            ]
+            .concat();
+            let gate = loader.data(&p("ffn_gate"), f, h)?;
+            let up = loader.data(&p("ffn_up"), f, h)?;
+            let gate_up = interleave_rows(gate, up, h / 32 * formats.gate_up.block_bytes())?;
             let norm = |name: &str| -> Result<Norm> {
                 Ok(Norm::rms(
                     loader.vector(ctx, &p(name), h, dtype)?,
@@ -177,19 +172,19 @@ impl Llama {
             };
             layers.push(Layer {
                 attn_norm: norm("attn_norm")?,
-                qkv: quantized(qkv_format, h + 2 * kv, h, &qkv)?,
-                out: quantized(of, h, h, out)?,
+                qkv: quantized(formats.qkv, h + 2 * kv, h, &qkv)?,
+                out: quantized(formats.out, h, h, loader.data(&p("attn_output"), h, h)?)?,
                 ffn_norm: norm("ffn_norm")?,
-                gate_up: quantized(gu_format, 2 * f, h, &gate_up)?,
-                down: quantized(df, h, f, down)?,
+                gate_up: quantized(formats.gate_up, 2 * f, h, &gate_up)?,
+                down: quantized(formats.down, h, f, loader.data(&p("ffn_down"), h, f)?)?,
             });
         }
-        let (ef, embed) = loader.quant("token_embd.weight", c.vocab, h)?;
-        let embed = QuantMatrix::upload(ctx, ef, c.vocab, h, embed)?;
+        let embed = loader.data("token_embd.weight", c.vocab, h)?;
+        let embed = QuantMatrix::upload(ctx, plan.embed, c.vocab, h, embed)?;
         let output = Linear::Quantized(match g.tensor("output.weight") {
             Some(_) => {
-                let (of, out) = loader.quant("output.weight", c.vocab, h)?;
-                QuantMatrix::upload(ctx, of, c.vocab, h, out)?
+                let out = loader.data("output.weight", c.vocab, h)?;
+                QuantMatrix::upload(ctx, plan.output, c.vocab, h, out)?
             }
             None => embed.clone(),
         });
@@ -216,20 +211,18 @@ impl Llama {
             embed,
             output,
             layers,
-            tensor_cores: ridge_kernels::KvAttention::tensor_cores_fit(ctx, dtype, c.head_dim),
-            dtype,
-            config,
+            plan,
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> &LlamaConfig {
-        &self.config
+        &self.plan.config
     }
 
     /// Storage type of activations and the KV cache.
     pub fn dtype(&self) -> DType {
-        self.dtype
+        self.plan.dtype
     }
 
     /// Bytes of weights on the GPU.
@@ -248,7 +241,7 @@ impl Llama {
     /// Errors: [`Error::Input`] for zero positions or more than the model's context;
     /// `LimitExceeded` when a layer's cache exceeds the adapter's buffer or binding size.
     pub fn cache(&self, ctx: &Context, capacity: usize) -> Result<KvCache> {
-        let c = &self.config;
+        let c = self.config();
         if capacity == 0 || capacity > c.context {
             return Err(Error::Input(format!(
                 "a context of {capacity} positions: the model runs 1 to {}",
@@ -256,13 +249,13 @@ impl Llama {
             )));
         }
         let shape = [capacity, c.kv_heads, c.head_dim];
-        let bytes = (capacity * c.kv_heads * c.head_dim * self.dtype.size()) as u64;
+        let bytes = (capacity * c.kv_heads * c.head_dim * self.dtype().size()) as u64;
         ctx.check_binding("the KV cache of one layer", bytes)?;
         let mut k = Vec::with_capacity(c.layers);
         let mut v = Vec::with_capacity(c.layers);
         for _ in 0..c.layers {
-            k.push(Tensor::empty(ctx, &shape, self.dtype)?);
-            v.push(Tensor::empty(ctx, &shape, self.dtype)?);
+            k.push(Tensor::empty(ctx, &shape, self.dtype())?);
+            v.push(Tensor::empty(ctx, &shape, self.dtype())?);
         }
         Ok(KvCache {
             k,
@@ -285,7 +278,7 @@ impl Llama {
         ids: &[u32],
         keep_hidden: bool,
     ) -> Result<Forward> {
-        let c = &self.config;
+        let c = self.config();
         if let Some(bad) = ids.iter().find(|&&id| id as usize >= c.vocab) {
             return Err(Error::Input(format!(
                 "token id {bad} is outside the vocabulary of {}",
@@ -313,7 +306,7 @@ impl Llama {
         ids_t: &Tensor,
         keep_hidden: bool,
     ) -> Result<Forward> {
-        let c = &self.config;
+        let c = self.config();
         let t = ids_t.numel();
         if t == 0 || ids_t.dtype() != DType::U32 {
             return Err(Error::Input(format!(
@@ -331,7 +324,7 @@ impl Llama {
             )));
         }
         let (h, nh, dh) = (c.hidden, c.heads, c.head_dim);
-        let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype);
+        let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype());
         let mut hidden = Vec::new();
         ctx.set_scope("embedding");
         let x = new(&[t, h])?;
@@ -384,63 +377,18 @@ impl Llama {
     }
 }
 
-/// One dispatch of a forward pass: the op's name as profiles show it, and its cost.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlannedOp {
-    /// The profiler span's name (`qmatvec`, `rope_qkv`, …).
-    pub name: &'static str,
-    /// FLOPs and bytes ([`ridge_model::OpCost`]).
-    pub cost: ridge_model::OpCost,
-}
-
 impl Llama {
     /// The dispatches of [`Llama::forward`] over `tokens` tokens at positions
     /// `pos0..pos0 + tokens`, in order, with each kernel's own cost (and the argmax of greedy
-    /// decoding after it): for comparing a profile with the roofline, op by op.
+    /// decoding after it): for comparing a profile with the roofline, op by op
+    /// ([`DecoderPlan::ops`]).
     pub fn plan(&self, tokens: usize, pos0: usize) -> Vec<PlannedOp> {
-        let (t, dt) = (tokens, self.dtype);
-        let mut ops = Vec::new();
-        let mut op = |name: &'static str, cost| ops.push(PlannedOp { name, cost });
-        let linear = |l: &Linear, m: usize, e: Epilogue| (l.op_name(m, e), l.cost(m, e, dt));
-        op(
-            "qembedding",
-            ridge_kernels::qmatmul::gather_cost(self.embed.format, t, self.config.hidden, dt),
-        );
-        let (rope, attention) = self.attention_ops(t, pos0);
-        for layer in &self.layers {
-            for (n, cost) in layer.qkv.qkv_rope_ops(&layer.attn_norm, &rope, dt) {
-                op(n, cost);
-            }
-            for (n, cost) in attention.ops(dt) {
-                op(n, cost);
-            }
-            let (n, cost) = linear(&layer.out, t, Epilogue::Residual);
-            op(n, cost);
-            for (n, cost) in layer
-                .gate_up
-                .normed_ops(&layer.ffn_norm, t, Epilogue::SwiGlu, dt)
-            {
-                op(n, cost);
-            }
-            let (n, cost) = linear(&layer.down, t, Epilogue::Residual);
-            op(n, cost);
-        }
-        for (n, cost) in self
-            .output
-            .normed_ops(&self.output_norm, 1, Epilogue::None, dt)
-        {
-            op(n, cost);
-        }
-        op(
-            "argmax",
-            ridge_kernels::argmax::cost(1, self.config.vocab, dt),
-        );
-        ops
+        self.plan.ops(tokens, pos0)
     }
 
     /// The RoPE + KV-append and attention ops of a forward over `t` tokens from `pos0`.
     fn attention_ops(&self, t: usize, pos0: usize) -> (RopeQkv, Attend) {
-        let c = &self.config;
+        let c = self.config();
         (
             RopeQkv {
                 tokens: t,
@@ -450,7 +398,14 @@ impl Llama {
                 pos0,
                 layout: PairLayout::Adjacent,
             },
-            Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores),
+            Attend::new(
+                t,
+                c.heads,
+                c.kv_heads,
+                c.head_dim,
+                pos0,
+                self.plan.tensor_cores,
+            ),
         )
     }
 }
@@ -511,20 +466,25 @@ impl<'a> Loader<'a> {
         Ok(t)
     }
 
-    /// A `rows × cols` matrix in a format Ridge runs: its format and ggml blocks.
-    fn quant(&self, name: &str, rows: usize, cols: usize) -> Result<(QuantFormat, &'a [u8])> {
+    /// The format of a `rows × cols` matrix, one Ridge runs.
+    fn format(&self, name: &str, rows: usize, cols: usize) -> Result<QuantFormat> {
         let t = self.info(name, &[rows, cols])?;
-        let format = QuantFormat::from_name(t.ggml_type.name).ok_or_else(|| {
+        QuantFormat::from_name(t.ggml_type.name).ok_or_else(|| {
             self.err(format!(
                 "tensor {name:?} is {}; Ridge runs linear weights in {}",
                 t.ggml_type,
                 runs()
             ))
-        })?;
-        Ok((format, self.g.data(t)))
+        })
     }
 
-    fn same_format(&self, parts: &[(&str, QuantFormat)]) -> Result<QuantFormat> {
+    /// The ggml blocks of a `rows × cols` matrix (its format checked by
+    /// [`DecoderPlan::from_gguf`]).
+    fn data(&self, name: &str, rows: usize, cols: usize) -> Result<&'a [u8]> {
+        Ok(self.g.data(self.info(name, &[rows, cols])?))
+    }
+
+    fn same_format(&self, parts: &[(String, QuantFormat)]) -> Result<QuantFormat> {
         let first = parts[0].1;
         match parts.iter().find(|p| p.1 != first) {
             None => Ok(first),

@@ -1,0 +1,286 @@
+//! Ridge's dispatches of a Llama forward — which kernels, in which order, at what cost — from
+//! the configuration and the weights' formats alone, without a GPU: what a profile is held
+//! against op by op ([`super::Llama::plan`]), and what `ridge predict --report` prices with
+//! an adapter's fitted terms.
+//!
+//! Every linear weight of the decoder is block-quantized and every norm an RMSNorm, so each
+//! norm runs inside the product after it and RoPE with the KV-cache append inside the Q/K/V
+//! product's epilogue (see the module docs of [`super`]): per layer the Q/K/V product, the
+//! attention (and its merge pass where its keys are split), the O projection with the
+//! residual, the gate/up product with SwiGLU, the down projection with the residual. The GPU
+//! tests hold this list against a profile's dispatches, name by name.
+
+use ridge_core::DType;
+use ridge_kernels::QMatmul;
+use ridge_kernels::quant::QuantFormat;
+use ridge_model::OpCost;
+
+use super::attend::Attend;
+use super::config::LlamaConfig;
+use super::{Loader, runs};
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+
+/// One dispatch of a forward pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedOp {
+    /// The profiler span's name (`qmatvec`, `kv_attention`, …).
+    pub name: &'static str,
+    /// FLOPs and bytes ([`ridge_model::OpCost`]).
+    pub cost: OpCost,
+    /// The kind `ridge bench` sweeps it as, whose fitted terms price it, and the cost they
+    /// price: its name and cost, but `kv_attention_prefill` for a prompt's attention over the
+    /// cache, and `kv_attention_split` for a decode step's attention split across
+    /// workgroups, priced with its merge pass (the sweep times the two together: a different
+    /// algorithm from the one-pass kernel of short contexts); `None` for that merge pass.
+    pub priced: Option<(&'static str, OpCost)>,
+}
+
+/// The weight formats of one layer's products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerFormats {
+    /// Q, K and V (one product: one format).
+    pub qkv: QuantFormat,
+    /// The O projection.
+    pub out: QuantFormat,
+    /// Gate and up (one product: one format).
+    pub gate_up: QuantFormat,
+    /// The down projection.
+    pub down: QuantFormat,
+}
+
+/// What decides a Llama forward's dispatches and their costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderPlan {
+    /// The shape.
+    pub config: LlamaConfig,
+    /// Activations and KV cache: f32, or f16.
+    pub dtype: DType,
+    /// Whether prompts' attention runs on the tensor cores (f16 on an adapter with
+    /// cooperative matrices: [`ridge_kernels::KvAttention::tensor_cores_fit`]).
+    pub tensor_cores: bool,
+    /// The token embedding's format.
+    pub embed: QuantFormat,
+    /// The output projection's (the embedding's when tied).
+    pub output: QuantFormat,
+    /// Each layer's.
+    pub layers: Vec<LayerFormats>,
+}
+
+impl DecoderPlan {
+    /// Every weight in `format` (a preset priced in one format).
+    pub fn uniform(config: LlamaConfig, format: QuantFormat, dtype: DType) -> Self {
+        let layer = LayerFormats {
+            qkv: format,
+            out: format,
+            gate_up: format,
+            down: format,
+        };
+        Self {
+            layers: vec![layer; config.layers],
+            config,
+            dtype,
+            tensor_cores: false,
+            embed: format,
+            output: format,
+        }
+    }
+
+    /// The plan of a parsed GGUF file run with `dtype` activations (no tensor cores: set
+    /// [`DecoderPlan::tensor_cores`] for an adapter that has them). Reads the metadata and
+    /// the tensors' types only.
+    ///
+    /// Errors: as [`LlamaConfig::from_gguf`]; [`Error::Weights`] naming the tensor when one is
+    /// missing, has a shape other than the configuration's or a type Ridge does not run, or
+    /// when Q, K and V (or gate and up) differ in format; [`Error::Input`] for a dtype other
+    /// than f32 and f16.
+    pub fn from_gguf(g: &Gguf, dtype: DType) -> Result<Self> {
+        if !matches!(dtype, DType::F32 | DType::F16) {
+            return Err(Error::Input(format!(
+                "the decoder runs in f32 or f16, not {dtype}"
+            )));
+        }
+        let config = LlamaConfig::from_gguf(g)?;
+        let c = &config;
+        let (h, f, kv) = (c.hidden, c.ffn, c.kv_heads * c.head_dim);
+        let loader = Loader { g };
+        let mut layers = Vec::with_capacity(c.layers);
+        for l in 0..c.layers {
+            let p = |n: &str| format!("blk.{l}.{n}.weight");
+            let format = |n: &str, rows, cols| -> Result<(String, QuantFormat)> {
+                Ok((p(n), loader.format(&p(n), rows, cols)?))
+            };
+            layers.push(LayerFormats {
+                qkv: loader.same_format(&[
+                    format("attn_q", h, h)?,
+                    format("attn_k", kv, h)?,
+                    format("attn_v", kv, h)?,
+                ])?,
+                out: loader.format(&p("attn_output"), h, h)?,
+                gate_up: loader
+                    .same_format(&[format("ffn_gate", f, h)?, format("ffn_up", f, h)?])?,
+                down: loader.format(&p("ffn_down"), h, f)?,
+            });
+        }
+        let embed = loader.format("token_embd.weight", c.vocab, h)?;
+        let output = match g.tensor("output.weight") {
+            Some(_) => loader.format("output.weight", c.vocab, h)?,
+            None => embed,
+        };
+        Ok(Self {
+            config,
+            dtype,
+            tensor_cores: false,
+            embed,
+            output,
+            layers,
+        })
+    }
+
+    /// The dispatches of a forward over `tokens` tokens at positions `pos0..pos0 + tokens`,
+    /// in order, with each kernel's own cost, and the argmax of greedy decoding after it.
+    pub fn ops(&self, tokens: usize, pos0: usize) -> Vec<PlannedOp> {
+        let (t, dt, c) = (tokens, self.dtype, &self.config);
+        let (h, kv) = (c.hidden, c.kv_heads * c.head_dim);
+        let mut ops: Vec<PlannedOp> = Vec::new();
+        let mut op = |name: &'static str, cost: OpCost| {
+            let priced = match name {
+                "kv_attention" if t > 1 => Some(("kv_attention_prefill", cost)),
+                "kv_attention_merge" if t == 1 => {
+                    let split = ops.last_mut().expect("the split kernel before its merge");
+                    split.priced = Some(("kv_attention_split", split.cost + cost));
+                    None
+                }
+                _ => Some((name, cost)),
+            };
+            ops.push(PlannedOp { name, cost, priced });
+        };
+        let product = |m, residual, glu, norm, rope| QMatmul {
+            m,
+            residual,
+            glu,
+            rms_norm: norm,
+            rope,
+        };
+        op(
+            "qembedding",
+            ridge_kernels::qmatmul::gather_cost(self.embed, t, h, dt),
+        );
+        let attention = Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores);
+        for l in &self.layers {
+            let qkv = product(t, false, false, true, true);
+            op(qkv.name(), qkv.cost(l.qkv, h + 2 * kv, h, dt));
+            for (name, cost) in attention.ops(dt) {
+                op(name, cost);
+            }
+            let out = product(t, true, false, false, false);
+            op(out.name(), out.cost(l.out, h, h, dt));
+            let gate_up = product(t, false, true, true, false);
+            op(gate_up.name(), gate_up.cost(l.gate_up, 2 * c.ffn, h, dt));
+            let down = product(t, true, false, false, false);
+            op(down.name(), down.cost(l.down, h, c.ffn, dt));
+        }
+        let logits = product(1, false, false, true, false);
+        op(logits.name(), logits.cost(self.output, c.vocab, h, dt));
+        op("argmax", ridge_kernels::argmax::cost(1, c.vocab, dt));
+        ops
+    }
+
+    /// The formats Ridge runs linear weights in, for messages.
+    pub fn formats_run() -> String {
+        runs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::file::FileBytes;
+    use crate::llama::random::random_gguf;
+
+    fn tiny() -> LlamaConfig {
+        LlamaConfig {
+            layers: 3,
+            hidden: 64,
+            ffn: 96,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 16,
+            rope_base: 10_000.0,
+            rms_eps: 1e-5,
+            context: 2048,
+            vocab: 100,
+        }
+    }
+
+    fn plan() -> DecoderPlan {
+        let bytes = random_gguf(&tiny(), QuantFormat::Q4_1, QuantFormat::Q8_0, 3);
+        let g = Gguf::parse(FileBytes::from_bytes(Path::new("tiny.gguf"), bytes)).unwrap();
+        DecoderPlan::from_gguf(&g, DType::F32).unwrap()
+    }
+
+    /// The file's formats, per layer and for the tied embedding; u32 activations refused.
+    #[test]
+    fn a_gguf_gives_its_formats() {
+        let p = plan();
+        let q41 = QuantFormat::Q4_1;
+        let layer = LayerFormats {
+            qkv: q41,
+            out: q41,
+            gate_up: q41,
+            down: q41,
+        };
+        assert_eq!(p.layers, vec![layer; 3]);
+        assert_eq!((p.embed, p.output), (QuantFormat::Q8_0, QuantFormat::Q8_0));
+        assert_eq!(p.config, tiny());
+        let bytes = random_gguf(&tiny(), q41, QuantFormat::Q8_0, 3);
+        let g = Gguf::parse(FileBytes::from_bytes(Path::new("t.gguf"), bytes)).unwrap();
+        assert!(matches!(
+            DecoderPlan::from_gguf(&g, DType::U32),
+            Err(Error::Input(_))
+        ));
+    }
+
+    /// Five dispatches a layer plus the embedding, the logits and the argmax; a prompt's
+    /// attention priced as a prompt's; a long decode step's split attention priced with its
+    /// merge pass, which is not priced again; every other op priced as itself.
+    #[test]
+    fn dispatches_and_the_kinds_that_price_them() {
+        let p = plan();
+        let names = |ops: &[PlannedOp]| ops.iter().map(|o| o.name).collect::<Vec<_>>();
+        let decode = p.ops(1, 10);
+        let mut want = vec!["qembedding"];
+        for _ in 0..3 {
+            want.extend([
+                "rms_qmatvec_rope",
+                "kv_attention",
+                "qmatvec",
+                "rms_qmatvec_swiglu",
+                "qmatvec",
+            ]);
+        }
+        want.extend(["rms_qmatvec", "argmax"]);
+        assert_eq!(names(&decode), want);
+        assert!(decode.iter().all(|o| o.priced == Some((o.name, o.cost))));
+
+        let prompt = p.ops(40, 0);
+        assert_eq!(prompt.len(), 1 + 3 * 5 + 2);
+        let attention = prompt.iter().find(|o| o.name == "kv_attention").unwrap();
+        assert_eq!(attention.priced.unwrap().0, "kv_attention_prefill");
+
+        let long = p.ops(1, 1500);
+        assert_eq!(long.len(), 1 + 3 * 6 + 2);
+        for (i, op) in long.iter().enumerate() {
+            if op.name == "kv_attention_merge" {
+                let split = &long[i - 1];
+                assert_eq!(op.priced, None);
+                assert_eq!(
+                    split.priced,
+                    Some(("kv_attention_split", split.cost + op.cost))
+                );
+            }
+        }
+    }
+}
