@@ -526,7 +526,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 9);
+        assert_eq!(DECODER_OPS.len(), 10);
         for dtype in [DType::F32, DType::F16] {
             let cases = decoder_cases(dtype);
             for op in DECODER_OPS {
