@@ -402,7 +402,7 @@ mod tests {
         assert!(f16.roofline_error > 2.5 && f16.held_out_error.unwrap() < 1.15);
     }
 
-    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 101):
+    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 126):
     /// each kind's fit within 1.25× of its own launches, the tensor-core kinds held against
     /// the tensor cores' roof, and the fitted terms predict SmolLM2-135M's own launches there
     /// better than the roofline by far (the launches at its widths are among the fitted ones:
@@ -411,7 +411,7 @@ mod tests {
     fn decoder_kinds_fit_their_launches() {
         let r = shipped("h200-decoder");
         let fit = Calibration::fit(&r);
-        assert_eq!(fit.kinds.len(), 18, "9 decoder kinds × f32, f16");
+        assert_eq!(fit.kinds.len(), 20, "10 decoder kinds × f32, f16");
         for k in &fit.kinds {
             assert!(
                 k.fitted_error <= 1.25,
