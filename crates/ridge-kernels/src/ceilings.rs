@@ -448,6 +448,7 @@ fn host_overhead_us(ctx: &Context, touch: &dyn Fn(&Context) -> Result<()>) -> Re
 
 /// Dependent trivial dispatches (each writes the buffer the previous one wrote: a barrier
 /// between each two) in the stream [`stream_dispatch_us`] times.
+#[cfg(not(target_arch = "wasm32"))]
 const STREAM_DISPATCHES: usize = 1000;
 
 /// The GPU's time a dispatch in a stream of [`STREAM_DISPATCHES`] dependent `touch`es
