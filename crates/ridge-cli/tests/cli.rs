@@ -259,6 +259,11 @@ fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
                 153
             }
         );
+        // A split step's merge pass is priced inside its split kernel's fitted kind.
+        for op in step["ops"].as_array().unwrap() {
+            let merge = op["name"] == "kv_attention_merge";
+            assert_eq!(op["priced_with_the_op_before"], merge, "{op}");
+        }
         // Every product and attention kind is in the report's sweep.
         for op in step["ops"].as_array().unwrap() {
             let name = op["name"].as_str().unwrap();
@@ -266,6 +271,42 @@ fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
                 assert_eq!(op["fitted"], true, "{op}");
             }
         }
+    }
+}
+
+/// A report without the decoder's kinds (the encoder's H200 report) prices every decode
+/// dispatch by its roofline, the split attention's merge pass included: never faster than the
+/// roofline it falls back to.
+#[test]
+fn predict_prices_a_decoder_by_its_roofline_where_a_report_lacks_its_kinds() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200.json"
+    );
+    let doc = json_without_gpu(&[
+        "predict",
+        "--model",
+        "smollm2",
+        "--prompt",
+        "1024",
+        "--generate",
+        "8",
+        "--report",
+        report,
+        "--json",
+    ]);
+    let decode = &doc["decode"];
+    let (calibrated, roofline) = (
+        decode["seconds"].as_f64().unwrap(),
+        decode["roofline_seconds"].as_f64().unwrap(),
+    );
+    assert!(
+        (calibrated - roofline).abs() <= 1e-9 * roofline,
+        "{calibrated} vs {roofline}"
+    );
+    for op in decode["middle_step"]["ops"].as_array().unwrap() {
+        assert_eq!(op["fitted"], false, "{op}");
+        assert!(op["calibrated_seconds"].as_f64().unwrap() > 0.0, "{op}");
     }
 }
 

@@ -55,7 +55,7 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
 /// The shape from a GGUF's metadata and the bytes from its tensors, by llama.cpp's names.
 fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     let name = path.display().to_string();
-    let file = ridge_nn::file::FileBytes::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let file = ridge_nn::file::FileBytes::open(path).map_err(|e| e.to_string())?;
     let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| format!("{name}: {e}"))?;
     let c = ridge_nn::llama::LlamaConfig::from_gguf(&g).map_err(|e| format!("{name}: {e}"))?;
     let tied = g.tensor("output.weight").is_none();
@@ -147,7 +147,9 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         );
     }
     if args.dtype != "f32" {
-        eprintln!("warning: --dtype prices an encoder; a decoder's weights are priced in --quant");
+        eprintln!(
+            "warning: --dtype prices an encoder, or a decoder on Ridge's kernels with --report; here a decoder's weights are priced in --quant"
+        );
     }
     let gpu = hardware::find(&args.adapter)?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);

@@ -52,8 +52,10 @@ pub struct Args {
     /// GPU: `cargo bench --bench minilm -- --report FILE` plans it). Decoders: the dispatches
     /// Ridge itself would launch (its fused kernels, in Q8_0, Q4_0 or Q4_1: a GGUF's types or
     /// `--quant`, default Q4_0) priced the same way: time to first token, decode tokens/s and
-    /// per-op times, batch 1. The report's sweep should name the decoder's kinds (`ridge
-    /// bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,…`).
+    /// per-op times, batch 1. The report's sweep should hold the decoder's kinds (the full
+    /// sweep does; or `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,
+    /// rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,
+    /// kv_attention_prefill,kv_attention_split --json FILE`).
     #[arg(long)]
     report: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.

@@ -31,7 +31,7 @@ fn plan(
     let plan = match gguf {
         Some(path) => {
             let name = path.display();
-            let file = ridge_nn::file::FileBytes::open(path).map_err(|e| format!("{name}: {e}"))?;
+            let file = ridge_nn::file::FileBytes::open(path).map_err(|e| e.to_string())?;
             let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| format!("{name}: {e}"))?;
             DecoderPlan::from_gguf(&g, dtype).map_err(|e| format!("{name}: {e}"))?
         }
@@ -79,6 +79,8 @@ struct Group {
     roofline_s: f64,
     calibrated_s: f64,
     fitted: bool,
+    /// Priced inside the op before it (a merge pass inside its split kernel's kind).
+    folded: bool,
 }
 
 /// A phase's ops priced: their groups in first-seen order, and the totals.
@@ -109,17 +111,24 @@ fn price(ops: &[PlannedOp], cal: &Calibrated, dtype: &str, stream: bool) -> Pric
     let f16 = dtype == "f16";
     let saving = if stream { stream_saving_s(cal) } else { 0.0 };
     let mut groups: Vec<Group> = Vec::new();
+    // Whether the op before was priced by a fitted kind that holds this one's time too.
+    let mut folded_into_fit = false;
     for op in ops {
         let kind = op.priced.map_or(op.name, |p| p.0);
         let roof = cal.report.measured.roof_for(kind, f16).0;
-        let roofline_s = roof.predict(&op.cost).seconds - saving;
-        // A merge pass is priced inside its split kernel's kind.
-        let (calibrated_s, fitted) = match op.priced {
+        let own_roofline_s = roof.predict(&op.cost).seconds;
+        let roofline_s = own_roofline_s - saving;
+        // A merge pass is priced inside its split kernel's kind where the report fitted that
+        // kind; where it did not, each dispatch is priced by its own roofline.
+        let (calibrated_s, fitted, folded) = match op.priced {
             Some((kind, cost)) => {
                 let (s, fitted) = cal.price(kind, dtype, &cost, &roof);
-                (s - saving, fitted)
+                folded_into_fit = fitted && cost != op.cost;
+                let s = if fitted { s } else { own_roofline_s };
+                (s - saving, fitted, false)
             }
-            None => (0.0, true),
+            None if folded_into_fit => (0.0, true, true),
+            None => (roofline_s, false, false),
         };
         match groups.iter_mut().find(|g| g.name == op.name) {
             Some(g) => {
@@ -127,6 +136,7 @@ fn price(ops: &[PlannedOp], cal: &Calibrated, dtype: &str, stream: bool) -> Pric
                 g.roofline_s += roofline_s;
                 g.calibrated_s += calibrated_s;
                 g.fitted &= fitted;
+                g.folded &= folded;
             }
             None => groups.push(Group {
                 name: op.name,
@@ -134,6 +144,7 @@ fn price(ops: &[PlannedOp], cal: &Calibrated, dtype: &str, stream: bool) -> Pric
                 roofline_s,
                 calibrated_s,
                 fitted,
+                folded,
             }),
         }
     }
@@ -214,6 +225,7 @@ pub fn run(
                     serde_json::json!({
                         "name": g.name, "dispatches": g.count, "roofline_seconds": g.roofline_s,
                         "calibrated_seconds": g.calibrated_s, "fitted": g.fitted,
+                        "priced_with_the_op_before": g.folded,
                     })
                 })
                 .collect::<Vec<_>>()
@@ -258,6 +270,28 @@ pub fn run(
         "priced by the terms fitted on {} ({adapter}; `~`: a kind its sweep lacks, priced by the roofline of its measured ceilings)",
         report.display()
     );
+    let any_fitted = prefill
+        .groups
+        .iter()
+        .chain(&middle.groups)
+        .any(|g| g.fitted && !g.folded);
+    if !any_fitted {
+        println!(
+            "none of the decoder's kinds is in this report's sweep: every op is priced by its roofline (`ridge bench --op {}` fits them)",
+            ridge_kernels::sweep::DECODER_OPS.join(",")
+        );
+    }
+    let any_fitted = prefill
+        .groups
+        .iter()
+        .chain(&middle.groups)
+        .any(|g| g.fitted && !g.folded);
+    if !any_fitted {
+        println!(
+            "none of the decoder's kinds is in this report's sweep: every op is priced by its roofline (`ridge bench --op {}` fits them)",
+            ridge_kernels::sweep::DECODER_OPS.join(",")
+        );
+    }
     let m = &cal.report.measured;
     match (m.dispatch_overhead_us, m.stream_dispatch_us) {
         (Some(lone), Some(stream)) => println!(
@@ -304,13 +338,20 @@ pub fn run(
             "op", "dispatches", "roofline", "calibrated"
         );
         for g in &p.groups {
+            let calibrated = if g.folded {
+                "with the split kernel".to_string()
+            } else {
+                format!(
+                    "{:>12} {}",
+                    time(g.calibrated_s),
+                    if g.fitted { " " } else { "~" }
+                )
+            };
             println!(
-                "  {:<20} {:>10} {:>12} {:>12} {}",
+                "  {:<20} {:>10} {:>12} {calibrated}",
                 g.name,
                 g.count,
                 time(g.roofline_s),
-                time(g.calibrated_s),
-                if g.fitted { " " } else { "~" }
             );
         }
     };
