@@ -270,25 +270,9 @@ pub fn run(
         "priced by the terms fitted on {} ({adapter}; `~`: a kind its sweep lacks, priced by the roofline of its measured ceilings)",
         report.display()
     );
-    let any_fitted = prefill
-        .groups
-        .iter()
-        .chain(&middle.groups)
-        .any(|g| g.fitted && !g.folded);
-    if !any_fitted {
+    if !middle.groups.iter().any(|g| g.fitted && !g.folded) {
         println!(
-            "none of the decoder's kinds is in this report's sweep: every op is priced by its roofline (`ridge bench --op {}` fits them)",
-            ridge_kernels::sweep::DECODER_OPS.join(",")
-        );
-    }
-    let any_fitted = prefill
-        .groups
-        .iter()
-        .chain(&middle.groups)
-        .any(|g| g.fitted && !g.folded);
-    if !any_fitted {
-        println!(
-            "none of the decoder's kinds is in this report's sweep: every op is priced by its roofline (`ridge bench --op {}` fits them)",
+            "none of a decode step's kinds is in this report's sweep: each is priced by its roofline (`ridge bench --op {}` fits them)",
             ridge_kernels::sweep::DECODER_OPS.join(",")
         );
     }
