@@ -29,7 +29,7 @@ use common::calibrated::{self, Calibrated};
 use std::path::Path;
 use std::time::Instant;
 
-use ridge::core::{Context, DType, Tensor, profiler, wgpu};
+use ridge::core::{Context, DType, Tensor, profiler};
 use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
@@ -103,117 +103,29 @@ fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, toke
     start.elapsed().as_secs_f64()
 }
 
-/// GPU work that holds the queue (copies of a 64 MiB buffer, as one command buffer) while
-/// the host records behind it, so that what was recorded then runs back to back: the GPU's
-/// own pace, the host's recording out of the way.
-struct Blocker {
-    src: wgpu::Buffer,
-    dst: wgpu::Buffer,
-    /// GPU time of one copy, ms.
-    copy_ms: f64,
-}
-
-impl Blocker {
-    fn new(ctx: &Context) -> Self {
-        let buffer = |usage| {
-            ctx.device().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("blocker"),
-                size: 64 << 20,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let mut b = Self {
-            src: buffer(wgpu::BufferUsages::COPY_SRC),
-            dst: buffer(wgpu::BufferUsages::COPY_DST),
-            copy_ms: 0.0,
-        };
-        b.timed(ctx, 4);
-        b.copy_ms = b.timed(ctx, 16) / 16.0;
-        b
-    }
-
-    fn submit(&self, ctx: &Context, copies: usize) -> wgpu::SubmissionIndex {
-        let mut encoder = ctx.encoder();
-        for _ in 0..copies {
-            encoder.copy_buffer_to_buffer(&self.src, 0, &self.dst, 0, self.src.size());
-        }
-        ctx.submit(encoder)
-    }
-
-    /// Wall time of `copies` copies alone, ms.
-    fn timed(&self, ctx: &Context, copies: usize) -> f64 {
-        let t = Instant::now();
-        ctx.wait_for(self.submit(ctx, copies)).expect("blocker");
-        t.elapsed().as_secs_f64() * 1e3
-    }
-
-    /// The GPU time of what `record` records (its host recording took about `host_ms`
-    /// before), queued behind a blocker sized to three times that plus 20 ms: ms, and
-    /// whether the recording ended before the blocker did (else an upper bound).
-    fn queued(&self, ctx: &Context, host_ms: f64, record: impl FnOnce()) -> (f64, bool) {
-        let copies = (((3.0 * host_ms + 20.0) / self.copy_ms).ceil() as usize).max(16);
-        let alone = self.timed(ctx, copies);
-        let start = Instant::now();
-        self.submit(ctx, copies);
-        record();
-        let recorded = start.elapsed().as_secs_f64() * 1e3;
-        ctx.flush();
-        ctx.wait().expect("wait");
-        (
-            start.elapsed().as_secs_f64() * 1e3 - alone,
-            recorded < alone,
-        )
-    }
-}
-
-/// Decode with the host out of the way: `tokens` pipelined steps queued behind a
-/// [`Blocker`] (`host_ms_a_token`: their recording time a token, measured before). Returns
-/// (GPU ms a token, whether the recording finished in time).
+/// Decode with the host out of the way: `tokens` pipelined steps queued behind a blocker
+/// ([`ceilings::queued_gpu_ms`]; `host_ms_a_token`: their recording time a token, measured
+/// before). Returns (GPU ms a token, whether the recording finished in time).
 fn gpu_bound(
     ctx: &Context,
-    blocker: &Blocker,
     model: &Llama,
     cache: &mut KvCache,
     first: u32,
     tokens: usize,
     host_ms_a_token: f64,
 ) -> (f64, bool) {
-    let (ms, in_time) = blocker.queued(ctx, tokens as f64 * host_ms_a_token, || {
-        let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
+    let (ms, in_time) = ceilings::queued_gpu_ms(ctx, tokens as f64 * host_ms_a_token, || {
+        let mut ids = Tensor::from_slice(ctx, &[first], &[1])?;
         for _ in 0..tokens {
             let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
-            let next = Tensor::empty(ctx, &[1], DType::U32).expect("id");
-            argmax::argmax(ctx, &fwd.logits, &next).expect("argmax");
+            let next = Tensor::empty(ctx, &[1], DType::U32)?;
+            argmax::argmax(ctx, &fwd.logits, &next)?;
             ids = next;
         }
-    });
+        Ok(())
+    })
+    .expect("queued decode");
     (ms / tokens as f64, in_time)
-}
-
-/// The GPU's time a dispatch in a stream of `n` dependent tiny dispatches (a 4-element
-/// scale, ping-ponged between two tensors: each reads what the previous wrote, so each waits
-/// at a barrier), queued behind a [`Blocker`]: the floor under a decode step's dispatches.
-/// µs, and whether the recording finished in time.
-fn dispatch_floor(ctx: &Context, blocker: &Blocker, n: usize) -> (f64, bool) {
-    use ridge::kernels::{Unary, unary};
-    let a = Tensor::from_slice(ctx, &[1.0f32; 4], &[4]).expect("a");
-    let b = Tensor::empty(ctx, &[4], DType::F32).expect("b");
-    let chain = || {
-        for i in 0..n {
-            let (x, y) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
-            unary(ctx, Unary::Scale(0.5), x, y).expect("scale");
-        }
-    };
-    chain();
-    ctx.wait().expect("wait");
-    let t = Instant::now();
-    chain();
-    ctx.flush();
-    ctx.wait().expect("wait");
-    let host_ms = t.elapsed().as_secs_f64() * 1e3;
-    let (ms, in_time) = blocker.queued(ctx, host_ms, chain);
-    (ms * 1e3 / n as f64, in_time)
 }
 
 /// `--help`: what the bench measures and takes.
@@ -312,16 +224,14 @@ fn main() {
         }
     }
 
-    let blocker = Blocker::new(&ctx);
-    let (floor_us, in_time) = dispatch_floor(&ctx, &blocker, 1000);
-    println!(
-        "dispatch floor: {floor_us:.2} µs a dispatch in a stream of 1000 dependent tiny ones, queued behind a blocker{}",
-        if in_time {
-            ""
-        } else {
-            " (the host's recording outlasted the blocker: an upper bound)"
-        }
-    );
+    match measured.stream_dispatch_us {
+        Some(us) => println!(
+            "dispatch floor: {us:.2} µs a dispatch in a stream of dependent tiny ones, queued behind a blocker"
+        ),
+        None => println!(
+            "dispatch floor: not measured (the host's recording of the stream outlasted its blocker)"
+        ),
+    }
     // Decode at depth: the cache filled by a prefill of `c` tokens, then `tokens` steps.
     for &c in &contexts {
         let mut cache = model.cache(&ctx, c + 2 * tokens + 2).expect("cache");
@@ -337,7 +247,6 @@ fn main() {
         cache.truncate(depth);
         let (gpu_ms, in_time) = gpu_bound(
             &ctx,
-            &blocker,
             &model,
             &mut cache,
             id,
@@ -413,13 +322,13 @@ fn op_table(
     );
     let mut ops = profile.by_name();
     ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+    let prices = cal.map(|c| c.price_plan(plan, ceil));
     let (mut total, mut predicted_total, mut calibrated_total) = (0.0, 0.0, 0.0);
     let mut all_fitted = true;
     for (name, count, ms) in ops {
-        let mine = plan.iter().filter(|o| o.name == name);
-        let p: f64 = mine
-            .clone()
-            .map(|o| ceil.predict(&o.cost).seconds * 1e3)
+        let mine = || (0..plan.len()).filter(|&i| plan[i].name == name);
+        let p: f64 = mine()
+            .map(|i| ceil.predict(&plan[i].cost).seconds * 1e3)
             .sum();
         predicted_total += p;
         total += ms.unwrap_or(0.0);
@@ -427,15 +336,13 @@ fn op_table(
             Some(ms) => (format!("{ms:.4}"), format!("{:.2}×", ms / p)),
             None => ("n/a".into(), String::new()),
         };
-        let calibrated = cal.map_or(String::new(), |c| {
-            let priced: Vec<_> = mine
-                .filter_map(|o| o.priced.as_ref().map(|(k, c)| (*k, c)))
-                .collect();
-            if priced.is_empty() {
+        let calibrated = prices.as_ref().map_or(String::new(), |prices| {
+            if mine().all(|i| prices[i].folded) {
                 // A decode step's merge pass: priced inside its split kernel's kind.
-                return "  calibrated with kv_attention".into();
+                return "  calibrated with the split kernel".into();
             }
-            let (sum, fitted) = c.predict_all(priced, ceil);
+            let sum: f64 = mine().map(|i| prices[i].seconds * 1e3).sum();
+            let fitted = mine().all(|i| prices[i].fitted);
             calibrated_total += sum;
             all_fitted &= fitted;
             calibrated::cell(sum, fitted, ms)

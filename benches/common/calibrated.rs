@@ -54,6 +54,17 @@ impl Calibrated {
         (s * 1e3, fitted)
     }
 
+    /// A decoder plan's ops priced in order ([`ridge::nn::llama::price_ops`]: a split
+    /// attention's merge pass inside its fitted kind), every kind held against `ceil` where
+    /// the report did not fit it.
+    pub fn price_plan(
+        &self,
+        plan: &[ridge::nn::llama::PlannedOp],
+        ceil: &Ceilings,
+    ) -> Vec<ridge::nn::llama::OpPrice> {
+        ridge::nn::llama::price_ops(plan, &self.cal, &self.dtype, |_| ceil.clone())
+    }
+
     /// [`Calibrated::predict`] summed over `ops` (kind, cost): ms, and whether every kind was
     /// fitted.
     pub fn predict_all<'a>(

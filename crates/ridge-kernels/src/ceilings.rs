@@ -451,24 +451,45 @@ fn host_overhead_us(ctx: &Context, touch: &dyn Fn(&Context) -> Result<()>) -> Re
 #[cfg(not(target_arch = "wasm32"))]
 const STREAM_DISPATCHES: usize = 1000;
 
-/// The GPU's time a dispatch in a stream of [`STREAM_DISPATCHES`] dependent `touch`es
-/// recorded before the GPU reaches them: they are queued behind a blocker (copies of 64 MiB,
-/// enough of them to outlast three times the host's recording), and the stream's time is the
-/// wall clock of blocker and stream less the blocker's alone. `None` when the recording
-/// outlasted the blocker anyway (the figure would be the host's), and on the web (no clock
-/// to wait on).
+/// The GPU's time a dispatch in a stream of [`STREAM_DISPATCHES`] dependent `touch`es,
+/// queued behind a blocker ([`queued_gpu_ms`]), µs. `None` when the recording outlasted the
+/// blocker anyway (the figure would be the host's), and on the web (no clock to wait on).
 #[cfg(not(target_arch = "wasm32"))]
 fn stream_dispatch_us(
     ctx: &Context,
     touch: &dyn Fn(&Context) -> Result<()>,
 ) -> Result<Option<f64>> {
-    use std::time::Instant;
-    let stream = |ctx: &Context| -> Result<()> {
+    let stream = || -> Result<()> {
         for _ in 0..STREAM_DISPATCHES {
             touch(ctx)?;
         }
         Ok(())
     };
+    let t = std::time::Instant::now();
+    stream()?;
+    ctx.flush();
+    ctx.wait()?;
+    let host_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (ms, in_time) = queued_gpu_ms(ctx, host_ms, stream)?;
+    Ok((in_time && ms > 0.0).then(|| ms * 1e3 / STREAM_DISPATCHES as f64))
+}
+
+/// The GPU time of the work `record` records, ms, with the host's recording out of the way:
+/// it is queued behind a blocker (copies of 64 MiB, enough of them to outlast three times
+/// `host_ms`, the recording's time measured before, plus 20 ms), so that it runs back to
+/// back; its time is the wall clock of blocker and work less the blocker's alone. Also
+/// whether the recording ended before the blocker did (else the figure is an upper bound:
+/// the host's). What the generation bench's GPU-bound decode and [`measure`]'s stream floor
+/// are timed by.
+///
+/// Errors: a buffer the adapter refuses; `record`'s.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn queued_gpu_ms(
+    ctx: &Context,
+    host_ms: f64,
+    record: impl FnOnce() -> Result<()>,
+) -> Result<(f64, bool)> {
+    use std::time::Instant;
     let wall_ms = |f: &dyn Fn() -> Result<()>| -> Result<f64> {
         let t = Instant::now();
         f()?;
@@ -476,11 +497,11 @@ fn stream_dispatch_us(
         ctx.wait()?;
         Ok(t.elapsed().as_secs_f64() * 1e3)
     };
-    let host_ms = wall_ms(&|| stream(ctx))?;
     let n = (16usize << 20).min(ctx.limits().max_storage_buffer_binding_size as usize / 16);
     let src = Tensor::empty(ctx, &[n * 4], DType::F32)?;
     let dst = Tensor::empty(ctx, &[n * 4], DType::F32)?;
     let copy = || copy_launch(ctx, &src, &dst, n as u32)?.run(ctx);
+    wall_ms(&copy)?;
     let copy_ms = wall_ms(&copy)?.max(1e-3);
     let copies = ((3.0 * host_ms + 20.0) / copy_ms).ceil().max(4.0) as usize;
     let blocker = || -> Result<()> {
@@ -493,12 +514,12 @@ fn stream_dispatch_us(
     let t = Instant::now();
     blocker()?;
     ctx.flush();
-    stream(ctx)?;
+    record()?;
     let recorded = t.elapsed().as_secs_f64() * 1e3;
     ctx.flush();
     ctx.wait()?;
     let both = t.elapsed().as_secs_f64() * 1e3;
-    Ok((recorded < alone && both > alone).then(|| (both - alone) * 1e3 / STREAM_DISPATCHES as f64))
+    Ok((both - alone, recorded < alone))
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -115,15 +115,21 @@ impl KvAttention {
         4 * (g * self.head_dim + g * w + 4 * w + w)
     }
 
+    /// Whether the tensor-core kernel takes attention of head width `dh` in `dtype` on an
+    /// adapter with f16 cooperative matrices and room for its workgroup memory (what
+    /// [`KvAttention::tensor_cores_fit`] asks of the shape alone, for a plan made without a
+    /// GPU): f16 storage, `dh` a positive multiple of 16.
+    pub fn tensor_cores_shape(dtype: DType, dh: usize) -> bool {
+        dtype == DType::F16 && dh > 0 && dh.is_multiple_of(16)
+    }
+
     /// Whether an adapter runs attention of head width `dh` in `dtype` on the tensor cores
     /// for prompts of [`TENSOR_CORE_MIN_TOKENS`] or more: f16 storage, f16 × f16 → f32
     /// 16×16×16 cooperative matrices, `dh` a multiple of 16, and the kernel's workgroup
     /// memory within the adapter's limit.
     pub fn tensor_cores_fit(ctx: &Context, dtype: DType, dh: usize) -> bool {
-        dtype == DType::F16
+        Self::tensor_cores_shape(dtype, dh)
             && ctx.has_coop_f16()
-            && dh > 0
-            && dh.is_multiple_of(16)
             && coop_shared_bytes(dh) <= ctx.limits().max_compute_workgroup_storage_size as usize
     }
 

@@ -12,7 +12,7 @@ use ridge_core::DType;
 use ridge_kernels::quant::QuantFormat;
 use ridge_model::calibrate::Calibrated;
 use ridge_model::decoder::{DecoderShape, Quant};
-use ridge_nn::llama::{DecoderPlan, LlamaConfig, PlannedOp};
+use ridge_nn::llama::{DecoderPlan, LlamaConfig, PlannedOp, price_ops};
 
 use super::time;
 
@@ -46,25 +46,11 @@ fn plan(
                     DecoderPlan::formats_run()
                 )
             })?;
-            let config = LlamaConfig {
-                layers: shape.layers,
-                hidden: shape.hidden,
-                ffn: shape.ffn,
-                heads: shape.heads,
-                kv_heads: shape.kv_heads,
-                head_dim: shape.head_dim,
-                // Neither changes a dispatch or its cost.
-                rope_base: 10_000.0,
-                rms_eps: 1e-5,
-                context: shape.context,
-                vocab: shape.vocab,
-            };
-            DecoderPlan::uniform(config, format, dtype)
+            DecoderPlan::uniform(LlamaConfig::from_shape(shape), format, dtype)
         }
     };
-    let tensor_cores = dtype == DType::F16
-        && cal.report.measured.tensor_tflops.is_some()
-        && plan.config.head_dim.is_multiple_of(16);
+    let tensor_cores = cal.report.measured.tensor_tflops.is_some()
+        && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
     Ok(DecoderPlan {
         tensor_cores,
         ..plan
@@ -106,30 +92,19 @@ fn stream_saving_s(cal: &Calibrated) -> f64 {
     }
 }
 
-/// `ops` priced by `cal`'s terms for `dtype` storage, as a pipelined stream or not.
+/// `ops` priced by `cal`'s terms for `dtype` storage ([`price_ops`]), as a pipelined stream
+/// or not.
 fn price(ops: &[PlannedOp], cal: &Calibrated, dtype: &str, stream: bool) -> Priced {
     let f16 = dtype == "f16";
     let saving = if stream { stream_saving_s(cal) } else { 0.0 };
+    let roof = |kind: &str| cal.report.measured.roof_for(kind, f16).0;
+    let prices = price_ops(ops, cal, dtype, roof);
     let mut groups: Vec<Group> = Vec::new();
-    // Whether the op before was priced by a fitted kind that holds this one's time too.
-    let mut folded_into_fit = false;
-    for op in ops {
-        let kind = op.priced.map_or(op.name, |p| p.0);
-        let roof = cal.report.measured.roof_for(kind, f16).0;
-        let own_roofline_s = roof.predict(&op.cost).seconds;
-        let roofline_s = own_roofline_s - saving;
-        // A merge pass is priced inside its split kernel's kind where the report fitted that
-        // kind; where it did not, each dispatch is priced by its own roofline.
-        let (calibrated_s, fitted, folded) = match op.priced {
-            Some((kind, cost)) => {
-                let (s, fitted) = cal.price(kind, dtype, &cost, &roof);
-                folded_into_fit = fitted && cost != op.cost;
-                let s = if fitted { s } else { own_roofline_s };
-                (s - saving, fitted, false)
-            }
-            None if folded_into_fit => (0.0, true, true),
-            None => (roofline_s, false, false),
-        };
+    for (op, p) in ops.iter().zip(prices) {
+        let roofline_s = roof(op.kind()).predict(&op.cost).seconds - saving;
+        // A dispatch folded into the one before saves nothing of its own.
+        let calibrated_s = if p.folded { 0.0 } else { p.seconds - saving };
+        let (fitted, folded) = (p.fitted, p.folded);
         match groups.iter_mut().find(|g| g.name == op.name) {
             Some(g) => {
                 g.count += 1;

@@ -56,6 +56,24 @@ impl LlamaConfig {
         }
     }
 
+    /// The configuration of a decoder `ridge predict` prices (a preset or a `config.json`):
+    /// RoPE's base and RMSNorm's epsilon, which change neither a dispatch nor its cost, set to
+    /// Llama's defaults (10,000 and 10⁻⁵).
+    pub fn from_shape(shape: &ridge_model::decoder::DecoderShape) -> Self {
+        Self {
+            layers: shape.layers,
+            hidden: shape.hidden,
+            ffn: shape.ffn,
+            heads: shape.heads,
+            kv_heads: shape.kv_heads,
+            head_dim: shape.head_dim,
+            rope_base: 10_000.0,
+            rms_eps: 1e-5,
+            context: shape.context,
+            vocab: shape.vocab,
+        }
+    }
+
     /// Reads the configuration from `g`'s metadata; the vocabulary size is the tokenizer's
     /// token count (or `<arch>.vocab_size`).
     ///

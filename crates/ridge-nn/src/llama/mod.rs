@@ -36,7 +36,7 @@ use ridge_kernels::{PairLayout, RopeQkv, RopeTable};
 use attend::Attend;
 
 pub use config::LlamaConfig;
-pub use plan::{DecoderPlan, LayerFormats, PlannedOp};
+pub use plan::{DecoderPlan, LayerFormats, OpPrice, PlannedOp, price_ops};
 
 use crate::error::{Error, Result};
 use crate::gguf::{Gguf, TensorInfo};

@@ -13,7 +13,8 @@
 use ridge_core::DType;
 use ridge_kernels::QMatmul;
 use ridge_kernels::quant::QuantFormat;
-use ridge_model::OpCost;
+use ridge_model::calibrate::Calibrated;
+use ridge_model::{Ceilings, OpCost};
 
 use super::attend::Attend;
 use super::config::LlamaConfig;
@@ -34,6 +35,67 @@ pub struct PlannedOp {
     /// workgroups, priced with its merge pass (the sweep times the two together: a different
     /// algorithm from the one-pass kernel of short contexts); `None` for that merge pass.
     pub priced: Option<(&'static str, OpCost)>,
+}
+
+impl PlannedOp {
+    /// The swept kind that prices it: its own name but where [`PlannedOp::priced`] names
+    /// another (a merge pass: its own).
+    pub fn kind(&self) -> &'static str {
+        self.priced.map_or(self.name, |p| p.0)
+    }
+}
+
+/// What one planned dispatch is priced at ([`price_ops`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpPrice {
+    /// Seconds: its kind's fitted time, or its own roofline time where the report did not
+    /// fit that kind; 0 for a merge pass priced inside its split kernel's fitted kind.
+    pub seconds: f64,
+    /// Whether fitted terms priced it.
+    pub fitted: bool,
+    /// Whether it is priced inside the op before it (a merge pass).
+    pub folded: bool,
+}
+
+/// `ops`, in order, priced by the terms `cal` fitted for `dtype` storage (`"f32"`, `"f16"`),
+/// `roof(kind)` the roofline a kind is held against where the report did not fit it
+/// (`ridge_model::calibrate`). A split attention's kind is fitted on the split kernel and its
+/// merge pass timed together: where the report fitted it the merge pass costs nothing more;
+/// where it did not, each of the two dispatches is priced by its own roofline (pricing the
+/// pair as one would drop a dispatch's overhead).
+pub fn price_ops(
+    ops: &[PlannedOp],
+    cal: &Calibrated,
+    dtype: &str,
+    roof: impl Fn(&str) -> Ceilings,
+) -> Vec<OpPrice> {
+    let mut folded_into_fit = false;
+    ops.iter()
+        .map(|op| {
+            let own_roofline = || roof(op.kind()).predict(&op.cost).seconds;
+            match op.priced {
+                Some((kind, cost)) => {
+                    let (s, fitted) = cal.price(kind, dtype, &cost, &roof(kind));
+                    folded_into_fit = fitted && cost != op.cost;
+                    OpPrice {
+                        seconds: if fitted { s } else { own_roofline() },
+                        fitted,
+                        folded: false,
+                    }
+                }
+                None if folded_into_fit => OpPrice {
+                    seconds: 0.0,
+                    fitted: true,
+                    folded: true,
+                },
+                None => OpPrice {
+                    seconds: own_roofline(),
+                    fitted: false,
+                    folded: false,
+                },
+            }
+        })
+        .collect()
 }
 
 /// The weight formats of one layer's products.
@@ -281,6 +343,55 @@ mod tests {
                     Some(("kv_attention_split", split.cost + op.cost))
                 );
             }
+        }
+    }
+
+    /// A report that fitted the split attention's kind prices the split kernel with its merge
+    /// pass, the merge at 0 and "folded"; one without it (the encoder's H200 report) prices
+    /// each of the two by its own roofline, never at 0; every other op by its kind.
+    #[test]
+    fn a_merge_pass_is_priced_inside_a_fitted_split_kind_else_by_its_own_roofline() {
+        let report = |text: &str| Calibrated::new(serde_json::from_str(text).unwrap());
+        let ops = plan().ops(1, 1500);
+        let merge = ops
+            .iter()
+            .position(|o| o.name == "kv_attention_merge")
+            .unwrap();
+        let (split, merge_op) = (&ops[merge - 1], &ops[merge]);
+
+        let fitted = report(include_str!(
+            "../../../../benches/reports/h200-decoder.json"
+        ));
+        let roof = |k: &str| fitted.report.measured.roof_for(k, false).0;
+        let prices = price_ops(&ops, &fitted, "f32", roof);
+        assert_eq!(prices.len(), ops.len());
+        let both = split.cost + merge_op.cost;
+        let (want, was_fitted) = fitted.price("kv_attention_split", "f32", &both, &roof("x"));
+        assert!(was_fitted);
+        assert_eq!(prices[merge - 1].seconds, want);
+        assert_eq!(
+            prices[merge],
+            OpPrice {
+                seconds: 0.0,
+                fitted: true,
+                folded: true
+            }
+        );
+        let q = ops.iter().position(|o| o.name == "qmatvec").unwrap();
+        let own = fitted.price("qmatvec", "f32", &ops[q].cost, &roof("qmatvec"));
+        assert_eq!((prices[q].seconds, prices[q].fitted), own);
+
+        let bare = report(include_str!("../../../../benches/reports/h200.json"));
+        let roof = |k: &str| bare.report.measured.roof_for(k, false).0;
+        let prices = price_ops(&ops, &bare, "f32", roof);
+        for (op, p) in ops.iter().zip(&prices) {
+            let own = roof(op.kind()).predict(&op.cost).seconds;
+            assert!(own > 0.0);
+            assert_eq!(
+                (p.seconds, p.fitted, p.folded),
+                (own, false, false),
+                "{op:?}"
+            );
         }
     }
 }
