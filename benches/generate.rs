@@ -2,10 +2,11 @@
 //! prompts of `--prompts` tokens (default 128 and 1024: llama-bench's pp128 and pp1024),
 //! decode tokens/s at batch 1 after contexts of `--contexts` tokens (default 128 and 4096:
 //! tg at depth; also the GPU's own pace, the steps queued up behind a blocker so that the
-//! host's recording is not in the way), time to first token, dispatches per token, and one
-//! decode step's GPU time
-//! per op beside the roofline model's prediction (ceilings measured on this adapter). Not a
-//! test: `cargo bench --bench generate [-- --random-weights] [--f16] [--tokens 32]`.
+//! host's recording is not in the way), time to first token, dispatches per token, one
+//! decode step's timeline (the host's recording, the GPU's time busy and idle between
+//! dispatches, the longest gap, what bounds the step: `ridge_nn::llama::DecodeTimeline`) and
+//! its GPU time per op beside the roofline model's prediction (ceilings measured on this
+//! adapter). Not a test: `cargo bench --bench generate [-- --random-weights] [--f16] [--tokens 32]`.
 //!
 //! Uses the GGUF in the cache (`cargo xtask fetch-model`), or with `--random-weights` a file
 //! of the same shape and formats (Q4_1 linear weights, Q8_0 embedding) with seeded random
@@ -35,7 +36,9 @@ use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
+use ridge::nn::llama::DecodeTimeline;
 use ridge::nn::llama::random::random_gguf;
+use ridge::nn::llama::timeline::greedy_step;
 use ridge::nn::{KvCache, Llama, LlamaConfig, fetch};
 
 fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
@@ -64,20 +67,7 @@ fn ids(n: usize, vocab: usize) -> Vec<u32> {
 
 /// One step: the forward of `ids`, the argmax on the GPU, the id read back.
 fn step(ctx: &Context, model: &Llama, cache: &mut KvCache, ids: &[u32]) -> u32 {
-    let fwd = model.forward(ctx, cache, ids, false).expect("forward");
-    let id = Tensor::empty(ctx, &[1], DType::U32).expect("id");
-    argmax::argmax(ctx, &fwd.logits, &id).expect("argmax");
-    pollster::block_on(id.to_vec::<u32>(ctx)).expect("read back")[0]
-}
-
-/// Records one decode step and its argmax (nothing waited for): the id's tensor and the
-/// host's recording time, ms.
-fn record_token(ctx: &Context, model: &Llama, cache: &mut KvCache, id: u32) -> (Tensor, f64) {
-    let rec = Instant::now();
-    let fwd = model.forward(ctx, cache, &[id], false).expect("forward");
-    let out = Tensor::empty(ctx, &[1], DType::U32).expect("id");
-    argmax::argmax(ctx, &fwd.logits, &out).expect("argmax");
-    (out, rec.elapsed().as_secs_f64() * 1e3)
+    pollster::block_on(greedy_step(ctx, model, cache, ids)).expect("step")
 }
 
 /// `tokens` greedy steps as `TextGenerator::generate` runs them: each step recorded from the
@@ -273,30 +263,37 @@ fn main() {
             tokens as f64 / s,
             s * 1e3 / tokens as f64
         );
-        // The host's recording of one token, not timed by the GPU (a profile puts every
-        // dispatch in a pass of its own).
-        let (out, recorded) = record_token(&ctx, &model, &mut cache, id);
-        id = pollster::block_on(out.to_vec::<u32>(&ctx)).expect("read back")[0];
+        // One token's timeline: the host's recording (unprofiled), then each dispatch on
+        // the GPU with the gaps between them.
+        let (timeline, _) =
+            pollster::block_on(DecodeTimeline::measure(&ctx, &model, &mut cache, id))
+                .expect("timeline");
+        let n = timeline.profile.spans.len();
         println!(
-            "  host recording of one token: {recorded:.2} ms ({:.1} µs a dispatch, no profiling)",
-            recorded * 1e3 / model.plan(1, cache.len()).len() as f64
+            "  one token at depth {}: {} ({:.1} per layer); host recording {:.2} ms ({:.1} µs a dispatch, unprofiled)",
+            timeline.depth,
+            profiler::dispatches(n),
+            n as f64 / model.config().layers as f64,
+            timeline.host_ms,
+            timeline.host_ms * 1e3 / n.max(1) as f64,
         );
-        // One more step, profiled.
-        let pos0 = cache.len();
-        ctx.start_profiling();
-        let (_, recorded) = record_token(&ctx, &model, &mut cache, id);
-        let profile = pollster::block_on(ctx.finish_profiling()).expect("profile");
-        let plan = model.plan(1, pos0);
-        println!(
-            "  one token at depth {pos0}: {} ({:.1} per layer), host recording {recorded:.2} ms ({:.1} µs a dispatch), GPU elapsed {}",
-            profiler::dispatches(profile.spans.len()),
-            profile.spans.len() as f64 / model.config().layers as f64,
-            recorded * 1e3 / profile.spans.len().max(1) as f64,
-            profile
-                .elapsed_ms()
-                .map_or("n/a".into(), |ms| format!("{ms:.3} ms")),
+        if let Some(bound) = timeline.bound() {
+            let (before, longest) = timeline.longest_gap().unwrap_or(("none", 0.0));
+            println!(
+                "  timeline (each dispatch timestamped in a pass of its own): GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}); the {bound} bounds this step",
+                timeline.elapsed_ms(),
+                timeline.busy_ms(),
+                timeline.gaps_ms(),
+                longest * 1e3,
+            );
+        }
+        op_table(
+            &timeline.profile,
+            &timeline.plan,
+            &ceil,
+            measured.bandwidth_gbps,
+            cal,
         );
-        op_table(&profile, &plan, &ceil, measured.bandwidth_gbps, cal);
     }
 }
 

@@ -213,6 +213,15 @@ impl Gpu {
     }
 }
 
+/// Which model the Transformer panel shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransformerView {
+    /// all-MiniLM-L6-v2's embeddings, GPU time per op and per layer.
+    Encoder,
+    /// SmolLM2-135M: one decode step's timeline.
+    Decoder,
+}
+
 /// The dashboard.
 pub struct RidgeApp {
     /// The panel shown.
@@ -223,8 +232,12 @@ pub struct RidgeApp {
     pub roofline: panels::roofline::State,
     /// Kernels panel state.
     pub kernels: panels::kernels::State,
-    /// Transformer panel state.
+    /// Which model the Transformer panel shows.
+    pub transformer_view: TransformerView,
+    /// Transformer panel state: the encoder (MiniLM).
     pub transformer: panels::transformer::State,
+    /// Transformer panel state: the decoder's step timeline (SmolLM2).
+    pub decode: panels::decode::State,
     /// Compare panel state.
     pub compare: panels::compare::State,
     /// Teach panel state.
@@ -280,7 +293,9 @@ impl RidgeApp {
             gpu: Gpu::new(adapter_name, offline),
             roofline: Default::default(),
             kernels: Default::default(),
+            transformer_view: TransformerView::Encoder,
             transformer: Default::default(),
+            decode: Default::default(),
             compare: panels::compare::State::with_examples(),
             teach: Default::default(),
             llm: Default::default(),
@@ -290,7 +305,11 @@ impl RidgeApp {
     /// Whether any GPU work is in flight (GPU tasks run one at a time: they share the
     /// context's profiler).
     pub fn gpu_busy(&self) -> bool {
-        self.gpu.busy() || self.roofline.busy() || self.kernels.busy() || self.transformer.busy()
+        self.gpu.busy()
+            || self.roofline.busy()
+            || self.kernels.busy()
+            || self.transformer.busy()
+            || self.decode.busy()
     }
 
     /// Draws the whole dashboard into `ui`.
@@ -313,13 +332,38 @@ impl RidgeApp {
             Tab::Adapter => panels::adapter::show(ui, &mut self.gpu, busy),
             Tab::Roofline => panels::roofline::show(ui, &self.gpu, &mut self.roofline, busy),
             Tab::Kernels => panels::kernels::show(ui, &self.gpu, &mut self.kernels, busy),
-            Tab::Transformer => panels::transformer::show(
-                ui,
-                &self.gpu,
-                &mut self.transformer,
-                &self.compare.reports,
-                busy,
-            ),
+            Tab::Transformer => {
+                ui.horizontal(|ui| {
+                    let view = &mut self.transformer_view;
+                    ui.selectable_value(
+                        view,
+                        TransformerView::Encoder,
+                        "all-MiniLM-L6-v2: embeddings",
+                    );
+                    ui.selectable_value(
+                        view,
+                        TransformerView::Decoder,
+                        "SmolLM2-135M: a decode step's timeline",
+                    );
+                });
+                ui.separator();
+                match self.transformer_view {
+                    TransformerView::Encoder => panels::transformer::show(
+                        ui,
+                        &self.gpu,
+                        &mut self.transformer,
+                        &self.compare.reports,
+                        busy,
+                    ),
+                    TransformerView::Decoder => panels::decode::show(
+                        ui,
+                        &self.gpu,
+                        &mut self.decode,
+                        &self.compare.reports,
+                        busy,
+                    ),
+                }
+            }
             Tab::Compare => panels::compare::show(ui, &mut self.compare),
             Tab::Teach => panels::teach::show(ui, &mut self.teach),
             Tab::Llms => panels::llm::show(ui, &mut self.llm),
@@ -328,6 +372,7 @@ impl RidgeApp {
         self.roofline.poll(&self.gpu);
         self.kernels.poll(&self.gpu, &mut self.roofline);
         self.transformer.poll();
+        self.decode.poll();
         if self.gpu_busy() || self.kernels.live {
             egui.request_repaint_after(std::time::Duration::from_millis(100));
         }
@@ -351,6 +396,7 @@ impl RidgeApp {
             "sweep_error": self.roofline.error,
             "tab": self.tab.name(),
             "transformer": self.transformer.status(),
+            "decode": self.decode.status(),
         })
         .to_string()
     }

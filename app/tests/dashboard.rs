@@ -475,6 +475,47 @@ fn live_panels_on_this_adapter() {
         "{done} of {total} measured after Cancel"
     );
 
+    // SmolLM2: one decode step's timeline after a prompt of 5 tokens (the cached weights,
+    // else random ones of the same shape and formats): 5 dispatches a layer and 3 more, each
+    // on the timeline where the adapter has timestamps, the host's recording beside them,
+    // and the per-op table against the plan's prediction.
+    h.state_mut().tab = Tab::Transformer;
+    h.state_mut().transformer_view = ridge_app::TransformerView::Decoder;
+    h.state_mut().decode.prompt = 5;
+    h.step();
+    h.get_by_label("Profile a decode step").click();
+    step_until(&mut h, "a decode step's timeline", 600, |a| {
+        a.decode.timeline.is_some() || a.decode.error.is_some()
+    });
+    assert!(
+        h.state().decode.error.is_none(),
+        "{:?}",
+        h.state().decode.error
+    );
+    let t = h.state().decode.timeline.as_ref().unwrap();
+    assert_eq!(
+        t.depth, 7,
+        "5 prompt tokens and a warm step and the step timed"
+    );
+    assert_eq!(t.profile.spans.len(), 30 * 5 + 3);
+    assert_eq!(t.plan.len(), t.profile.spans.len());
+    assert!(t.host_ms > 0.0);
+    if !t.ops.is_empty() {
+        assert_eq!(t.ops.len(), t.profile.spans.len());
+        let (elapsed, busy, gaps) = (t.elapsed_ms(), t.busy_ms(), t.gaps_ms());
+        assert!(busy > 0.0 && gaps >= 0.0, "{busy} {gaps}");
+        assert!(
+            (elapsed - busy - gaps).abs() <= 1e-6 * elapsed.max(1.0) + 1e-9,
+            "GPU elapsed {elapsed} ms is not busy {busy} + gaps {gaps}"
+        );
+        h.get_by_label_contains("bounds this step");
+    }
+    h.get_by_label("GPU time per op");
+    assert_eq!(h.query_all_by_label("measured ÷ predicted").count(), 1);
+    assert!(h.query_all_by_label("total").count() >= 1);
+    h.state_mut().transformer_view = ridge_app::TransformerView::Encoder;
+    h.step();
+
     // MiniLM: loaded, two sentences embedded, the breakdown shown.
     if !ridge_nn::fetch::minilm_dir()
         .join("model.safetensors")

@@ -2,6 +2,7 @@
 
 pub mod adapter;
 pub mod compare;
+pub mod decode;
 pub mod kernels;
 pub mod llm;
 pub mod roofline;

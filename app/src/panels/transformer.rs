@@ -203,7 +203,7 @@ async fn fetch(url: &str) -> Result<Option<Vec<u8>>, String> {
 /// The fitted terms of a `ridge bench` report of this adapter: the replayed report, else
 /// the first of `reports` (Compare's) whose adapter and backend are the live adapter's.
 /// Fitted once per report (`cache`).
-fn calibration(
+pub(super) fn calibration(
     gpu: &Gpu,
     reports: &[(String, BenchReport, bool)],
     cache: &mut Option<(String, Arc<Calibrated>)>,
@@ -234,7 +234,7 @@ fn calibrated_ms<'a>(
 }
 
 /// What the calibrated column is priced by: the report's adapter and its runs.
-fn calibrated_source(cal: &Calibrated) -> String {
+pub(super) fn calibrated_source(cal: &Calibrated) -> String {
     format!(
         "calibrated: each op priced by the fitted terms of the {} report ({} runs)",
         cal.report.adapter,
@@ -461,7 +461,7 @@ pub fn show(
 type TimeRow<'a> = (&'a String, usize, Option<f64>, Option<f64>, Option<f64>);
 
 /// measured ÷ predicted, red when the model is off by more than 2× either way.
-fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>) {
+pub(super) fn ratio_label(ui: &mut egui::Ui, measured: Option<f64>, predicted: Option<f64>) {
     match measured.zip(predicted).filter(|(_, p)| *p > 0.0) {
         Some((m, p)) => {
             let r = m / p;

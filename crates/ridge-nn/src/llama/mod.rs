@@ -26,6 +26,7 @@ mod attend;
 pub mod config;
 pub mod plan;
 pub mod random;
+pub mod timeline;
 pub mod tokenizer;
 
 use ridge_core::{Context, DType, Tensor};
@@ -37,6 +38,7 @@ use attend::Attend;
 
 pub use config::LlamaConfig;
 pub use plan::{DecoderPlan, LayerFormats, OpPrice, PlannedOp, price_ops};
+pub use timeline::DecodeTimeline;
 
 use crate::error::{Error, Result};
 use crate::gguf::{Gguf, TensorInfo};
