@@ -110,6 +110,9 @@ fn gpu_bound(
             let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
             let next = Tensor::empty(ctx, &[1], DType::U32)?;
             argmax::argmax(ctx, &fwd.logits, &next)?;
+            // Submitted as the pipelined decode submits it (its read-back flushes): the same
+            // submissions, so the same uniform slots and cached bind groups.
+            ctx.flush();
             ids = next;
         }
         Ok(())
@@ -280,7 +283,12 @@ fn main() {
         if let Some(bound) = timeline.bound() {
             let (before, longest) = timeline.longest_gap().unwrap_or(("none", 0.0));
             println!(
-                "  timeline (each dispatch timestamped in a pass of its own): GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}); the {bound} bounds this step",
+                "  timeline ({}; each dispatch timestamped in a pass of its own): GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}); the {bound} bounds this step",
+                if timeline.queued {
+                    "recorded ahead of the GPU"
+                } else {
+                    "the GPU waited for the host's profiled recording"
+                },
                 timeline.elapsed_ms(),
                 timeline.busy_ms(),
                 timeline.gaps_ms(),

@@ -173,7 +173,8 @@ pub fn show(
     ui.label(
         "One greedy decode step of SmolLM2-135M: the host's recording of its dispatches beside \
          each dispatch on the GPU and the gaps between them (each dispatch timestamped in a \
-         pass of its own).",
+         pass of its own; natively the step is recorded before the GPU reaches it, so the \
+         gaps are the GPU's own).",
     );
     ui.horizontal(|ui| {
         let label = ui.label("prompt tokens before the step:");
@@ -221,11 +222,16 @@ pub fn show(
         Some(bound) => {
             let (before, gap) = t.longest_gap().unwrap_or(("none", 0.0));
             ui.label(format!(
-                "GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}): the {bound} bounds this step",
+                "GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}){}: the {bound} bounds this step",
                 t.elapsed_ms(),
                 t.busy_ms(),
                 t.gaps_ms(),
-                gap * 1e3
+                gap * 1e3,
+                if t.queued {
+                    ", the step recorded ahead of the GPU"
+                } else {
+                    ", the GPU waiting for the host's profiled recording"
+                }
             ));
             timeline_plot(ui, t);
         }

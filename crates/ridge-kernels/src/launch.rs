@@ -27,25 +27,45 @@ pub fn float_dtype(ctx: &Context, op: &str, dtype: DType) -> Result<()> {
 
 /// Defines built once per variant and shared after (their clones compare by pointer): for
 /// kernels whose defines hold generated blocks, tens of kilobytes of WGSL that cost tens of
-/// µs per launch to build and hash. `key` must name everything `build` reads; its `Debug`
-/// text, under `op`, is the memo key.
-pub fn memoized<K: std::fmt::Debug>(
-    op: &'static str,
-    key: &K,
-    build: impl FnOnce(&K) -> Defines,
-) -> Defines {
-    type Memo = std::sync::Mutex<std::collections::HashMap<(&'static str, String), Defines>>;
+/// µs per launch to build and hash. `key` must name everything `build` reads; under `op`, it
+/// is the memo key, hashed and compared as a value (formatting it as a string every launch
+/// took 8 % of a decode step's host time on the H200, benches/NOTES.md run 127).
+pub fn memoized<K>(op: &'static str, key: &K, build: impl FnOnce(&K) -> Defines) -> Defines
+where
+    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+{
+    use std::any::{Any, TypeId};
+    use std::hash::BuildHasher;
+    type Entries = Vec<(Box<dyn Any + Send + Sync>, Defines)>;
+    type Memo = std::sync::Mutex<std::collections::HashMap<(&'static str, TypeId, u64), Entries>>;
     static MEMO: std::sync::LazyLock<Memo> = std::sync::LazyLock::new(Default::default);
-    let k = (op, format!("{key:?}"));
-    if let Some(d) = MEMO.lock().unwrap_or_else(|e| e.into_inner()).get(&k) {
-        return d.clone();
+    static SEED: std::sync::LazyLock<std::hash::RandomState> =
+        std::sync::LazyLock::new(std::hash::RandomState::new);
+    let slot = (op, TypeId::of::<K>(), SEED.hash_one(key));
+    let find = |entries: &Entries| {
+        entries
+            .iter()
+            .find(|(k, _)| k.downcast_ref::<K>() == Some(key))
+            .map(|(_, d)| d.clone())
+    };
+    if let Some(d) = MEMO
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&slot)
+        .and_then(find)
+    {
+        return d;
     }
     let d = build(key);
-    MEMO.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(k)
-        .or_insert(d)
-        .clone()
+    let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let entries = memo.entry(slot).or_default();
+    match find(entries) {
+        Some(d) => d,
+        None => {
+            entries.push((Box::new(key.clone()), d.clone()));
+            d
+        }
+    }
 }
 
 /// A kernel's uniform parameters as 32-bit words, padded to 16 bytes.
@@ -203,4 +223,33 @@ pub fn workgroup_size_1d(ctx: &Context, cap: u32) -> u32 {
         .min(l.max_compute_workgroup_size_x)
         .max(1);
     1 << (31 - max.leading_zeros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key value builds its defines once; another value, the same value under another op,
+    /// or an equal-looking value of another type builds its own.
+    #[test]
+    fn memoized_builds_once_per_key_value() {
+        let built = std::cell::Cell::new(0);
+        let make = |k: &(u32, bool)| {
+            built.set(built.get() + 1);
+            Defines::new().u32("K", k.0).bool("B", k.1)
+        };
+        let a = memoized("memo_test", &(7u32, true), make);
+        let b = memoized("memo_test", &(7u32, true), make);
+        assert_eq!((built.get(), &a), (1, &b));
+        let c = memoized("memo_test", &(7u32, false), make);
+        assert_eq!(built.get(), 2);
+        assert_ne!(a, c);
+        memoized("memo_test_other", &(7u32, true), make);
+        assert_eq!(built.get(), 3);
+        memoized("memo_test", &(7u64, true), |k| {
+            built.set(built.get() + 1);
+            Defines::new().u32("K", k.0 as u32)
+        });
+        assert_eq!(built.get(), 4);
+    }
 }

@@ -202,7 +202,7 @@ pub(super) fn kernel_defines(
 }
 
 /// What one launch's shader is specialised for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Specialisation {
     /// Keys after each query masked.
     pub(super) causal: bool,
@@ -221,7 +221,7 @@ pub(super) struct Specialisation {
 /// How the invocations of one query-row quad of `shaders/attention_tiled.wgsl` (neighbouring
 /// lanes) exchange values: subgroup shuffles for the row maxima, a subgroup barrier before
 /// reading each other's probabilities; or workgroup memory and barriers.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct RowSync {
     pub(super) shuffles: bool,
     pub(super) barrier: bool,

@@ -7,7 +7,7 @@ use ridge_core::{Context, DType, Error, Result};
 use super::Attention;
 
 /// Tiling of one launch: query rows and keys per block, invocations per query row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionConfig {
     /// Query rows per workgroup.
     pub bq: u32,
@@ -71,7 +71,7 @@ impl AttentionConfig {
 /// Tiling of the register-blocked kernel (`shaders/attention_tiled.wgsl`): `bq` query rows
 /// and `bkv` keys per tile, (bkv/4) × (bq/4) invocations each owning 4 rows × 4 keys of the
 /// scores and 4 rows × head_dim/bkv·4 output dims.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TiledConfig {
     /// Query rows per workgroup.
     pub bq: u32,
@@ -209,7 +209,7 @@ impl TiledConfig {
 }
 
 /// The kernel an attention launch runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AttentionKernel {
     /// Register-blocked tiles.
     Tiled(TiledConfig),

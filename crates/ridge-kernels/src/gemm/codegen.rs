@@ -10,7 +10,7 @@ use crate::shaders::{self, GEMM, GEMM_COOP, GEMM_REDUCE, Variant};
 /// How a kernel reaches A, B and C in memory: the width of each load (1, or a vector along
 /// the stored contiguous dimension), whether every tile lies inside the matrices, and the
 /// width of the epilogue's accesses to C.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Access {
     a: u32,
     b: u32,
@@ -310,7 +310,7 @@ fn interior_loads(
 }
 
 /// Everything the defines of a GEMM launch depend on.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct VariantKey {
     pub(super) kernel: GemmKernel,
     /// A's and B's storage type.

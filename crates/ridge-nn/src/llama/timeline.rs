@@ -45,6 +45,11 @@ pub struct DecodeTimeline {
     pub ops: Vec<TimedOp>,
     /// The profiled step's profile (its spans' times, also where timestamps are missing).
     pub profile: Profile,
+    /// Whether the whole step was recorded before the GPU reached it (queued behind a
+    /// blocker, natively), so that its gaps are the GPU's own; else they include waits for
+    /// the host's recording, slowed by the profile (in the browser, and where the recording
+    /// outlasted the blocker).
+    pub queued: bool,
     /// Ridge's plan of the step ([`Llama::plan`]), in the same order as `ops`.
     pub plan: Vec<PlannedOp>,
 }
@@ -67,15 +72,15 @@ impl DecodeTimeline {
         let next = record_step(ctx, model, cache, &[id])?;
         let host_ms = start.elapsed().as_secs_f64() * 1e3;
         let id = next.to_vec::<u32>(ctx).await?[0];
-        ctx.start_profiling();
-        let next = record_step(ctx, model, cache, &[id]);
+        let (next, queued) = profiled_step(ctx, model, cache, id, host_ms)?;
         let profile = ctx.finish_profiling().await?;
-        let id = next?.to_vec::<u32>(ctx).await?[0];
+        let id = next.to_vec::<u32>(ctx).await?[0];
         let timeline = Self {
             depth,
             dtype: model.dtype(),
             host_ms,
             ops: timed_ops(&profile),
+            queued,
             profile,
             plan: model.plan(1, depth),
         };
@@ -139,6 +144,41 @@ impl DecodeTimeline {
         }
         out
     }
+}
+
+/// Starts a profile and records one greedy step from `id` into it: natively queued behind a
+/// blocker sized from `host_ms` ([`ridge_kernels::ceilings::queued_gpu_ms`]), so that the
+/// GPU runs the step's dispatches back to back; the id's tensor, and whether the recording
+/// ended before the blocker did.
+#[cfg(not(target_arch = "wasm32"))]
+fn profiled_step(
+    ctx: &Context,
+    model: &Llama,
+    cache: &mut KvCache,
+    id: u32,
+    host_ms: f64,
+) -> Result<(Tensor, bool)> {
+    let mut next = None;
+    // A profiled recording is slower than `host_ms` (a pass and two timestamps a dispatch).
+    let (_, queued) = ridge_kernels::ceilings::queued_gpu_ms(ctx, 4.0 * host_ms, || {
+        ctx.start_profiling();
+        next = Some(record_step(ctx, model, cache, &[id]));
+        Ok(())
+    })?;
+    Ok((next.expect("recorded")?, queued))
+}
+
+/// In the browser (no blocking wait), the step profiled as it comes.
+#[cfg(target_arch = "wasm32")]
+fn profiled_step(
+    ctx: &Context,
+    model: &Llama,
+    cache: &mut KvCache,
+    id: u32,
+    _host_ms: f64,
+) -> Result<(Tensor, bool)> {
+    ctx.start_profiling();
+    Ok((record_step(ctx, model, cache, &[id])?, false))
 }
 
 /// One greedy step: the forward of `ids` (a prompt, or the last token), the argmax of the last
@@ -238,6 +278,7 @@ mod tests {
             dtype: DType::F32,
             host_ms: 4.0,
             ops,
+            queued: true,
             profile,
             plan: Vec::new(),
         };
