@@ -325,7 +325,7 @@ fn op_table(ui: &mut egui::Ui, gpu: &Gpu, t: &DecodeTimeline, cal: Option<&Calib
     let gaps = t.by_name();
     ui.heading("GPU time per op");
     egui::Grid::new("decode-ops").striped(true).show(ui, |ui| {
-        let mut heads = vec![
+        let heads = [
             "",
             "dispatches",
             "measured",
@@ -333,13 +333,7 @@ fn op_table(ui: &mut egui::Ui, gpu: &Gpu, t: &DecodeTimeline, cal: Option<&Calib
             "predicted",
             "measured ÷ predicted",
         ];
-        if calibrated.is_some() {
-            heads.extend(["calibrated", "measured ÷ calibrated"]);
-        }
-        for h in heads {
-            ui.strong(h);
-        }
-        ui.end_row();
+        super::header_row(ui, &heads, calibrated.is_some());
         let rows = t.profile.by_name();
         let total_ms = rows.iter().map(|r| r.2).sum::<Option<f64>>();
         let all = |name: &str| name == "total";

@@ -16,6 +16,20 @@ use ridge_model::roofline::Ceilings;
 
 use crate::plot::RunPoint;
 
+/// A time table's header row: `heads`, then the calibrated model's two columns where a
+/// report prices them.
+pub fn header_row(ui: &mut egui::Ui, heads: &[&str], calibrated: bool) {
+    let extra: &[&str] = if calibrated {
+        &["calibrated", "measured ÷ calibrated"]
+    } else {
+        &[]
+    };
+    for h in heads.iter().chain(extra) {
+        ui.strong(*h);
+    }
+    ui.end_row();
+}
+
 /// `1.234 ms`, or `n/a` for a time that could not be measured.
 pub fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".into(), |v| format!("{v:.4} ms"))

@@ -405,20 +405,14 @@ pub fn show(
             let (measured, predicted, calibrated) =
                 (total(&|t| t.2), total(&|t| t.3), total(&|t| t.4));
             egui::Grid::new(title).striped(true).show(ui, |ui| {
-                let mut heads = vec![
+                let heads = [
                     "",
                     "dispatches",
                     "measured",
                     "predicted",
                     "measured ÷ predicted",
                 ];
-                if cal.is_some() {
-                    heads.extend(["calibrated", "measured ÷ calibrated"]);
-                }
-                for h in heads {
-                    ui.strong(h);
-                }
-                ui.end_row();
+                super::header_row(ui, &heads, cal.is_some());
                 let count: usize = table.iter().map(|t| t.1).sum();
                 for (name, count, ms, p, cp) in table
                     .iter()
