@@ -403,6 +403,79 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
     );
 }
 
+/// A decode step's timeline: the profiled step is the plan's dispatches at the timeline's
+/// depth, on one clock where the adapter has timestamps (elapsed at least the busy time, gaps
+/// not negative); a step that fails once its profile started still ends that profile (left
+/// running, it would time every later dispatch). A context of its own (a profile records
+/// every dispatch on its context).
+#[test]
+fn a_decode_timeline_is_the_plan_and_ends_its_profile() {
+    use ridge::nn::llama::DecodeTimeline;
+    use ridge::nn::llama::timeline::greedy_step;
+    on_every_adapter_with(
+        "decoder_timeline",
+        |_| Default::default(),
+        |ctx| {
+            let model = Llama::load(
+                ctx,
+                &parse(random_gguf(
+                    &tiny(),
+                    QuantFormat::Q4_1,
+                    QuantFormat::Q8_0,
+                    6,
+                )),
+                DType::F32,
+            )
+            .map_err(nn)?;
+            let mut cache = model.cache(ctx, 8).map_err(nn)?;
+            let id = block(greedy_step(ctx, &model, &mut cache, &[3, 1, 4, 1, 5])).map_err(nn)?;
+            let (t, _) = block(DecodeTimeline::measure(ctx, &model, &mut cache, id)).map_err(nn)?;
+            let got: Vec<&str> = t.profile.spans.iter().map(|s| s.name.as_str()).collect();
+            let want: Vec<&str> = t.plan.iter().map(|o| o.name).collect();
+            let timed = t.ops.is_empty() || t.ops.len() == got.len();
+            // The step's span on the GPU covers its longest dispatch and at most the sum of
+            // its dispatches and gaps (equal where none overlaps).
+            let longest = t.ops.iter().map(|o| o.ms).fold(0.0, f64::max);
+            let sane = t.ops.iter().all(|o| o.gap_ms >= 0.0 && o.ms >= 0.0)
+                && (t.ops.is_empty()
+                    || t.elapsed_ms() >= longest
+                        && t.elapsed_ms() <= t.busy_ms() + t.gaps_ms() + 1e-6);
+            if t.depth != 6 || got != want || !timed || !sane || t.host_ms <= 0.0 {
+                return Err(Error::invalid(
+                    "timeline",
+                    format!(
+                        "depth {} (want 6), ran {got:?}, planned {want:?}, {} timed",
+                        t.depth,
+                        t.ops.len()
+                    ),
+                ));
+            }
+            // One free position: the unprofiled step fits, the profiled one does not.
+            let failed = block(DecodeTimeline::measure(ctx, &model, &mut cache, id));
+            if failed.is_ok() {
+                return Err(Error::invalid(
+                    "timeline",
+                    "a step past the cache ran",
+                ));
+            }
+            let x = ridge::core::Tensor::from_slice(ctx, &[1.0f32, 2.0], &[1, 2])?;
+            let out = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;
+            ridge::kernels::argmax::argmax(ctx, &x, &out)?;
+            let left = block(ctx.finish_profiling())?;
+            if !left.spans.is_empty() {
+                return Err(Error::invalid(
+                    "timeline",
+                    format!(
+                        "a failed step left its profile running ({} spans)",
+                        left.spans.len()
+                    ),
+                ));
+            }
+            Ok(())
+        },
+    );
+}
+
 /// Dropping a model gives its buffers back: after `release_free_buffers`, loading and
 /// dropping it again and again leaves the device's tensor memory where it started (a context
 /// of its own, so that no other test's tensors count).

@@ -72,8 +72,11 @@ impl DecodeTimeline {
         let next = record_step(ctx, model, cache, &[id])?;
         let host_ms = start.elapsed().as_secs_f64() * 1e3;
         let id = next.to_vec::<u32>(ctx).await?[0];
-        let (next, queued) = profiled_step(ctx, model, cache, id, host_ms)?;
-        let profile = ctx.finish_profiling().await?;
+        let step = profiled_step(ctx, model, cache, id, host_ms);
+        // Finished whatever happened: a profile left running would time every later dispatch.
+        let profile = ctx.finish_profiling().await;
+        let (next, queued) = step?;
+        let profile = profile?;
         let id = next.to_vec::<u32>(ctx).await?[0];
         let timeline = Self {
             depth,
