@@ -44,7 +44,7 @@ use ridge::nn::{KvCache, Llama, LlamaConfig, fetch};
 fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
     let file = if let Some(path) = common::value("--gguf") {
         // A file of the caller's (on the GPU machine: the random GGUF llama.cpp runs too).
-        FileBytes::open(Path::new(&path)).expect("--gguf FILE")
+        FileBytes::open(Path::new(&path)).unwrap_or_else(|e| common::fail(&format!("--gguf: {e}")))
     } else if random {
         let bytes = random_gguf(
             &LlamaConfig::smollm2_135m(),
@@ -56,8 +56,8 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
     } else {
         FileBytes::open(&fetch::smollm2_path()).expect("model (run cargo xtask fetch-model)")
     };
-    let g = Gguf::parse(file).expect("GGUF");
-    Llama::load(ctx, &g, dtype).expect("upload")
+    let g = Gguf::parse(file).unwrap_or_else(|e| common::fail(&format!("the GGUF file: {e}")));
+    Llama::load(ctx, &g, dtype).unwrap_or_else(|e| common::fail(&format!("the model: {e}")))
 }
 
 /// Prompt-like ids: a fixed walk through the vocabulary.
@@ -131,7 +131,8 @@ cargo bench --bench generate -- [options]
   --f16                  f16 activations and KV cache (tensor cores for prompts where present)
   --prompts 128,1024     prompt lengths (prefill; the longest is profiled op by op)
   --contexts 128,4096    decode depths (one step at each is profiled)
-  --tokens 32            tokens decoded at each depth
+  --tokens 32            tokens decoded at each depth (then one more step's timeline: the host's
+                         recording, each dispatch on the GPU, the gaps, what bounds the step)
   --report FILE          a `ridge bench --json` report of this adapter: each op also predicted from its
                          fitted terms (calibrated; ~ marks ops its sweep lacks, priced by the roofline)";
 
@@ -154,6 +155,19 @@ fn main() {
     let ctx = common::context();
     let model = load(&ctx, random, dtype);
     let vocab = model.config().vocab;
+    // Every position asked for must fit the model's context, checked before any run.
+    let context = model.config().context;
+    if let Some(p) = prompts.iter().find(|&&p| p + 1 > context) {
+        common::fail(&format!(
+            "--prompts {p}: the model runs at most {context} positions"
+        ));
+    }
+    if let Some(c) = contexts.iter().find(|&&c| c + 2 * tokens + 2 > context) {
+        common::fail(&format!(
+            "--contexts {c} with --tokens {tokens} needs {} positions; the model runs at most {context}",
+            c + 2 * tokens + 2
+        ));
+    }
     println!(
         "SmolLM2-135M on {} ({}, {dtype} activations), weights {:.1} MB loaded in {:.2} s",
         ctx.describe(),
@@ -252,7 +266,7 @@ fn main() {
             if in_time {
                 ""
             } else {
-                "; the host's recording outlasted the blocker: an upper bound"
+                "; the host's recording outlasted the blocker: the time an upper bound, the rate a lower one"
             }
         );
         cache.truncate(depth);
@@ -273,26 +287,27 @@ fn main() {
                 .expect("timeline");
         let n = timeline.profile.spans.len();
         println!(
-            "  one token at depth {}: {} ({:.1} per layer); host recording {:.2} ms ({:.1} µs a dispatch, unprofiled)",
+            "  one token at depth {} (after the steps above): {} ({:.1} per layer); host recording {:.2} ms ({:.1} µs a dispatch, unprofiled)",
             timeline.depth,
             profiler::dispatches(n),
             n as f64 / model.config().layers as f64,
             timeline.host_ms,
             timeline.host_ms * 1e3 / n.max(1) as f64,
         );
-        if let Some(bound) = timeline.bound() {
+        if !timeline.ops.is_empty() {
             let (before, longest) = timeline.longest_gap().unwrap_or(("none", 0.0));
             println!(
-                "  timeline ({}; each dispatch timestamped in a pass of its own): GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}); the {bound} bounds this step",
-                if timeline.queued {
-                    "recorded ahead of the GPU"
-                } else {
-                    "the GPU waited for the host's profiled recording"
-                },
+                "  timeline (each dispatch timestamped in a pass of its own): GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}){}",
                 timeline.elapsed_ms(),
                 timeline.busy_ms(),
                 timeline.gaps_ms(),
                 longest * 1e3,
+                match timeline.bound() {
+                    Some(bound) => format!(
+                        "; recorded ahead of the GPU, the step is bound by the {bound}"
+                    ),
+                    None => "; the GPU waited for the host's profiled recording (its recording outlasted the blocker)".into(),
+                }
             );
         }
         op_table(

@@ -508,7 +508,7 @@ fn live_panels_on_this_adapter() {
             (elapsed - busy - gaps).abs() <= 1e-6 * elapsed.max(1.0) + 1e-9,
             "GPU elapsed {elapsed} ms is not busy {busy} + gaps {gaps}"
         );
-        h.get_by_label_contains("bounds this step");
+        h.get_by_label_contains("GPU elapsed");
     }
     h.get_by_label("GPU time per op");
     assert_eq!(h.query_all_by_label("measured ÷ predicted").count(), 1);

@@ -19,24 +19,31 @@ pub fn context() -> Context {
     ctx
 }
 
-/// The comma-separated numbers after `--name`, or `default` when it is absent.
+/// The comma-separated positive whole numbers after `--name`, or `default` when it is
+/// absent.
 ///
-/// Panics with the argument's name on a value that is not a number (a bench, not a CLI).
+/// Exits with status 2 and one line naming the argument on a missing value or one that is
+/// not a positive whole number (a typo must not start a long run, nor panic into one).
 #[allow(dead_code)] // not every bench has lists
 pub fn list(name: &str, default: &[usize]) -> Vec<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|s| {
-            s.split(',')
-                .map(|v| {
-                    v.parse()
-                        .unwrap_or_else(|_| panic!("{name}: {v:?} is not a number"))
-                })
-                .collect()
+    let Some(text) = value(name) else {
+        return default.to_vec();
+    };
+    text.split(',')
+        .map(|v| match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => fail(&format!(
+                "{name} takes positive whole numbers separated by commas, not {text:?}"
+            )),
         })
-        .unwrap_or_else(|| default.to_vec())
+        .collect()
+}
+
+/// Prints `why` as one line and exits with status 2 (a bench's bad input).
+#[allow(dead_code)] // not every bench refuses input
+pub fn fail(why: &str) -> ! {
+    eprintln!("{why}");
+    std::process::exit(2)
 }
 
 /// Whether `--name` was given.
@@ -45,13 +52,16 @@ pub fn flag(name: &str) -> bool {
     std::env::args().any(|a| a == name)
 }
 
-/// The text after `--name`, or `None` when it is absent.
+/// The text after `--name`, or `None` when it is absent; exits with status 2 and one line
+/// when `--name` is the last argument or followed by another option.
 #[allow(dead_code)] // not every bench takes a value
 pub fn value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
+    let i = args.iter().position(|a| a == name)?;
+    match args.get(i + 1) {
+        Some(v) if !v.starts_with("--") => Some(v.clone()),
+        _ => fail(&format!("{name} needs a value (--help explains)")),
+    }
 }
 
 /// Checks the command line against the flags (`flags`) and valued options (`values`) a bench

@@ -453,10 +453,7 @@ fn a_decode_timeline_is_the_plan_and_ends_its_profile() {
             // One free position: the unprofiled step fits, the profiled one does not.
             let failed = block(DecodeTimeline::measure(ctx, &model, &mut cache, id));
             if failed.is_ok() {
-                return Err(Error::invalid(
-                    "timeline",
-                    "a step past the cache ran",
-                ));
+                return Err(Error::invalid("timeline", "a step past the cache ran"));
             }
             let x = ridge::core::Tensor::from_slice(ctx, &[1.0f32, 2.0], &[1, 2])?;
             let out = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;

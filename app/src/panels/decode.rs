@@ -218,29 +218,26 @@ pub fn show(
         t.host_ms,
         t.host_ms * 1e3 / n.max(1) as f64
     ));
-    match t.bound() {
-        Some(bound) => {
-            let (before, gap) = t.longest_gap().unwrap_or(("none", 0.0));
-            ui.label(format!(
-                "GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}){}: the {bound} bounds this step",
-                t.elapsed_ms(),
-                t.busy_ms(),
-                t.gaps_ms(),
-                gap * 1e3,
-                if t.queued {
-                    ", the step recorded ahead of the GPU"
-                } else {
-                    ", the GPU waiting for the host's profiled recording"
-                }
-            ));
-            timeline_plot(ui, t);
-        }
-        None => {
-            ui.label(format!(
-                "no GPU timestamps on this adapter ({}): no timeline, op times only",
-                t.profile.method
-            ));
-        }
+    if t.ops.is_empty() {
+        ui.label(format!(
+            "no GPU timestamps on this adapter ({}): no timeline, op times only",
+            t.profile.method
+        ));
+    } else {
+        let (before, gap) = t.longest_gap().unwrap_or(("none", 0.0));
+        ui.label(format!(
+            "GPU elapsed {:.3} ms = busy {:.3} + gaps {:.3} (longest {:.1} µs, before {before}){}",
+            t.elapsed_ms(),
+            t.busy_ms(),
+            t.gaps_ms(),
+            gap * 1e3,
+            match t.bound() {
+                Some(bound) =>
+                    format!(", the step recorded ahead of the GPU: the {bound} bounds this step"),
+                None => ", the GPU waiting for the host's profiled recording".into(),
+            }
+        ));
+        timeline_plot(ui, t);
     }
     op_table(ui, gpu, t, cal.as_deref());
 }

@@ -10,6 +10,9 @@ mod validate;
 
 use ridge_model::decoder::{DecoderShape, Quant};
 
+/// The GPU `--adapter` names when not given.
+const DEFAULT_ADAPTER: &str = "NVIDIA H200";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// What to predict: an encoder (`minilm`), a decoder preset (`smollm2`, `llama-3-8b`,
@@ -18,7 +21,7 @@ pub struct Args {
     #[arg(long, default_value = "minilm")]
     model: String,
     /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…).
-    #[arg(long, default_value = "NVIDIA H200")]
+    #[arg(long, default_value = DEFAULT_ADAPTER)]
     adapter: String,
     /// Sequences per batch (default: 32 for an encoder, 1 for a decoder).
     #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
@@ -53,9 +56,8 @@ pub struct Args {
     /// Ridge itself would launch (its fused kernels, in Q8_0, Q4_0 or Q4_1: a GGUF's types or
     /// `--quant`, default Q4_0) priced the same way: time to first token, decode tokens/s and
     /// per-op times, batch 1. The report's sweep should hold the decoder's kinds (the full
-    /// sweep does; or `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,
-    /// rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,
-    /// kv_attention_prefill,kv_attention_split --json FILE`).
+    /// sweep does; or, on one line:
+    /// `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split --json FILE`).
     #[arg(long)]
     report: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.
@@ -80,6 +82,12 @@ pub fn run(args: Args) -> crate::CliResult {
             .collect();
         println!("decoders: {}", names.join(", "));
         return Ok(std::process::ExitCode::SUCCESS);
+    }
+    if args.report.is_some() && args.adapter != DEFAULT_ADAPTER {
+        eprintln!(
+            "warning: --adapter {:?} is not used with --report: the report's adapter prices the model",
+            args.adapter
+        );
     }
     match (decoder::source(&args.model)?, &args.report) {
         (Some(model), Some(report)) => {

@@ -119,9 +119,10 @@ impl DecodeTimeline {
     }
 
     /// What bounds a step: `"host"` when recording it takes longer than the GPU runs it,
-    /// else `"GPU"`; `None` without GPU timestamps.
+    /// else `"GPU"`; `None` without GPU timestamps, and where the step was not recorded
+    /// ahead of the GPU (its elapsed time then holds waits for the host).
     pub fn bound(&self) -> Option<&'static str> {
-        if self.ops.is_empty() {
+        if self.ops.is_empty() || !self.queued {
             return None;
         }
         Some(if self.host_ms > self.elapsed_ms() {
@@ -296,6 +297,11 @@ mod tests {
         assert_eq!(by_name[2], ("c".into(), 1, 0.5, 0.75));
         let host = DecodeTimeline { host_ms: 5.0, ..t };
         assert_eq!(host.bound(), Some("host"));
+        let waited = DecodeTimeline {
+            queued: false,
+            ..host
+        };
+        assert_eq!(waited.bound(), None);
     }
 
     /// A span without a timestamp leaves no timeline (not one with holes).
