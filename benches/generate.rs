@@ -31,38 +31,26 @@ use std::path::Path;
 use std::time::Instant;
 
 use ridge::core::{Context, DType, Tensor, profiler};
-use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
 use ridge::nn::llama::DecodeTimeline;
-use ridge::nn::llama::random::random_gguf;
+use ridge::nn::llama::random::{prompt_ids as ids, smollm2_like};
 use ridge::nn::llama::timeline::greedy_step;
-use ridge::nn::{KvCache, Llama, LlamaConfig, fetch};
+use ridge::nn::{KvCache, Llama, fetch};
 
 fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
     let file = if let Some(path) = common::value("--gguf") {
         // A file of the caller's (on the GPU machine: the random GGUF llama.cpp runs too).
         FileBytes::open(Path::new(&path)).unwrap_or_else(|e| common::fail(&format!("--gguf: {e}")))
     } else if random {
-        let bytes = random_gguf(
-            &LlamaConfig::smollm2_135m(),
-            QuantFormat::Q4_1,
-            QuantFormat::Q8_0,
-            7,
-        );
-        FileBytes::from_bytes(Path::new("random"), bytes)
+        FileBytes::from_bytes(Path::new("random"), smollm2_like(7))
     } else {
         FileBytes::open(&fetch::smollm2_path()).expect("model (run cargo xtask fetch-model)")
     };
     let g = Gguf::parse(file).unwrap_or_else(|e| common::fail(&format!("the GGUF file: {e}")));
     Llama::load(ctx, &g, dtype).unwrap_or_else(|e| common::fail(&format!("the model: {e}")))
-}
-
-/// Prompt-like ids: a fixed walk through the vocabulary.
-fn ids(n: usize, vocab: usize) -> Vec<u32> {
-    (0..n).map(|i| ((i * 7919 + 13) % vocab) as u32).collect()
 }
 
 /// One step: the forward of `ids`, the argmax on the GPU, the id read back.

@@ -31,6 +31,23 @@ fn parse(bytes: Vec<u8>) -> Gguf {
     Gguf::parse(FileBytes::from_bytes(Path::new("tiny.gguf"), bytes)).expect("valid GGUF")
 }
 
+/// A model of `config` with seeded random `linear` weights and a Q8_0 embedding, loaded in
+/// `dtype`.
+fn random_model(
+    ctx: &Context,
+    config: &LlamaConfig,
+    linear: QuantFormat,
+    seed: u64,
+    dtype: DType,
+) -> Result<Llama> {
+    Llama::load(
+        ctx,
+        &parse(random_gguf(config, linear, QuantFormat::Q8_0, seed)),
+        dtype,
+    )
+    .map_err(nn)
+}
+
 /// The file rewritten: `meta` may change or drop each entry, `tensor` each tensor
 /// (name, dims, ggml type id, data).
 fn rewrite(
@@ -97,12 +114,7 @@ fn prefill_and_token_by_token_decode_agree() {
     on_every_adapter("decoder_prefill_decode", |ctx| {
         for dtype in dtypes(ctx) {
             for format in QuantFormat::ALL {
-                let model = Llama::load(
-                    ctx,
-                    &parse(random_gguf(&tiny(), format, QuantFormat::Q8_0, 5)),
-                    dtype,
-                )
-                .map_err(nn)?;
+                let model = random_model(ctx, &tiny(), format, 5, dtype)?;
                 let ids: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 100).collect();
                 // All at once (the tiled product, one attention span) against a prefill of
                 // 30, then one token at a time (the matrix-vector product, split attention).
@@ -130,17 +142,7 @@ fn long_prompts_take_the_dense_attention_and_agree_with_decode() {
             context: 1040,
             ..tiny()
         };
-        let model = Llama::load(
-            ctx,
-            &parse(random_gguf(
-                &config,
-                QuantFormat::Q8_0,
-                QuantFormat::Q8_0,
-                9,
-            )),
-            DType::F32,
-        )
-        .map_err(nn)?;
+        let model = random_model(ctx, &config, QuantFormat::Q8_0, 9, DType::F32)?;
         let names =
             |t, pos0| -> Vec<&'static str> { model.plan(t, pos0).iter().map(|o| o.name).collect() };
         if !names(1030, 0).contains(&"attention") || names(1000, 0).contains(&"attention") {
@@ -311,17 +313,7 @@ fn bad_files_name_the_problem() {
 #[test]
 fn requests_past_the_model_are_refused() {
     on_every_adapter("decoder_bad_requests", |ctx| {
-        let model = Llama::load(
-            ctx,
-            &parse(random_gguf(
-                &tiny(),
-                QuantFormat::Q4_0,
-                QuantFormat::Q8_0,
-                2,
-            )),
-            DType::F32,
-        )
-        .map_err(nn)?;
+        let model = random_model(ctx, &tiny(), QuantFormat::Q4_0, 2, DType::F32)?;
         let input = |r: ridge::nn::Result<_>| matches!(r, Err(ridge::nn::Error::Input(_)));
         let ok = |what: &str, bad: bool| {
             if bad {
@@ -368,17 +360,7 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
         "decoder_plan",
         |_| Default::default(),
         |ctx| {
-            let model = Llama::load(
-                ctx,
-                &parse(random_gguf(
-                    &tiny(),
-                    QuantFormat::Q4_1,
-                    QuantFormat::Q8_0,
-                    3,
-                )),
-                DType::F32,
-            )
-            .map_err(nn)?;
+            let model = random_model(ctx, &tiny(), QuantFormat::Q4_1, 3, DType::F32)?;
             let mut cache = model.cache(ctx, 80).map_err(nn)?;
             // 70 tokens at once (one span), then one at depth 70 (two spans and the merge).
             for tokens in [70, 1] {
@@ -416,17 +398,7 @@ fn a_decode_timeline_is_the_plan_and_ends_its_profile() {
         "decoder_timeline",
         |_| Default::default(),
         |ctx| {
-            let model = Llama::load(
-                ctx,
-                &parse(random_gguf(
-                    &tiny(),
-                    QuantFormat::Q4_1,
-                    QuantFormat::Q8_0,
-                    6,
-                )),
-                DType::F32,
-            )
-            .map_err(nn)?;
+            let model = random_model(ctx, &tiny(), QuantFormat::Q4_1, 6, DType::F32)?;
             let mut cache = model.cache(ctx, 8).map_err(nn)?;
             let id = block(greedy_step(ctx, &model, &mut cache, &[3, 1, 4, 1, 5])).map_err(nn)?;
             let (t, _) = block(DecodeTimeline::measure(ctx, &model, &mut cache, id)).map_err(nn)?;

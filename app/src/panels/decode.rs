@@ -15,7 +15,7 @@ use ridge_core::{Context, DType};
 use ridge_model::calibrate::Calibrated;
 use ridge_model::report::BenchReport;
 use ridge_nn::llama::timeline::greedy_step;
-use ridge_nn::llama::{DecodeTimeline, price_ops};
+use ridge_nn::llama::{DecodeTimeline, price_ops, random};
 use ridge_nn::{Llama, LlamaConfig};
 
 use crate::Gpu;
@@ -34,8 +34,6 @@ pub struct State {
     pub f16: bool,
     /// The last timeline.
     pub timeline: Option<DecodeTimeline>,
-    /// What the weights were.
-    pub weights: Option<String>,
     /// Why loading or profiling failed.
     pub error: Option<String>,
     model: Option<Loaded>,
@@ -50,7 +48,6 @@ impl Default for State {
             prompt: 126,
             f16: false,
             timeline: None,
-            weights: None,
             error: None,
             model: None,
             calibrated: None,
@@ -73,7 +70,6 @@ impl State {
         self.running = None;
         match r {
             Ok((model, timeline)) => {
-                self.weights = Some(model.1.clone());
                 self.model = Some(model);
                 self.timeline = Some(timeline);
             }
@@ -109,24 +105,11 @@ fn load(ctx: &Context, dtype: DType) -> Result<Loaded, String> {
             return Ok((Arc::new(model), format!("{}", path.display())));
         }
     }
-    let bytes = ridge_nn::llama::random::random_gguf(
-        &LlamaConfig::smollm2_135m(),
-        ridge_kernels::quant::QuantFormat::Q4_1,
-        ridge_kernels::quant::QuantFormat::Q8_0,
-        7,
-    );
+    let bytes = random::smollm2_like(7);
     let g = Gguf::parse(FileBytes::from_bytes(std::path::Path::new("random"), bytes))
         .map_err(|e| e.to_string())?;
     let model = Llama::load(ctx, &g, dtype).map_err(|e| e.to_string())?;
-    Ok((
-        Arc::new(model),
-        "seeded random weights of SmolLM2-135M's shape and formats (Q4_1, Q8_0 embedding)".into(),
-    ))
-}
-
-/// Prompt-like ids: a fixed walk through the vocabulary.
-fn prompt_ids(n: usize, vocab: usize) -> Vec<u32> {
-    (0..n).map(|i| ((i * 7919 + 13) % vocab) as u32).collect()
+    Ok((Arc::new(model), random::SMOLLM2_LIKE.into()))
 }
 
 /// Loads the model unless `loaded` holds it in `dtype`, runs a prompt of `prompt` tokens and
@@ -144,7 +127,7 @@ async fn profile(
     let model = &loaded.0;
     let s = |e: ridge_nn::Error| e.to_string();
     let mut cache = model.cache(&ctx, prompt + 3).map_err(s)?;
-    let ids = prompt_ids(prompt, model.config().vocab);
+    let ids = random::prompt_ids(prompt, model.config().vocab);
     let id = greedy_step(&ctx, model, &mut cache, &ids)
         .await
         .map_err(s)?;
@@ -208,7 +191,7 @@ pub fn show(
         ui.colored_label(egui::Color32::RED, e);
     }
     let Some(t) = &state.timeline else { return };
-    if let Some(w) = &state.weights {
+    if let Some((_, w)) = &state.model {
         ui.label(format!("weights: {w}"));
     }
     let n = t.profile.spans.len();

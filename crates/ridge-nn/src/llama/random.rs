@@ -95,3 +95,27 @@ pub fn random_gguf(
     w.tensor("output_norm.weight", &[h as u64], 0, norm(h))
         .finish()
 }
+
+/// What [`smollm2_like`] holds, for labels.
+pub const SMOLLM2_LIKE: &str =
+    "seeded random weights of SmolLM2-135M's shape and formats (Q4_1, Q8_0 embedding)";
+
+/// A GGUF of SmolLM2-135M's shape and formats (Q4_1 linear weights, a Q8_0 embedding, as in
+/// the released `SmolLM2-135M-Instruct-Q4_1.gguf`) with seeded random weights: what the
+/// generation bench and the dashboard's decode timeline time where the real file is absent.
+pub fn smollm2_like(seed: u64) -> Vec<u8> {
+    random_gguf(
+        &LlamaConfig::smollm2_135m(),
+        QuantFormat::Q4_1,
+        QuantFormat::Q8_0,
+        seed,
+    )
+}
+
+/// `n` prompt-like token ids below `vocab`: a fixed walk through the vocabulary (steps of
+/// the prime 7919, so neighbouring ids differ).
+pub fn prompt_ids(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| ((i * 7919 + 13) % vocab.max(1)) as u32)
+        .collect()
+}
