@@ -212,6 +212,7 @@ pub fn run(args: Args) -> crate::CliResult {
             dtype: case.dtype.to_string(),
             flops: cost.flops,
             bytes: cost.bytes,
+            depth: cost.depth,
             measured_ms,
             predicted_spec_ms: spec_ms,
             predicted_measured_ms: pred.seconds * 1e3,
@@ -304,15 +305,16 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
     use ridge_model::calibrate::MIN_ROWS_FOR_LATENCY;
     const GOAL: f64 = 1.15;
     say(format!(
-        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency).\n\
-         The fixed cost is fitted for kinds with {MIN_ROWS_FOR_LATENCY} or more runs (— otherwise); an efficiency above 100 % \
+        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency) + depth × time per step.\n\
+         The fixed cost is fitted for kinds with {MIN_ROWS_FOR_LATENCY} or more runs, the time per step of reduction depth (K of a product, \
+         keys of attention) for compute-bound kinds with one more (— otherwise); an efficiency above 100 % \
          means faster than the measured roof (a working set held in cache).\n\
          Errors are median factors (1.00× exact); held out = each run predicted by a fit without it; * above the {GOAL}× goal:",
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>9} {:>7} {:>11}  ",
-        "op", "runs", "bound", "eff.", "fixed cost", "roofline", "fitted", "held out"
+        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>9} {:>7} {:>11}  ",
+        "op", "runs", "bound", "eff.", "fixed cost", "per step", "roofline", "fitted", "held out"
     ));
     for k in &c.kinds {
         let fixed = if k.rows >= MIN_ROWS_FOR_LATENCY {
@@ -324,13 +326,19 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         let held = k.held_out_error.map_or("n/a (1 run)  ".into(), |e| {
             format!("{e:.2}×{}", if e > GOAL { " *" } else { "  " })
         });
+        let step = if k.depth_s > 0.0 {
+            format!("{:.1} ns", k.depth_s * 1e9)
+        } else {
+            "—".into()
+        };
         say(format!(
-            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>8.2}× {:>6.2}× {:>13}",
+            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>10} {:>8.2}× {:>6.2}× {:>13}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
             100.0 * k.efficiency,
             fixed,
+            step,
             k.roofline_error,
             k.fitted_error,
             held

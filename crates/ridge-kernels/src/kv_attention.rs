@@ -167,7 +167,8 @@ impl KvAttention {
     }
 
     /// Cost: 4·dh FLOPs per (query head, visible key) for QKᵀ and PV plus 5 for the softmax;
-    /// bytes: Q and the output once, the visible K and V rows once.
+    /// bytes: Q and the output once, the visible K and V rows once; depth: the keys a query
+    /// sees on average.
     pub fn cost(&self, dtype: DType) -> OpCost {
         let pairs: f64 = (0..self.tokens)
             .map(|t| (self.pos0 + t + 1) as f64)
@@ -177,7 +178,8 @@ impl KvAttention {
         let e = dtype.size() as f64;
         let qo = 2.0 * self.tokens as f64 * self.heads as f64 * dh;
         let kv = 2.0 * self.context() as f64 * self.kv_heads as f64 * dh;
-        OpCost::new(pairs * (4.0 * dh + 5.0), (qo + kv) * e)
+        let queries = (self.tokens * self.heads).max(1) as f64;
+        OpCost::new(pairs * (4.0 * dh + 5.0), (qo + kv) * e).with_depth(pairs / queries)
     }
 
     /// f64 reference: `q` `[T, nh, dh]`, `k` and `v` `[pos0 + T, nkv, dh]`.

@@ -540,4 +540,33 @@ mod tests {
         // A product name the sweep does not make is refused, not read as one.
         assert!(cost(&spec("rms_qmatvec_gelu", &[1, 64, 64], DType::F32)).is_err());
     }
+
+    /// The shipped reports' launches cost what the sweep prices them at now: FLOPs, bytes and
+    /// the reduction depth the calibration reads (added to the reports after they were
+    /// measured; a change to a cost formula shows here first).
+    #[test]
+    fn shipped_reports_cost_what_the_sweep_says() {
+        for text in [
+            include_str!("../../../benches/reports/h200.json"),
+            include_str!("../../../benches/reports/h200-decoder.json"),
+            include_str!("../../../benches/reports/lavapipe.json"),
+        ] {
+            let report: ridge_model::report::BenchReport = serde_json::from_str(text).unwrap();
+            for r in &report.rows {
+                let dtype = if r.dtype == "f16" { DType::F16 } else { DType::F32 };
+                let c = cost(&spec(&r.op, &r.shape, dtype)).unwrap();
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+                assert!(
+                    close(c.flops, r.flops) && close(c.bytes, r.bytes) && close(c.depth, r.depth),
+                    "{} {:?} {}: {c:?} against {} FLOPs, {} bytes, depth {}",
+                    r.op,
+                    r.shape,
+                    r.dtype,
+                    r.flops,
+                    r.bytes,
+                    r.depth
+                );
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //! (Williams et al., "Roofline", CACM 2009) with a fixed cost per launch:
 //!
 //! ```text
-//! t = o + c_k + x / (R · f_k)
+//! t = o + c_k + x / (R · f_k) + τ_k · K
 //! ```
 //!
 //! where `o` is the adapter's measured dispatch overhead (a trivial dispatch's GPU time, from
@@ -14,11 +14,19 @@
 //! `R` that roof (measured copy bandwidth, or the measured FMA / tensor-core peak of the
 //! storage type), `f_k` the fraction of the roof the kind achieves on large launches and
 //! `c_k ≥ 0` its fixed cost beyond a trivial dispatch (latency a small launch cannot hide:
-//! a reduction's tree, a GEMM's tail wave). Fitted per kind on the report's timed launches,
-//! minimising the squared relative error (weights 1/t²); `c_k` only where the kind has at
-//! least [`MIN_ROWS_FOR_LATENCY`] launches; else `c_k` = 0 and `f_k` the median of the
-//! achieved fractions of the launches whose time is mostly beyond the dispatch overhead
-//! (1 where none is). Nothing is per GPU but the report it is fitted on.
+//! a reduction's tree, a GEMM's tail wave). `K` is the launch's reduction depth
+//! ([`OpCost::depth`]: a product's K, the keys an attention query sees) and `τ_k ≥ 0` the
+//! time a workgroup takes per step of it: a product too small to fill the GPU's compute units
+//! takes time in proportion to K, whatever its FLOPs (on the H200's report the f32 GEMM of
+//! 512³ took 31 µs, where its FLOPs at 4096³'s rate take 6.4). `τ_k` is fitted for compute-bound kinds
+//! whose launches have a depth; memory-bound kinds stream their bytes and keep `τ_k` = 0.
+//!
+//! Fitted per kind on the report's timed launches, minimising the squared relative error
+//! (weights 1/t²); each fit from more launches than it has terms ([`MIN_ROWS_FOR_LATENCY`]);
+//! a fit that makes any term negative drops `c_k`, then `τ_k`; where none holds, `c_k` = `τ_k`
+//! = 0 and `f_k` the median of the achieved fractions of the launches whose time is mostly
+//! beyond the dispatch overhead (1 where none is). Nothing is per GPU but the report it is
+//! fitted on.
 //!
 //! Errors are reported as factors (`exp(median |ln(predicted / measured)|)`, 1 = exact):
 //! for the plain roofline, the fit on all of the kind's launches, and each launch predicted
@@ -34,9 +42,11 @@ use crate::roofline::{Bound, Ceilings};
 /// fraction to count in a one-parameter fit.
 const INFORMATIVE: f64 = 0.2;
 
-/// Launches a kind needs before its fixed cost `c_k` is fitted (two parameters from fewer
-/// would leave nothing to hold out).
-pub const MIN_ROWS_FOR_LATENCY: usize = 4;
+/// Launches a kind needs before its fixed cost `c_k` is fitted beside `f_k`: every fit is
+/// over-determined, p terms from at least p + 1 launches (so `τ_k` as well needs 4). Fitting
+/// p terms through exactly p launches held out far worse on the H200's decoder kinds, four
+/// launches each (rms_qmatmul_rope 2.1× against 1.2×).
+pub const MIN_ROWS_FOR_LATENCY: usize = 3;
 
 /// One op kind's fitted terms and errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +64,10 @@ pub struct KindFit {
     pub efficiency: f64,
     /// `c_k`: fixed cost beyond the dispatch overhead, seconds.
     pub latency_s: f64,
+    /// `τ_k`: seconds per step of reduction depth (compute-bound kinds; 0 elsewhere, and in
+    /// reports that predate it).
+    #[serde(default)]
+    pub depth_s: f64,
     /// Median error factor of the measured roofline alone.
     pub roofline_error: f64,
     /// Median error factor of the fit on every launch.
@@ -72,12 +86,25 @@ pub struct Calibration {
     pub kinds: Vec<KindFit>,
 }
 
-/// A timed launch: work on its roof (x / R, seconds) and measured time (seconds).
+/// A timed launch: work on its roof (x / R, seconds), reduction depth, measured time
+/// (seconds), and the roofline's time.
 #[derive(Clone, Copy)]
 struct Sample {
     roof_s: f64,
+    depth: f64,
     measured_s: f64,
     roofline_s: f64,
+}
+
+/// A kind's fitted terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Terms {
+    /// `f_k`.
+    efficiency: f64,
+    /// `c_k`, seconds.
+    latency_s: f64,
+    /// `τ_k`, seconds per step of depth.
+    depth_s: f64,
 }
 
 /// The median error of (predicted, measured) pairs as a factor: 2 to the power of
@@ -87,10 +114,11 @@ fn error_factor(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
     crate::roofline::median_abs_log2_error(&pairs).map_or(f64::NAN, f64::exp2)
 }
 
-/// (f, c) for `samples`: t − o = c + roof_s / f, weighted least squares on relative error;
-/// `c` only with enough samples, never below 0. `f` may pass 1: a measured roof is itself
-/// a measurement, and a cache-resident working set beats the copy it was taken from.
-fn fit(samples: &[Sample], overhead_s: f64) -> (f64, f64) {
+/// The terms for `samples`: t − o = c + roof_s / f + τ·depth, weighted least squares on
+/// relative error; `τ` only where `with_depth`, `c` and `τ` only with more samples than
+/// terms, none below 0. `f` may pass 1: a measured roof is itself a measurement, and a cache-resident
+/// working set beats the copy it was taken from.
+fn fit(samples: &[Sample], overhead_s: f64, with_depth: bool) -> Terms {
     // One parameter: the median of the launches' achieved fractions (robust to one odd
     // launch; picking the fraction with the smallest in-sample error held out worse), over
     // the launches whose time is mostly work: one within the dispatch overhead's noise says
@@ -102,44 +130,104 @@ fn fit(samples: &[Sample], overhead_s: f64) -> (f64, f64) {
             .filter(|s| s.measured_s - overhead_s > INFORMATIVE * s.measured_s)
             .map(|s| s.roof_s / (s.measured_s - overhead_s))
             .collect();
-        if f.is_empty() {
-            return (1.0, 0.0);
-        }
         f.sort_by(f64::total_cmp);
-        // An even count takes the upper middle (the faster launch of two: averaging the
-        // middle two held out worse on the H200's norms, 1.42× against 1.13×).
-        (f[f.len() / 2], 0.0)
+        Terms {
+            // An even count takes the upper middle (the faster launch of two: averaging the
+            // middle two held out worse on the H200's norms, 1.42× against 1.13×).
+            efficiency: f.get(f.len() / 2).copied().unwrap_or(1.0),
+            latency_s: 0.0,
+            depth_s: 0.0,
+        }
     };
-    if samples.len() < MIN_ROWS_FOR_LATENCY {
-        return direct();
+    // Columns of y = t − o: [1 (c), roof_s (1/f), depth (τ)], from the fullest model down.
+    let mut models: Vec<&[usize]> = Vec::new();
+    if with_depth {
+        models.extend([&[0, 1, 2][..], &[1, 2][..]]);
     }
-    // y = c + s·x with y = t − o, x = roof_s, s = 1/f; weights 1/t².
-    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for s in samples {
-        let w = 1.0 / (s.measured_s * s.measured_s);
-        let (x, y) = (s.roof_s, s.measured_s - overhead_s);
-        sw += w;
-        sx += w * x;
-        sy += w * y;
-        sxx += w * x * x;
-        sxy += w * x * y;
+    models.push(&[0, 1]);
+    let y: Vec<f64> = samples.iter().map(|s| s.measured_s - overhead_s).collect();
+    let w: Vec<f64> = samples
+        .iter()
+        .map(|s| 1.0 / (s.measured_s * s.measured_s))
+        .collect();
+    for columns in models {
+        // Over-determined fits only: p terms from at least p + 1 launches.
+        if samples.len() <= columns.len() {
+            continue;
+        }
+        let x: Vec<Vec<f64>> = samples
+            .iter()
+            .map(|s| {
+                let all = [1.0, s.roof_s, s.depth];
+                columns.iter().map(|&c| all[c]).collect()
+            })
+            .collect();
+        let Some(b) = weighted_least_squares(&x, &y, &w) else {
+            continue;
+        };
+        let term = |c: usize| columns.iter().position(|&k| k == c).map_or(0.0, |i| b[i]);
+        let (c, slope, tau) = (term(0), term(1), term(2));
+        // Outside the model (time falling with work or depth, a negative fixed cost): the
+        // next, smaller one.
+        if slope > 0.0 && c >= 0.0 && tau >= 0.0 {
+            return Terms {
+                efficiency: 1.0 / slope,
+                latency_s: c,
+                depth_s: tau,
+            };
+        }
     }
-    let det = sw * sxx - sx * sx;
-    if det.abs() <= f64::EPSILON * sw * sxx {
-        return direct();
-    }
-    let slope = (sw * sxy - sx * sy) / det;
-    let c = (sy - slope * sx) / sw;
-    if slope <= 0.0 || c < 0.0 {
-        // Outside the model (time falling with work, or a negative fixed cost): the
-        // one-parameter fit.
-        return direct();
-    }
-    (1.0 / slope, c)
+    direct()
 }
 
-fn predict(s: &Sample, overhead_s: f64, (f, c): (f64, f64)) -> f64 {
-    overhead_s + c + s.roof_s / f
+/// `b` minimising Σ w_i (x_i · b − y_i)² (normal equations on columns scaled to unit size,
+/// Gaussian elimination with partial pivoting); `None` where the columns are dependent.
+fn weighted_least_squares(x: &[Vec<f64>], y: &[f64], w: &[f64]) -> Option<Vec<f64>> {
+    let n = x.first()?.len();
+    let scale: Vec<f64> = (0..n)
+        .map(|j| x.iter().map(|r| r[j].abs()).fold(0.0, f64::max))
+        .collect();
+    if scale.iter().any(|s| *s <= 0.0 || !s.is_finite()) {
+        return None;
+    }
+    // The augmented normal equations [XᵀWX | XᵀWy] on the scaled columns.
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for ((r, yi), wi) in x.iter().zip(y).zip(w) {
+        for i in 0..n {
+            let xi = r[i] / scale[i];
+            for j in 0..n {
+                a[i][j] += wi * xi * r[j] / scale[j];
+            }
+            a[i][n] += wi * xi * yi;
+        }
+    }
+    let norm = a.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
+        if a[pivot][col].abs() <= 1e-12 * norm {
+            return None;
+        }
+        a.swap(col, pivot);
+        let p = a[col].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / p[col];
+                for (x, pk) in row.iter_mut().zip(&p).skip(col) {
+                    *x -= f * pk;
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| a[i][n] / a[i][i] / scale[i]).collect())
+}
+
+fn predict(s: &Sample, overhead_s: f64, t: Terms) -> f64 {
+    overhead_s + t.latency_s + s.roof_s / t.efficiency + t.depth_s * s.depth
+}
+
+/// Whether a kind's fit takes the depth term: compute-bound, with a depth on its launches.
+fn with_depth(bound: Bound, samples: &[Sample]) -> bool {
+    bound == Bound::Compute && samples.iter().any(|s| s.depth > 0.0)
 }
 
 /// The timed launches of kind (`op`, `dtype`) in `report`: the roof the kind is held against
@@ -169,6 +257,7 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
                     Bound::Memory => r.bytes / roof.bandwidth,
                     Bound::Compute => r.flops / roof.peak_flops,
                 },
+                depth: r.depth,
                 measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
                 roofline_s: r.predicted_measured_ms * 1e-3,
             };
@@ -179,7 +268,7 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
 }
 
 /// Each sample predicted by a fit on the others (`None` for a lone sample).
-fn held_out(samples: &[Sample], overhead_s: f64) -> Vec<Option<f64>> {
+fn held_out(samples: &[Sample], overhead_s: f64, depth: bool) -> Vec<Option<f64>> {
     (0..samples.len())
         .map(|i| {
             let rest: Vec<Sample> = samples
@@ -188,7 +277,8 @@ fn held_out(samples: &[Sample], overhead_s: f64) -> Vec<Option<f64>> {
                 .filter(|&(j, _)| j != i)
                 .map(|(_, s)| *s)
                 .collect();
-            (!rest.is_empty()).then(|| predict(&samples[i], overhead_s, fit(&rest, overhead_s)))
+            (!rest.is_empty())
+                .then(|| predict(&samples[i], overhead_s, fit(&rest, overhead_s, depth)))
         })
         .collect()
 }
@@ -218,8 +308,9 @@ impl Calibration {
             .map(|(op, dtype)| {
                 let (bound, indexed) = kind_samples(report, &op, &dtype);
                 let samples: Vec<Sample> = indexed.into_iter().map(|(_, s)| s).collect();
-                let (efficiency, latency_s) = fit(&samples, overhead_s);
-                let held = held_out(&samples, overhead_s);
+                let depth = with_depth(bound, &samples);
+                let terms = fit(&samples, overhead_s, depth);
+                let held = held_out(&samples, overhead_s, depth);
                 let held_out_error = (samples.len() > 1).then(|| {
                     error_factor(
                         held.iter()
@@ -230,17 +321,17 @@ impl Calibration {
                 KindFit {
                     rows: samples.len(),
                     bound,
-                    efficiency,
-                    latency_s,
+                    efficiency: terms.efficiency,
+                    latency_s: terms.latency_s,
+                    depth_s: terms.depth_s,
                     roofline_error: error_factor(
                         samples.iter().map(|s| (s.roofline_s, s.measured_s)),
                     ),
-                    fitted_error: error_factor(samples.iter().map(|s| {
-                        (
-                            predict(s, overhead_s, (efficiency, latency_s)),
-                            s.measured_s,
-                        )
-                    })),
+                    fitted_error: error_factor(
+                        samples
+                            .iter()
+                            .map(|s| (predict(s, overhead_s, terms), s.measured_s)),
+                    ),
                     held_out_error,
                     op,
                     dtype,
@@ -257,9 +348,10 @@ impl Calibration {
         let overhead_s = overhead_of(report);
         let mut out = vec![None; report.rows.len()];
         for (op, dtype) in kinds_of(report) {
-            let (_, indexed) = kind_samples(report, &op, &dtype);
+            let (bound, indexed) = kind_samples(report, &op, &dtype);
             let samples: Vec<Sample> = indexed.iter().map(|(_, s)| *s).collect();
-            for ((i, _), p) in indexed.iter().zip(held_out(&samples, overhead_s)) {
+            let depth = with_depth(bound, &samples);
+            for ((i, _), p) in indexed.iter().zip(held_out(&samples, overhead_s, depth)) {
                 out[*i] = p.map(|s| s * 1e3);
             }
         }
@@ -277,23 +369,22 @@ impl Calibration {
         Some(e[e.len() / 2])
     }
 
-    /// The fitted time of one launch of `op` in `dtype` costing `flops` and `bytes` on the
-    /// report's adapter, seconds; `None` for a kind the report did not time.
+    /// The fitted time of one launch of `op` in `dtype` costing `cost` on the report's
+    /// adapter, seconds; `None` for a kind the report did not time.
     pub fn predict(
         &self,
         report: &BenchReport,
         op: &str,
         dtype: &str,
-        flops: f64,
-        bytes: f64,
+        cost: &OpCost,
     ) -> Option<f64> {
         let k = self.kinds.iter().find(|k| k.op == op && k.dtype == dtype)?;
         let (roof, _) = report.measured.roof_for(op, dtype == "f16");
         let roof_s = match k.bound {
-            Bound::Memory => bytes / roof.bandwidth,
-            Bound::Compute => flops / roof.peak_flops,
+            Bound::Memory => cost.bytes / roof.bandwidth,
+            Bound::Compute => cost.flops / roof.peak_flops,
         };
-        Some(self.overhead_s + k.latency_s + roof_s / k.efficiency)
+        Some(self.overhead_s + k.latency_s + roof_s / k.efficiency + k.depth_s * cost.depth)
     }
 }
 
@@ -321,10 +412,7 @@ impl Calibrated {
     /// One launch of kind `op` in `dtype` costing `cost`: its fitted time, seconds, and `true`;
     /// for a kind the report did not time, `roof`'s roofline time and `false`.
     pub fn price(&self, op: &str, dtype: &str, cost: &OpCost, roof: &Ceilings) -> (f64, bool) {
-        match self
-            .fit
-            .predict(&self.report, op, dtype, cost.flops, cost.bytes)
-        {
+        match self.fit.predict(&self.report, op, dtype, cost) {
             Some(s) => (s, true),
             None => (roof.predict(cost).seconds, false),
         }
@@ -344,36 +432,47 @@ mod tests {
         serde_json::from_str(text).unwrap()
     }
 
-    /// Launches made from known terms are fitted back exactly.
+    /// Launches made from known terms are fitted back exactly: with a depth term on a
+    /// compute-bound kind, and without one where the launches carry no depth.
     #[test]
     fn known_terms_are_recovered() {
-        let mut r = shipped("h200");
-        let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
-        let (roof, _) = r.measured.roof_for("gemm", false);
-        let (f, c) = (0.55, 7e-6);
-        r.rows.retain(|row| row.op == "gemm" && row.dtype == "f32");
-        for row in &mut r.rows {
-            row.bound = Bound::Compute;
-            row.measured_ms = Some((o + c + row.flops / (roof.peak_flops * f)) * 1e3);
+        for tau in [3e-9, 0.0] {
+            let mut r = shipped("h200");
+            let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
+            let (roof, _) = r.measured.roof_for("gemm", false);
+            let (f, c) = (0.55, 7e-6);
+            r.rows.retain(|row| row.op == "gemm" && row.dtype == "f32");
+            for row in &mut r.rows {
+                row.bound = Bound::Compute;
+                if tau == 0.0 {
+                    row.depth = 0.0;
+                }
+                let t = o + c + row.flops / (roof.peak_flops * f) + tau * row.depth;
+                row.measured_ms = Some(t * 1e3);
+            }
+            let fit = Calibration::fit(&r);
+            let k = &fit.kinds[0];
+            assert!(
+                (k.efficiency - f).abs() < 1e-6
+                    && (k.latency_s - c).abs() < 1e-11
+                    && (k.depth_s - tau).abs() < 1e-14,
+                "{k:?}"
+            );
+            assert!(k.fitted_error < 1.0 + 1e-6 && k.held_out_error.unwrap() < 1.0 + 1e-6);
+            let row = &r.rows[2];
+            let t = fit.predict(&r, "gemm", "f32", &row.cost()).unwrap();
+            assert!((t * 1e3 / row.measured_ms.unwrap() - 1.0).abs() < 1e-6);
+            assert_eq!(
+                fit.predict(&r, "softmax", "f32", &OpCost::new(1.0, 1.0)),
+                None
+            );
         }
-        let fit = Calibration::fit(&r);
-        let k = &fit.kinds[0];
-        assert!(
-            (k.efficiency - f).abs() < 1e-9 && (k.latency_s - c).abs() < 1e-12,
-            "{k:?}"
-        );
-        assert!(k.fitted_error < 1.0 + 1e-9 && k.held_out_error.unwrap() < 1.0 + 1e-9);
-        let row = &r.rows[2];
-        let t = fit
-            .predict(&r, "gemm", "f32", row.flops, row.bytes)
-            .unwrap();
-        assert!((t * 1e3 / row.measured_ms.unwrap() - 1.0).abs() < 1e-9);
-        assert_eq!(fit.predict(&r, "softmax", "f32", 1.0, 1.0), None);
     }
 
     /// On the shipped H200 report every op kind is predicted within 1.25× held out (the issue
-    /// asks 1.15×: the f32 GEMM's 1.23× and RMSNorm's 1.22×, from three launches, miss it),
-    /// where the roofline alone was 2–3.5× off for GEMM and attention.
+    /// asks 1.15×: RMSNorm's 1.22×, from three launches, misses it), where the roofline alone
+    /// was 2–3.5× off for GEMM and attention; GEMM within 1.15× (f32 1.23× without the depth
+    /// term).
     #[test]
     fn the_h200_report_held_out() {
         let fit = Calibration::fit(&shipped("h200"));
@@ -398,12 +497,15 @@ mod tests {
                 .find(|k| k.op == "gemm" && k.dtype == dtype)
         };
         let (f32, f16) = (gemm("f32").unwrap(), gemm("f16").unwrap());
-        assert!(f32.roofline_error > 2.0 && f32.held_out_error.unwrap() < 1.25);
+        assert!(f32.roofline_error > 2.0 && f32.held_out_error.unwrap() < 1.15);
+        assert!(f32.depth_s > 0.0 && f16.depth_s > 0.0, "{f32:?} {f16:?}");
         assert!(f16.roofline_error > 2.5 && f16.held_out_error.unwrap() < 1.15);
     }
 
     /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 126):
-    /// each kind's fit within 1.25× of its own launches, the tensor-core kinds held against
+    /// each kind's fit within 1.25× of its own launches and 1.35× held out (four launches a
+    /// kind; the compute-bound prompt products and attention in f32 within 1.15×: 1.25–2.1×
+    /// before the depth term and over-determined fits), the tensor-core kinds held against
     /// the tensor cores' roof, and the fitted terms predict SmolLM2-135M's own launches there
     /// better than the roofline by far (the launches at its widths are among the fitted ones:
     /// the end-to-end check, on the generation bench's profiles, is in benches/NOTES.md).
@@ -413,6 +515,17 @@ mod tests {
         let fit = Calibration::fit(&r);
         assert_eq!(fit.kinds.len(), 20, "10 decoder kinds × f32, f16");
         for k in &fit.kinds {
+            println!(
+                "{} {}: efficiency {:.3}, fixed {:.2} µs, {:.2} ns per depth, roofline {:.2}×, fitted {:.2}×, held out {:.2}×",
+                k.op,
+                k.dtype,
+                k.efficiency,
+                k.latency_s * 1e6,
+                k.depth_s * 1e9,
+                k.roofline_error,
+                k.fitted_error,
+                k.held_out_error.unwrap_or(f64::NAN)
+            );
             assert!(
                 k.fitted_error <= 1.25,
                 "{} {}: {:.3}×",
@@ -421,6 +534,14 @@ mod tests {
                 k.fitted_error
             );
             assert!(k.roofline_error > k.fitted_error, "{k:?}");
+            let held = k.held_out_error.unwrap();
+            assert!(held <= 1.35, "{} {}: {held:.3}× held out", k.op, k.dtype);
+            if k.dtype == "f32"
+                && ["qmatmul", "rms_qmatmul_swiglu", "kv_attention_prefill"]
+                    .contains(&k.op.as_str())
+            {
+                assert!(held <= 1.15, "{} {}: {held:.3}× held out", k.op, k.dtype);
+            }
         }
         let (tensor, name) = r.measured.roof_for("rms_qmatmul_swiglu", true);
         assert_eq!(name, "measured tensor cores");

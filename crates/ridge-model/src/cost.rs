@@ -6,18 +6,34 @@ use serde::{Deserialize, Serialize};
 ///
 /// - `flops`: floating-point operations, a multiply-add counted as 2.
 /// - `bytes`: bytes read + bytes written, each input read once and each output written once.
+/// - `depth`: the reduction depth a workgroup walks in sequence, whatever the GPU's width:
+///   K of a product, the keys a query sees in attention (on average); 0 where there is none.
+///   Calibrated kinds that are compute-bound price it (`crate::calibrate`): a product too
+///   small to fill the GPU takes time in proportion to K, not to its FLOPs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Floating-point operations (multiply-add = 2).
     pub flops: f64,
     /// Fewest bytes read plus written, in bytes.
     pub bytes: f64,
+    /// Reduction depth (elements walked in sequence), 0 for none.
+    #[serde(default)]
+    pub depth: f64,
 }
 
 impl OpCost {
-    /// A cost from FLOPs and bytes.
+    /// A cost from FLOPs and bytes (no reduction depth).
     pub fn new(flops: f64, bytes: f64) -> Self {
-        Self { flops, bytes }
+        Self {
+            flops,
+            bytes,
+            depth: 0.0,
+        }
+    }
+
+    /// The same cost with reduction depth `depth` (elements).
+    pub fn with_depth(self, depth: f64) -> Self {
+        Self { depth, ..self }
     }
 
     /// Arithmetic intensity in FLOP/byte (Williams et al., CACM 2009). Zero bytes give
@@ -45,10 +61,13 @@ impl OpCost {
     }
 }
 
+/// Work and bytes add; the depth is the deeper of the two (an epilogue or a prologue added
+/// to a product keeps the product's K).
 impl std::ops::Add for OpCost {
     type Output = OpCost;
     fn add(self, rhs: OpCost) -> OpCost {
         OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
+            .with_depth(self.depth.max(rhs.depth))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::cost::OpCost;
 
 /// GEMM `C = α·op(A)·op(B) (+ β·C) (+ bias)` over `batch` matrices of `m × n`, depth `k`;
 /// `a_batches`/`b_batches` ∈ {1, batch} matrices are read. 2·m·n·k per matrix for the
-/// product, 2·m·n more when C is read back (`beta`), m·n for a bias.
+/// product, 2·m·n more when C is read back (`beta`), m·n for a bias. Depth: k.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     m: usize,
@@ -33,7 +33,7 @@ pub fn gemm(
         flops += m * n * batch;
         elems += n;
     }
-    OpCost::new(flops, elems * e as f64)
+    OpCost::new(flops, elems * e as f64).with_depth(k)
 }
 
 /// Layer norm (`rms = false`, 8 FLOPs per element: sum, subtract, square-accumulate twice,
@@ -83,20 +83,22 @@ pub fn mean_pool(batch: usize, seq: usize, hidden: usize, normalize: bool, e: us
 /// Attention over `batch · heads` heads of `n` queries and `n` keys of width `d`, of which
 /// `pairs` query–key pairs are computed (n² dense; nnz blocks × block² block-sparse): 2 × 2d
 /// FLOPs per pair for QKᵀ and P·V plus 5 for the softmax. Bytes: Q, K, V read once and O
-/// written once (4·n·d per head) — what a fused kernel must move at least.
+/// written once (4·n·d per head) — what a fused kernel must move at least. Depth: the keys a
+/// query sees on average (pairs / n).
 pub fn attention(batch: usize, heads: usize, n: usize, d: usize, pairs: f64, e: usize) -> OpCost {
     let bh = (batch * heads) as f64;
     OpCost::new(
         bh * pairs * (4.0 * d as f64 + 5.0),
         bh * 4.0 * (n * d * e) as f64,
     )
+    .with_depth(pairs / n.max(1) as f64)
 }
 
 /// A product `x·Wᵀ` with block-quantized weights: `x` `[m, k]`, `W` `[n, k]` stored in
 /// `weight_bytes_per_element` bytes per weight (Q4_0 18/32, Q4_1 20/32, Q8_0 34/32: ggml's
 /// block sizes), `e` bytes per activation. 2·m·n·k FLOPs, + m·n for a residual add, + 4 per
 /// gated output (silu: exp, add, divide; the product); bytes: the weights once, `x` once, the
-/// output once (n/2 columns gated) and read once more for a residual.
+/// output once (n/2 columns gated) and read once more for a residual. Depth: k.
 pub fn quantized_matmul(
     m: usize,
     n: usize,
@@ -117,7 +119,7 @@ pub fn quantized_matmul(
     if glu {
         flops += 4.0 * out;
     }
-    OpCost::new(flops, bytes)
+    OpCost::new(flops, bytes).with_depth(kf)
 }
 
 #[cfg(test)]
@@ -126,10 +128,10 @@ mod tests {
 
     #[test]
     fn a_multiply_add_counts_two() {
-        // One 1×1×1 product: one multiply-add = 2 FLOPs; reads a, b, writes c.
+        // One 1×1×1 product: one multiply-add = 2 FLOPs; reads a, b, writes c; K = 1.
         assert_eq!(
             gemm(1, 1, 1, 1, 1, 1, false, false, 4),
-            OpCost::new(2.0, 12.0)
+            OpCost::new(2.0, 12.0).with_depth(1.0)
         );
     }
 

@@ -113,6 +113,9 @@ pub struct Row {
     pub flops: f64,
     /// Fewest bytes of one launch.
     pub bytes: f64,
+    /// Reduction depth of one launch ([`crate::OpCost::depth`]; 0 in reports that predate it).
+    #[serde(default)]
+    pub depth: f64,
     /// Median measured time, ms (`None`: could not be timed).
     pub measured_ms: Option<f64>,
     /// Predicted from the spec table, ms.
@@ -126,19 +129,21 @@ pub struct Row {
 }
 
 impl Row {
+    /// The launch's cost.
+    pub fn cost(&self) -> crate::OpCost {
+        crate::OpCost::new(self.flops, self.bytes).with_depth(self.depth)
+    }
     /// FLOP/byte.
     pub fn intensity(&self) -> f64 {
-        crate::OpCost::new(self.flops, self.bytes).intensity()
+        self.cost().intensity()
     }
     /// Achieved GFLOP/s.
     pub fn gflops(&self) -> Option<f64> {
-        self.measured_ms
-            .and_then(|ms| crate::OpCost::new(self.flops, self.bytes).gflops(ms))
+        self.measured_ms.and_then(|ms| self.cost().gflops(ms))
     }
     /// Achieved GB/s.
     pub fn gbps(&self) -> Option<f64> {
-        self.measured_ms
-            .and_then(|ms| crate::OpCost::new(self.flops, self.bytes).gbps(ms))
+        self.measured_ms.and_then(|ms| self.cost().gbps(ms))
     }
 }
 

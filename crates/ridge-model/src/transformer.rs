@@ -175,7 +175,7 @@ pub fn encoder_ops(
 /// As [`encoder_ops`], with each GEMM of `m × n × k` run as `splits(m, n, k)` slices of K
 /// (the adapter's kernel choice: `ridge_kernels::Gemm::planned_splits`). A GEMM of s > 1
 /// slices is two dispatches, both named `gemm`: the slices' products into s f32 partial
-/// matrices (2mnk FLOPs; A, B and s·m·n f32 moved), then a reduce adding them with the
+/// matrices (2mnk FLOPs; A, B and s·m·n f32 moved; depth ⌈k/s⌉), then a reduce adding them with the
 /// epilogue (s·m·n f32 read, C written, the bias, β·C and GELU applied).
 pub fn encoder_ops_split(
     s: &TransformerShape,
@@ -208,7 +208,8 @@ pub fn encoder_ops_split(
         let product = OpCost::new(
             2.0 * mn * k as f64,
             ((m * k + k * n) * e) as f64 + partial_bytes,
-        );
+        )
+        .with_depth(k.div_ceil(slices) as f64);
         // The reduce: the partials added, then the epilogue (whole's FLOPs beyond 2mnk).
         let epilogue_flops = whole.flops - 2.0 * mn * k as f64;
         let c_bytes = (1.0 + f64::from(u8::from(residual))) * mn * e as f64;
