@@ -20,8 +20,9 @@ pub struct Args {
     /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention, and the decoder's
     /// kernels as its forward launches them: qmatvec, rms_qmatvec, rms_qmatvec_swiglu,
     /// rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu, rms_qmatmul_rope (prompts),
-    /// kv_attention (decode), kv_attention_prefill (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B
-    /// widths, Q4_1 weights; in the full sweep, or when named here). Where the adapter has
+    /// kv_attention (decode up to 512 keys), kv_attention_split (longer), kv_attention_prefill
+    /// (prompts), attention_causal (prompts from 1024 tokens: dense) (SmolLM2-135M/360M/1.7B
+    /// and Qwen2.5-0.5B widths, Q4_1 weights; in the full sweep, or when named here). Where the adapter has
     /// `shader-f16`,
     /// GEMMs run in f16 too, and in the full sweep or when named so do the norms, softmax,
     /// gelu, add and attention (the f16 encoder's kinds).

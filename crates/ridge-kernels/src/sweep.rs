@@ -5,6 +5,7 @@ use ridge_core::{Context, DType, Result, Tensor};
 use ridge_model::OpCost;
 use serde::{Deserialize, Serialize};
 
+use crate::attention::Attention;
 use crate::elementwise::{Binary, Unary, binary, unary};
 use crate::gemm::Gemm;
 use crate::layout;
@@ -52,7 +53,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 21] = [
+pub const OPS: [&str; 22] = [
     "gemm",
     "layer_norm",
     "rms_norm",
@@ -74,6 +75,7 @@ pub const OPS: [&str; 21] = [
     "kv_attention",
     "kv_attention_prefill",
     "kv_attention_split",
+    "attention_causal",
 ];
 
 /// The decoder's ops, [`OPS`] from its 12th: each the kernel (and profile name) a decoder
@@ -81,8 +83,9 @@ pub const OPS: [&str; 21] = [
 /// `qmatmul` with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache
 /// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
 /// pass; `kv_attention_split`, longer contexts: keys split across workgroups, then the merge
-/// pass, timed together) or a prompt (`kv_attention_prefill`) — swept in the full sweep, or
-/// when named, at the
+/// pass, timed together) or a prompt (`kv_attention_prefill`), and a long prompt's dense
+/// causal attention from an empty cache (`attention_causal`, [`Attention::grouped_causal`];
+/// the profile names it `attention`) — swept in the full sweep, or when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds.
@@ -145,7 +148,27 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
             dtype,
         ));
     }
+    // Prompts from 1024 tokens, where the decoder takes the dense kernel (f32; f16 where the
+    // tensor cores do not take them).
+    for (t, nh, nkv) in [
+        (1024, 9, 3),
+        (2048, 9, 3),
+        (4096, 9, 3),
+        (1024, 15, 5),
+        (2048, 15, 5),
+    ] {
+        v.push(spec(
+            "attention_causal",
+            &[t, nh, nkv, DECODER_HEAD_DIM],
+            dtype,
+        ));
+    }
     v
+}
+
+/// A long prompt's dense causal attention `[tokens, heads, kv_heads, head_dim]`.
+fn attention_causal_of(s: &[usize]) -> Attention {
+    Attention::grouped_causal(s[2], s[1] / s[2].max(1), s[0], s[3])
 }
 
 /// Whether `op` is one of the decoder's products (the [`DECODER_OPS`] with a quantized
@@ -347,6 +370,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             q.cost(DECODER_FORMAT, n, k, d)
         }
         "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
+        "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);
             op.cost(d) + op.merge_cost(op.split().0)
@@ -508,6 +532,20 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
             }
         }
+        "attention_causal" => {
+            let att = attention_causal_of(s);
+            let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
+            let (q, kc, vc, o) = (
+                filled(ctx, &[t, nh, dh], d)?,
+                filled(ctx, &[t, nkv, dh], d)?,
+                filled(ctx, &[t, nkv, dh], d)?,
+                out(&[t, nh, dh])?,
+            );
+            Prepared {
+                cost,
+                launch: Box::new(move |ctx| att.run(ctx, &q, &kc, &vc, None, None, &o)),
+            }
+        }
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",
@@ -526,7 +564,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 10);
+        assert_eq!(DECODER_OPS.len(), 11);
         for dtype in [DType::F32, DType::F16] {
             let cases = decoder_cases(dtype);
             for op in DECODER_OPS {
@@ -553,7 +591,11 @@ mod tests {
         ] {
             let report: ridge_model::report::BenchReport = serde_json::from_str(text).unwrap();
             for r in &report.rows {
-                let dtype = if r.dtype == "f16" { DType::F16 } else { DType::F32 };
+                let dtype = if r.dtype == "f16" {
+                    DType::F16
+                } else {
+                    DType::F32
+                };
                 let c = cost(&spec(&r.op, &r.shape, dtype)).unwrap();
                 let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
                 assert!(

@@ -57,7 +57,7 @@ pub struct Args {
     /// `--quant`, default Q4_0) priced the same way: time to first token, decode tokens/s and
     /// per-op times, batch 1. The report's sweep should hold the decoder's kinds (the full
     /// sweep does; or, on one line:
-    /// `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split --json FILE`).
+    /// `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal --json FILE`).
     #[arg(long)]
     report: Option<std::path::PathBuf>,
     /// Print JSON instead of tables.

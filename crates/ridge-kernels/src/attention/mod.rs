@@ -144,6 +144,37 @@ impl Attention {
         }
     }
 
+    /// A decoder prompt's causal attention with grouped-query heads, straight over its KV
+    /// cache: Q and O `[tokens, kv_heads · g, head_dim]`, K and V `[capacity, kv_heads,
+    /// head_dim]` (only the first `tokens` rows read). The `kv_heads` KV heads are the batch
+    /// and the `g` query heads of each the heads, K and V read with a head stride of 0, so
+    /// every query head of a group reads its group's one K and V row (Ainslie et al., "GQA",
+    /// 2023). One dispatch: a prompt's query tiles fill the GPU without cutting key tiles
+    /// (no split pass).
+    pub fn grouped_causal(kv_heads: usize, g: usize, tokens: usize, head_dim: usize) -> Self {
+        let q = HeadLayout {
+            offset: 0,
+            batch_stride: g * head_dim,
+            seq_stride: kv_heads * g * head_dim,
+            head_stride: head_dim,
+        };
+        let kv = HeadLayout {
+            offset: 0,
+            batch_stride: head_dim,
+            seq_stride: kv_heads * head_dim,
+            head_stride: 0,
+        };
+        Self {
+            causal: true,
+            q,
+            k: kv,
+            v: kv,
+            o: q,
+            kv_splits: Some(1),
+            ..Self::new(kv_heads, g, tokens, head_dim)
+        }
+    }
+
     /// Dense attention's cut when [`Attention::kv_splits`] is `None`, for `query_blocks`
     /// workgroups per (batch, head) walking `key_tiles` tiles each: enough items for 256
     /// workgroups, none shorter than 16 tiles. Measured on the H200 (`benches/attention.rs`,

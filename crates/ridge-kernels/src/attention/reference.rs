@@ -7,10 +7,14 @@ use ridge_model::sparsity::BlockLayout;
 use super::Attention;
 
 impl Attention {
-    /// Query–key pairs computed: n² dense, nnz blocks × block² sparse.
+    /// Query–key pairs computed: n² dense (n(n + 1)/2 with a causal mask), nnz blocks ×
+    /// block² sparse.
     pub fn pairs(&self, layout: Option<&BlockLayout>) -> f64 {
         match layout {
             Some(l) => l.nnz() as f64 * (l.block * l.block) as f64,
+            // A causal mask leaves each query the keys up to its own: n(n + 1)/2 (the kernels
+            // skip key tiles wholly past a query tile).
+            None if self.causal => (self.seq * (self.seq + 1) / 2) as f64,
             None => (self.seq * self.seq) as f64,
         }
     }

@@ -5,15 +5,12 @@
 //! with cooperative matrices, every prompt of 33 tokens or more (from any position) takes the
 //! KV-cache kernel's tensor-core form instead (`shaders/kv_attention_coop.wgsl`).
 //!
-//! Grouped-query heads on the dense kernel: the `nkv` KV heads are its batch and the
-//! `G = nh / nkv` query heads of each its heads, K and V read with a head stride of 0, so
-//! every query head of a group reads its group's one K and V row (Ainslie et al., "GQA",
-//! 2023) straight out of the cache `[capacity, nkv, dh]`; Q and the output stay
-//! `[T, nh, dh]`.
+//! Grouped-query heads on the dense kernel: [`Attention::grouped_causal`], straight out of
+//! the cache `[capacity, nkv, dh]`; Q and the output stay `[T, nh, dh]`.
 
 use ridge_core::{Context, DType, Result, Tensor};
 use ridge_kernels::KvAttention;
-use ridge_kernels::attention::{Attention, HeadLayout};
+use ridge_kernels::attention::Attention;
 use ridge_model::OpCost;
 
 /// Prompts from this many tokens on take the dense kernel. Measured on the H200 (wall clock
@@ -68,29 +65,12 @@ impl Attend {
         {
             return Self::Cache(cache);
         }
-        let g = heads / kv_heads;
-        let q = HeadLayout {
-            offset: 0,
-            batch_stride: g * head_dim,
-            seq_stride: heads * head_dim,
-            head_stride: head_dim,
-        };
-        let kv = HeadLayout {
-            offset: 0,
-            batch_stride: head_dim,
-            seq_stride: kv_heads * head_dim,
-            head_stride: 0,
-        };
-        Self::Dense(Attention {
-            causal: true,
-            q,
-            k: kv,
-            v: kv,
-            o: q,
-            // One dispatch: a prompt's query tiles fill the GPU without cutting key tiles.
-            kv_splits: Some(1),
-            ..Attention::new(kv_heads, g, tokens, head_dim)
-        })
+        Self::Dense(Attention::grouped_causal(
+            kv_heads,
+            heads / kv_heads,
+            tokens,
+            head_dim,
+        ))
     }
 
     /// Attention of `q` `[T, nh, dh]` against the caches' first `pos0 + T` rows into `out`.

@@ -31,7 +31,7 @@ pub struct PlannedOp {
     pub cost: OpCost,
     /// The kind `ridge bench` sweeps it as, whose fitted terms price it, and the cost they
     /// price: its name and cost, but `kv_attention_prefill` for a prompt's attention over the
-    /// cache, and `kv_attention_split` for a decode step's attention split across
+    /// cache, `attention_causal` for a long prompt's dense attention, and `kv_attention_split` for a decode step's attention split across
     /// workgroups, priced with its merge pass (the sweep times the two together: a different
     /// algorithm from the one-pass kernel of short contexts); `None` for that merge pass.
     pub priced: Option<(&'static str, OpCost)>,
@@ -208,6 +208,7 @@ impl DecoderPlan {
         let mut op = |name: &'static str, cost: OpCost| {
             let priced = match name {
                 "kv_attention" if t > 1 => Some(("kv_attention_prefill", cost)),
+                "attention" => Some(("attention_causal", cost)),
                 "kv_attention_merge" if t == 1 => {
                     let split = ops.last_mut().expect("the split kernel before its merge");
                     split.priced = Some(("kv_attention_split", split.cost + cost));
@@ -331,6 +332,9 @@ mod tests {
         assert_eq!(prompt.len(), 1 + 3 * 5 + 2);
         let attention = prompt.iter().find(|o| o.name == "kv_attention").unwrap();
         assert_eq!(attention.priced.unwrap().0, "kv_attention_prefill");
+        let long_prompt = p.ops(1030, 0);
+        let dense = long_prompt.iter().find(|o| o.name == "attention").unwrap();
+        assert_eq!(dense.priced.unwrap().0, "attention_causal");
 
         let long = p.ops(1, 1500);
         assert_eq!(long.len(), 1 + 3 * 6 + 2);
