@@ -95,6 +95,10 @@ pub const DECODER_OPS: &[&str] = OPS.split_at(11).1;
 const DECODER_FORMAT: crate::quant::QuantFormat = crate::quant::QuantFormat::Q4_1;
 /// The decoder cases' head width.
 const DECODER_HEAD_DIM: usize = 64;
+/// Bytes of weight copies a decoder product case cycles through: more than the last-level
+/// cache of the GPUs Ridge has measured (the H200's L2 holds 50 MB, SmolLM2-135M's weights
+/// 98 MB).
+const COLD_WEIGHT_BYTES: usize = 128 << 20;
 
 /// SmolLM2-135M's, -360M's and -1.7B's and Qwen2.5-0.5B's (hidden, MLP, query heads, KV
 /// heads): four widths, so that each decode kind's fixed cost is fitted.
@@ -118,9 +122,15 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
         v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
         v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
     }
-    // Prompts of 128 and 1024 tokens at the two small widths.
-    for &(h, f, nh, nkv) in &DECODER_WIDTHS[..2] {
-        for m in [128, 1024] {
+    // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
+    // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).
+    for (i, &(h, f, nh, nkv)) in DECODER_WIDTHS[..2].iter().enumerate() {
+        let long: &[usize] = if i == 0 {
+            &[128, 1024, 4096]
+        } else {
+            &[128, 1024]
+        };
+        for &m in long {
             v.push(spec("qmatmul", &[m, h, h], dtype));
             v.push(spec("qmatmul", &[m, h, f], dtype));
             v.push(spec("rms_qmatmul_swiglu", &[m, 2 * f, h], dtype));
@@ -141,7 +151,7 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
             dtype,
         ));
     }
-    for t in [128, 256, 512, 1024] {
+    for t in [128, 256, 512, 1024, 2048, 4096] {
         v.push(spec(
             "kv_attention_prefill",
             &[t, 9, 3, DECODER_HEAD_DIM, 0],
@@ -484,7 +494,19 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let m = q.m;
             let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
             let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
-            let w = crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes)?;
+            // Copies of W that together pass the GPU's last-level cache, one a launch in
+            // turn: a forward streams every layer's weights from memory once, and a sweep
+            // that reread one matrix from cache timed the products faster than they run.
+            let copies = COLD_WEIGHT_BYTES.div_ceil(bytes.len().max(1));
+            let ws = (0..copies)
+                .map(|_| crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes))
+                .collect::<Result<Vec<_>>>()?;
+            let turn = std::cell::Cell::new(0);
+            let next = move || {
+                let i = turn.get();
+                turn.set((i + 1) % ws.len());
+                ws[i].clone()
+            };
             let x = filled(ctx, &[m, k], d)?;
             let gamma = filled(ctx, &[k], d)?;
             if q.rope {
@@ -504,7 +526,14 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                             kv_heads: nkv,
                             pos0: 0,
                         };
-                        q.run_fused(ctx, &x, Some((&gamma, 1e-5)), Some(&append), &w, &q_out)
+                        q.run_fused(
+                            ctx,
+                            &x,
+                            Some((&gamma, 1e-5)),
+                            Some(&append),
+                            &next(),
+                            &q_out,
+                        )
                     }),
                 }
             } else {
@@ -512,6 +541,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 Prepared {
                     cost,
                     launch: Box::new(move |ctx| {
+                        let w = next();
                         q.run_fused(ctx, &x, q.rms_norm.then_some((&gamma, 1e-5)), None, &w, &y)
                     }),
                 }

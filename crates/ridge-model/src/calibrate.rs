@@ -502,7 +502,7 @@ mod tests {
         assert!(f16.roofline_error > 2.5 && f16.held_out_error.unwrap() < 1.15);
     }
 
-    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 126):
+    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 131):
     /// each kind's fit within 1.25× of its own launches and 1.35× held out (four launches a
     /// kind; the compute-bound prompt products and attention in f32 within 1.15×: 1.25–2.1×
     /// before the depth term and over-determined fits), the tensor-core kinds held against
@@ -513,7 +513,7 @@ mod tests {
     fn decoder_kinds_fit_their_launches() {
         let r = shipped("h200-decoder");
         let fit = Calibration::fit(&r);
-        assert_eq!(fit.kinds.len(), 20, "10 decoder kinds × f32, f16");
+        assert_eq!(fit.kinds.len(), 22, "11 decoder kinds × f32, f16");
         for k in &fit.kinds {
             println!(
                 "{} {}: efficiency {:.3}, fixed {:.2} µs, {:.2} ns per depth, roofline {:.2}×, fitted {:.2}×, held out {:.2}×",
