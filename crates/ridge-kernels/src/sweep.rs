@@ -176,6 +176,24 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
     v
 }
 
+/// Attention over a KV cache for shape `[tokens, heads, kv_heads, head_dim, …]`: Q
+/// `[tokens, heads, head_dim]` and the caches `[keys, kv_heads, head_dim]` filled, the output
+/// empty.
+fn cache_attention_tensors(
+    ctx: &Context,
+    s: &[usize],
+    keys: usize,
+    d: DType,
+) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
+    Ok((
+        filled(ctx, &[t, nh, dh], d)?,
+        filled(ctx, &[keys, nkv, dh], d)?,
+        filled(ctx, &[keys, nkv, dh], d)?,
+        Tensor::empty(ctx, &[t, nh, dh], d)?,
+    ))
+}
+
 /// A long prompt's dense causal attention `[tokens, heads, kv_heads, head_dim]`.
 fn attention_causal_of(s: &[usize]) -> Attention {
     Attention::grouped_causal(s[2], s[1] / s[2].max(1), s[0], s[3])
@@ -549,14 +567,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
         }
         "kv_attention" | "kv_attention_prefill" | "kv_attention_split" => {
             let op = kv_attention_of(s);
-            let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
-            let keys = op.context();
-            let (q, kc, vc, o) = (
-                filled(ctx, &[t, nh, dh], d)?,
-                filled(ctx, &[keys, nkv, dh], d)?,
-                filled(ctx, &[keys, nkv, dh], d)?,
-                out(&[t, nh, dh])?,
-            );
+            let (q, kc, vc, o) = cache_attention_tensors(ctx, s, op.context(), d)?;
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
@@ -564,13 +575,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
         }
         "attention_causal" => {
             let att = attention_causal_of(s);
-            let (t, nh, nkv, dh) = (s[0], s[1], s[2], s[3]);
-            let (q, kc, vc, o) = (
-                filled(ctx, &[t, nh, dh], d)?,
-                filled(ctx, &[t, nkv, dh], d)?,
-                filled(ctx, &[t, nkv, dh], d)?,
-                out(&[t, nh, dh])?,
-            );
+            let (q, kc, vc, o) = cache_attention_tensors(ctx, s, s[0], d)?;
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| att.run(ctx, &q, &kc, &vc, None, None, &o)),
