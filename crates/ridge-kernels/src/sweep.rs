@@ -250,12 +250,28 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     } else {
         &[64, 128, 256]
     };
-    for &n in gemm_sizes {
-        v.push(spec("gemm", &[n, n, n], f32));
+    // Full: also the encoder's own products, MiniLM's at batch 1 and 32 (128 and 4096 rows:
+    // the fused Q/K/V, the output, the MLP's up and down projections), whose K of 384 fills
+    // the GPU differently from a cube (square GEMMs alone priced them 1.2–1.7× fast).
+    let mut gemm_shapes: Vec<[usize; 3]> = gemm_sizes.iter().map(|&n| [n, n, n]).collect();
+    if full {
+        for m in [128, 4096] {
+            gemm_shapes.extend([
+                [m, 1152, 384],
+                [m, 384, 384],
+                [m, 1536, 384],
+                [m, 384, 1536],
+            ]);
+        }
     }
-    if ctx.has_f16() {
-        for &n in gemm_sizes {
-            v.push(spec("gemm", &[n, n, n], DType::F16));
+    let gemm_dtypes: &[DType] = if ctx.has_f16() {
+        &[f32, DType::F16]
+    } else {
+        &[f32]
+    };
+    for &d in gemm_dtypes {
+        for shape in &gemm_shapes {
+            v.push(spec("gemm", shape, d));
         }
     }
     // Full: MiniLM's rows at batch 1 and 32 (128 and 4096 × 384) among the larger ones, and
