@@ -116,8 +116,8 @@ fn error_factor(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
 
 /// The terms for `samples`: t − o = c + roof_s / f + τ·depth, weighted least squares on
 /// relative error; `τ` only where `with_depth`, `c` and `τ` only with more samples than
-/// terms, none below 0. `f` may pass 1: a measured roof is itself a measurement, and a cache-resident
-/// working set beats the copy it was taken from.
+/// terms, none below 0. `f` may pass 1: a measured roof is itself a measurement, and a
+/// cache-resident working set beats the copy it was taken from.
 fn fit(samples: &[Sample], overhead_s: f64, with_depth: bool) -> Terms {
     // One parameter: the median of the launches' achieved fractions (robust to one odd
     // launch; picking the fraction with the smallest in-sample error held out worse), over
