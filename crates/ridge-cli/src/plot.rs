@@ -31,7 +31,7 @@ const TITLE_HEIGHT: u32 = 36;
 /// members of Tableau 20, a navy and a purple: every op of the sweep has a colour of its own.
 /// Yellow is moved away from orange so that no two ops of the same kind (layer_norm and add)
 /// get look-alike colours.
-const PALETTE: [RGBColor; 21] = [
+const PALETTE: [RGBColor; 22] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0xe1, 0x57, 0x59),
@@ -53,6 +53,7 @@ const PALETTE: [RGBColor; 21] = [
     RGBColor(0xd4, 0xa6, 0xc8),
     RGBColor(0x1f, 0x2a, 0x6b),
     RGBColor(0x5a, 0x2d, 0x82),
+    RGBColor(0x00, 0x80, 0x60),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
