@@ -39,8 +39,8 @@ fn main() -> std::process::ExitCode {
             let report = std::fs::read(path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
-                    serde_json::from_slice(&b)
-                        .map_err(|e| format!("not a `ridge bench --json` report ({e})"))
+                    ridge_model::report::BenchReport::parse(&String::from_utf8_lossy(&b))
+                        .map_err(|e| e.to_string())
                 });
             match report {
                 Ok(r) => ridge_app::RidgeApp::replay(&r),

@@ -24,8 +24,7 @@ impl Calibrated {
             std::process::exit(2)
         };
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e.to_string()));
-        let report: BenchReport = serde_json::from_str(&text)
-            .unwrap_or_else(|e| fail(format!("not a `ridge bench --json` report ({e})")));
+        let report = BenchReport::parse(&text).unwrap_or_else(|e| fail(e.to_string()));
         Some(Self {
             cal: calibrate::Calibrated::new(report),
             dtype: dtype.to_string(),

@@ -46,7 +46,8 @@ impl State {
 
     /// Parses and adds a report; a bad file sets [`State::error`].
     pub fn add(&mut self, name: &str, bytes: &[u8]) {
-        match serde_json::from_slice::<BenchReport>(bytes) {
+        let text = String::from_utf8_lossy(bytes);
+        match BenchReport::parse(&text) {
             Ok(mut r) => {
                 // Reports from before the fit get it here (it needs only their rows).
                 if r.calibration.is_none() {
@@ -55,7 +56,7 @@ impl State {
                 self.reports.push((name.to_string(), r, true));
                 self.error = None;
             }
-            Err(e) => self.error = Some(format!("{name}: not a `ridge bench --json` report ({e})")),
+            Err(e) => self.error = Some(format!("{name}: {e}")),
         }
     }
 }

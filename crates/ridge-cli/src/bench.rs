@@ -135,7 +135,8 @@ pub fn run(args: Args) -> crate::CliResult {
         "\ntimes in ms: predicted from the spec sheet's and from the measured roofline, measured; \
          shapes: GEMM and products [M, N, K] (with RoPE [M, heads, KV heads, K]), norms and \
          softmax [rows, cols], element-wise [n], layouts the input's, attention [batch, heads, \
-         tokens, head width], KV-cache attention [tokens, heads, KV heads, head width, position]"
+         tokens, head width], KV-cache attention [tokens, heads, KV heads, head width, position], \
+         dense causal attention (attention_causal) [tokens, heads, KV heads, head width]"
             .to_string(),
     );
     say(format!(
@@ -327,7 +328,9 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         let held = k.held_out_error.map_or("n/a (1 run)  ".into(), |e| {
             format!("{e:.2}×{}", if e > GOAL { " *" } else { "  " })
         });
-        let step = if k.depth_s > 0.0 {
+        let step = if k.depth_s >= 1e-6 {
+            format!("{:.1} µs", k.depth_s * 1e6)
+        } else if k.depth_s > 0.0 {
             format!("{:.1} ns", k.depth_s * 1e9)
         } else {
             "—".into()

@@ -158,7 +158,17 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
         doc["calibrated_total_seconds"].as_f64().unwrap(),
     );
     assert!(calibrated > roofline, "{calibrated} vs {roofline}");
+    // A row with an impossible reduction depth names the row and the field.
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    json["rows"][3]["depth"] = serde_json::json!(-5.0);
+    let negative = std::env::temp_dir().join("ridge-negative-depth.json");
+    std::fs::write(&negative, json.to_string()).unwrap();
     for (args, needle) in [
+        (
+            vec!["predict", "--report", negative.to_str().unwrap()],
+            "row 3 (gemm [512, 512, 512] f32): depth is -5",
+        ),
         (
             vec!["predict", "--report", "/no/such/report.json"],
             "--report /no/such/report.json",

@@ -211,9 +211,101 @@ pub struct BenchReport {
     pub calibration: Option<crate::calibrate::Calibration>,
 }
 
+/// Why a text is not a usable `ridge bench --json` report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Not JSON of a report's shape (a field missing, of the wrong type, a truncated file).
+    #[error("not a `ridge bench --json` report ({0})")]
+    Json(#[from] serde_json::Error),
+    /// A row's FLOPs, bytes, depth or measured time that no launch can have.
+    #[error("row {row} ({op} {shape:?} {dtype}): {what} is {value}, not a finite number ≥ 0")]
+    Value {
+        /// Index of the row.
+        row: usize,
+        /// Its op.
+        op: String,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// Its storage type.
+        dtype: String,
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+}
+
+impl BenchReport {
+    /// A report from `ridge bench --json`'s text, every row's FLOPs, bytes, reduction depth
+    /// and measured time checked (finite, ≥ 0).
+    ///
+    /// Errors: [`ReportError::Json`] for text that is not a report, [`ReportError::Value`]
+    /// for the first row holding an impossible number.
+    pub fn parse(text: &str) -> Result<Self, ReportError> {
+        let report: Self = serde_json::from_str(text)?;
+        for (i, r) in report.rows.iter().enumerate() {
+            let fields = [
+                ("FLOPs", Some(r.flops)),
+                ("bytes", Some(r.bytes)),
+                ("depth", Some(r.depth)),
+                ("measured_ms", r.measured_ms),
+            ];
+            for (what, value) in fields {
+                if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Err(ReportError::Value {
+                        row: i,
+                        op: r.op.clone(),
+                        shape: r.shape.clone(),
+                        dtype: r.dtype.clone(),
+                        what,
+                        value: v,
+                    });
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether its rows carry reduction depths ([`Row::depth`]; reports written before
+    /// them read 0 everywhere, and their compute-bound kinds are fitted without the depth
+    /// term).
+    pub fn has_depths(&self) -> bool {
+        self.rows.iter().any(|r| r.depth > 0.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Impossible numbers in a row are refused, naming the row and the field; a report
+    /// without depths (written before them) parses, and says so.
+    #[test]
+    fn parse_checks_every_rows_numbers() {
+        let text = include_str!("../../../benches/reports/h200.json");
+        let good = BenchReport::parse(text).unwrap();
+        assert!(good.has_depths());
+        let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
+        json["rows"][3]["depth"] = serde_json::json!(-5.0);
+        let e = BenchReport::parse(&json.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("row 3 (gemm [512, 512, 512] f32): depth is -5"),
+            "{e}"
+        );
+        for row in json["rows"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("depth");
+        }
+        assert!(!BenchReport::parse(&json.to_string()).unwrap().has_depths());
+        let e = BenchReport::parse(&text[..text.len() / 2])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("not a `ridge bench --json` report (EOF"),
+            "{e}"
+        );
+    }
 
     /// A report written before the tensor-core peak was measured still loads, without a
     /// tensor roof; with the peak, the roof is the peak at the same bandwidth.

@@ -158,7 +158,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             );
         }
         println!(
-            "measured ceilings and fitted terms from {} (calibrated: dispatch + fixed cost + work ÷ (roof × fraction), per op kind; ~ where the sweep lacks the kind: the roofline)",
+            "measured ceilings and fitted terms from {} (calibrated: dispatch + fixed cost + work ÷ (roof × fraction) + reduction depth × time per step, per op kind; ~ where the sweep lacks the kind: the roofline)",
             path.display()
         );
     }

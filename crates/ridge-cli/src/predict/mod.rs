@@ -100,14 +100,22 @@ pub fn run(args: Args) -> crate::CliResult {
 
 /// `--report FILE` with its fitted terms.
 ///
-/// Errors: an unreadable file, or one that is not a `ridge bench --json` report.
+/// Errors: an unreadable file, or one that is not a `ridge bench --json` report
+/// ([`ridge_model::report::BenchReport::parse`]). A report without reduction depths gets a
+/// warning.
 fn load_report(
     path: &std::path::Path,
 ) -> Result<ridge_model::calibrate::Calibrated, Box<dyn std::error::Error>> {
     let name = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
-    let report: ridge_model::report::BenchReport = serde_json::from_str(&text)
-        .map_err(|e| format!("--report {name}: not a `ridge bench --json` report ({e})"))?;
+    let report = ridge_model::report::BenchReport::parse(&text)
+        .map_err(|e| format!("--report {name}: {e}"))?;
+    if !report.has_depths() {
+        eprintln!(
+            "warning: --report {name} predates reduction depths: its compute-bound kinds are \
+             priced without the depth term (a fresh `ridge bench --json` report has it)"
+        );
+    }
     Ok(ridge_model::calibrate::Calibrated::new(report))
 }
 
