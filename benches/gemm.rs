@@ -157,7 +157,47 @@ fn main() {
         }
     }
     if tilings.is_none() {
+        layer_forms(&ctx, &minilm);
         gelu_epilogue(&ctx);
+    }
+}
+
+/// MiniLM's products with the kernel the tuning table picks (`Gemm::run`, as the encoder
+/// launches them), in four forms: B stored K × N (NN, the sweep's `gemm` kind), N × K (NT, a
+/// Linear layer's weight), NT with the bias, and NT with the bias and GELU (the MLP's up
+/// projection): which of layout and epilogue makes a layer slower than the swept kind.
+fn layer_forms(ctx: &Context, shapes: &[(usize, usize, usize)]) {
+    let mut dtypes = vec![DType::F32];
+    if ctx.has_f16() {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        for &(m, n, k) in shapes {
+            let (a, _) = upload(ctx, &values(m * k, 8), &[m, k], dtype);
+            let (b_kn, _) = upload(ctx, &values(n * k, 9), &[k, n], dtype);
+            let (b_nk, _) = upload(ctx, &values(n * k, 9), &[n, k], dtype);
+            let (bias, _) = upload(ctx, &values(n, 10), &[n], dtype);
+            let c = Tensor::empty(ctx, &[m, n], dtype).unwrap();
+            let nn = Gemm::new(m, n, k);
+            let nt = Gemm {
+                trans_b: true,
+                ..nn
+            };
+            let forms: [(&str, Gemm, bool); 4] = [
+                ("NN", nn, false),
+                ("NT", nt, false),
+                ("NT+bias", nt, true),
+                ("NT+bias+GELU", Gemm { gelu: true, ..nt }, true),
+            ];
+            let mut line = format!("{dtype} {m}×{n}×{k} tuned:");
+            for (name, g, with_bias) in forms {
+                let b = if g.trans_b { &b_nk } else { &b_kn };
+                let launch = |ctx: &Context| g.run(ctx, &a, b, with_bias.then_some(&bias), &c);
+                let ms = pollster::block_on(warm_median_ms(ctx, 20, &launch)).expect("timed");
+                line.push_str(&format!("  {name} {:.1} µs", ms * 1e3));
+            }
+            println!("{line}");
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use ridge::core::{Context, DType, Profile, Tensor, profiler};
 use ridge::kernels::{Gemm, MeanPool, ceilings};
-use ridge::model::report::Measured;
+use ridge::model::report::{Measured, tensor_core_op};
 use ridge::model::transformer::{TransformerShape, encoder_ops_split};
 use ridge::nn::weights::{WeightsFile, random_bert_safetensors};
 use ridge::nn::{Batch, Bert, BertConfig, fetch};
@@ -74,7 +74,7 @@ fn breakdown(
     let ceilings = m.ceilings(f16);
     let gemm_ceilings = m.ceilings_for(f16, tensor_cores);
     let roof = |name: &str| {
-        if name == "gemm" {
+        if tensor_core_op(name) {
             &gemm_ceilings
         } else {
             &ceilings
@@ -154,7 +154,7 @@ fn breakdown(
         .zip(&plan)
         .filter(|(s, _)| first(&s.scope))
     {
-        let c = if op.name == "gemm" {
+        let c = if tensor_core_op(&op.name) {
             &gemm_ceilings
         } else {
             &ceilings

@@ -39,8 +39,7 @@ fn main() -> std::process::ExitCode {
             let report = std::fs::read(path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
-                    ridge_model::report::BenchReport::parse(&String::from_utf8_lossy(&b))
-                        .map_err(|e| e.to_string())
+                    ridge_model::report::BenchReport::parse(&b).map_err(|e| e.to_string())
                 });
             match report {
                 Ok(r) => ridge_app::RidgeApp::replay(&r),

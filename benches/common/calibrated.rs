@@ -23,8 +23,8 @@ impl Calibrated {
             eprintln!("--report {path}: {why}");
             std::process::exit(2)
         };
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| fail(e.to_string()));
-        let report = BenchReport::parse(&text).unwrap_or_else(|e| fail(e.to_string()));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| fail(e.to_string()));
+        let report = BenchReport::parse(&bytes).unwrap_or_else(|e| fail(e.to_string()));
         Some(Self {
             cal: calibrate::Calibrated::new(report),
             dtype: dtype.to_string(),

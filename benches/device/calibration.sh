@@ -16,7 +16,7 @@ for dtype in "" "--f16"; do
   timeout 120 $B/generate --random-weights --tokens 64 --prompts 128,1024,4096 $dtype --report "$OUT/h200-decoder.json" 2>&1
 done
 echo "== encoder kinds"
-timeout 200 $B/ridge bench --op gemm,layer_norm,softmax,gelu,add,attention --repeats 20 --json "$OUT/h200-encoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
+timeout 200 $B/ridge bench --op gemm,linear,linear_residual,linear_gelu,layer_norm,softmax,gelu,add,attention --repeats 20 --json "$OUT/h200-encoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do
   echo "== MiniLM ${dtype:---f32}"
   timeout 120 $B/minilm --random-weights --batches 1,32 $dtype --report "$OUT/h200-encoder.json" 2>&1

@@ -46,13 +46,8 @@ impl State {
 
     /// Parses and adds a report; a bad file sets [`State::error`].
     pub fn add(&mut self, name: &str, bytes: &[u8]) {
-        let text = String::from_utf8_lossy(bytes);
-        match BenchReport::parse(&text) {
-            Ok(mut r) => {
-                // Reports from before the fit get it here (it needs only their rows).
-                if r.calibration.is_none() {
-                    r.calibration = Some(ridge_model::calibrate::Calibration::fit(&r));
-                }
+        match BenchReport::parse(bytes) {
+            Ok(r) => {
                 self.reports.push((name.to_string(), r, true));
                 self.error = None;
             }

@@ -222,7 +222,8 @@ fn calibrated_points(report: &ridge_model::report::BenchReport) -> Vec<(String, 
         .collect()
 }
 
-/// One point per measured run, predicted ms against measured ms, coloured by op, with the
+/// One point per measured run, predicted ms against measured ms, coloured by op (the sweep
+/// kinds in `ridge_model::report::OP_COLOURS`, as in `ridge bench --svg`), with the
 /// y = x line and a ±25 % band: how far to trust the model on this adapter.
 fn predicted_vs_measured(ui: &mut egui::Ui, points: &[(String, RunPoint)]) {
     let op = |label: &str| label.split(' ').next().unwrap_or("").to_string();
@@ -234,7 +235,10 @@ fn predicted_vs_measured(ui: &mut egui::Ui, points: &[(String, RunPoint)]) {
         .enumerate()
         .map(|(i, name)| Series {
             name: name.clone(),
-            color: plot::OP_PALETTE[i % plot::OP_PALETTE.len()],
+            color: ridge_model::report::op_colour(name)
+                .map_or(plot::OP_PALETTE[i % plot::OP_PALETTE.len()], |[r, g, b]| {
+                    egui::Color32::from_rgb(r, g, b)
+                }),
             points: points
                 .iter()
                 .filter(|(l, _)| op(l) == *name)

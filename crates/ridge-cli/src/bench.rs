@@ -17,15 +17,17 @@ pub struct Args {
     #[arg(long, value_parser = ["quick", "full"])]
     size: Option<String>,
     /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
-    /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention, and the decoder's
-    /// kernels as its forward launches them: qmatvec, rms_qmatvec, rms_qmatvec_swiglu,
-    /// rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu, rms_qmatmul_rope (prompts),
-    /// kv_attention (decode up to 512 keys), kv_attention_split (longer), kv_attention_prefill
-    /// (prompts), attention_causal (prompts from 1024 tokens: dense) (SmolLM2-135M/360M/1.7B
-    /// and Qwen2.5-0.5B widths, Q4_1 weights; in the full sweep, or when named here). Where the adapter has
-    /// `shader-f16`,
-    /// GEMMs run in f16 too, and in the full sweep or when named so do the norms, softmax,
-    /// gelu, add and attention (the f16 encoder's kinds).
+    /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention; the encoder's
+    /// Linear layers as it launches them: linear (x·Wᵀ + b), linear_residual (the residual
+    /// add fused), linear_gelu (GELU fused) (MiniLM's products, 128 to 4096 rows); and the
+    /// decoder's kernels as its forward launches them: qmatvec, rms_qmatvec,
+    /// rms_qmatvec_swiglu, rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu,
+    /// rms_qmatmul_rope (prompts), kv_attention (decode up to 512 keys), kv_attention_split
+    /// (longer), kv_attention_prefill (prompts), attention_causal (prompts from 1024 tokens:
+    /// dense) (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B widths, Q4_1 weights). The Linear and
+    /// decoder kinds run in the full sweep, or when named here. Where the adapter has
+    /// `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full sweep or when
+    /// named so do the norms, softmax, gelu, add and attention (the f16 encoder's kinds).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
     /// Timed launches per case (median reported; 1 to 1000).

@@ -2,7 +2,7 @@
 //! intensity) holds every op with FLOPs; ops that only move bytes (layout conversions) get a
 //! bandwidth panel (GB/s over bytes moved) against the copy's measured curve. The legend and
 //! the notes sit beside the plots, never over them; each op keeps one colour and marker in
-//! every plot (its place in [`sweep::OPS`]); a run above its roof is drawn hollow and the
+//! every plot (`ridge_model::report::OP_COLOURS`); a run above its roof is drawn hollow and the
 //! notes say why.
 
 use std::path::Path;
@@ -26,36 +26,6 @@ const ROOFLINE_HEIGHT: u32 = 600;
 const BANDWIDTH_HEIGHT: u32 = 440;
 const TITLE_HEIGHT: u32 = 36;
 
-/// Tableau 10 (colours told apart in print and by most colour-blind readers), then black and
-/// olive, then for the decoder's kernels (the sweep's last ten ops) the darker and lighter
-/// members of Tableau 20, a navy and a purple: every op of the sweep has a colour of its own.
-/// Yellow is moved away from orange so that no two ops of the same kind (layer_norm and add)
-/// get look-alike colours.
-const PALETTE: [RGBColor; 22] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0xe1, 0x57, 0x59),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0x79, 0x70, 0x6e),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0xff, 0x9d, 0xa7),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0xed, 0xc9, 0x48),
-    RGBColor(0x10, 0x10, 0x10),
-    RGBColor(0x80, 0x80, 0x00),
-    RGBColor(0xa0, 0xcb, 0xe8),
-    RGBColor(0xff, 0xbe, 0x7d),
-    RGBColor(0x8c, 0xd1, 0x7d),
-    RGBColor(0xb6, 0x99, 0x2d),
-    RGBColor(0x49, 0x98, 0x94),
-    RGBColor(0xd3, 0x72, 0x95),
-    RGBColor(0xd4, 0xa6, 0xc8),
-    RGBColor(0x1f, 0x2a, 0x6b),
-    RGBColor(0x5a, 0x2d, 0x82),
-    RGBColor(0x00, 0x80, 0x60),
-];
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
     Circle,
@@ -63,8 +33,7 @@ enum Shape {
     Square,
 }
 
-/// How one op is drawn: the colour names the op (21 colours: one each), the shape its
-/// storage type.
+/// How one op is drawn: the colour names the op (one each), the shape its storage type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Style {
     color: RGBColor,
@@ -72,15 +41,12 @@ struct Style {
 }
 
 impl Style {
-    /// The colour names the op; the shape its storage type (f32 circles, f16 triangles, any
-    /// other squares).
+    /// The colour names the op (`ridge_model::report::OP_COLOURS`, the dashboard's too); the
+    /// shape its storage type (f32 circles, f16 triangles, any other squares).
     fn of(op: &str, dtype: &str) -> Style {
-        let i = sweep::OPS
-            .iter()
-            .position(|o| *o == op)
-            .unwrap_or(sweep::OPS.len());
+        let [r, g, b] = ridge_model::report::op_colour(op).unwrap_or([0x80, 0x80, 0x80]);
         Style {
-            color: PALETTE[i % PALETTE.len()],
+            color: RGBColor(r, g, b),
             shape: match dtype {
                 "f32" => Shape::Circle,
                 "f16" => Shape::Triangle,
@@ -633,6 +599,12 @@ mod tests {
 
     #[test]
     fn every_op_of_the_sweep_has_its_own_style() {
+        for op in sweep::OPS {
+            assert!(
+                ridge_model::report::op_colour(op).is_some(),
+                "{op} has no colour"
+            );
+        }
         let styles: Vec<Style> = sweep::OPS.iter().map(|op| Style::of(op, "f32")).collect();
         for (i, a) in styles.iter().enumerate() {
             for (j, b) in styles.iter().enumerate().skip(i + 1) {

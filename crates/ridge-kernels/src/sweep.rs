@@ -53,8 +53,11 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 22] = [
+pub const OPS: [&str; 25] = [
     "gemm",
+    "linear",
+    "linear_residual",
+    "linear_gelu",
     "layer_norm",
     "rms_norm",
     "softmax",
@@ -78,7 +81,14 @@ pub const OPS: [&str; 22] = [
     "attention_causal",
 ];
 
-/// The decoder's ops, [`OPS`] from its 12th: each the kernel (and profile name) a decoder
+/// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
+/// weight stored N × K, plain (`linear`, the fused Q/K/V projection), with the residual add
+/// fused (`linear_residual`, the attention output and MLP down projections) or GELU
+/// (`linear_gelu`, the MLP up projection); swept in the full sweep, or when named, at
+/// MiniLM's shapes from 128 to 4096 rows (batch 1 to 32 sentences of 128 tokens).
+pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
+
+/// The decoder's ops, [`OPS`] from its 15th: each the kernel (and profile name) a decoder
 /// forward launches — the products with their fused prologue and epilogues (`qmatvec` and
 /// `qmatmul` with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache
 /// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
@@ -89,7 +99,7 @@ pub const OPS: [&str; 22] = [
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds.
-pub const DECODER_OPS: &[&str] = OPS.split_at(11).1;
+pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The quantization of the decoder cases' weights.
 const DECODER_FORMAT: crate::quant::QuantFormat = crate::quant::QuantFormat::Q4_1;
@@ -250,28 +260,28 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     } else {
         &[64, 128, 256]
     };
-    // Full: also the encoder's own products, MiniLM's at batch 1 and 32 (128 and 4096 rows:
-    // the fused Q/K/V, the output, the MLP's up and down projections), whose K of 384 fills
-    // the GPU differently from a cube (square GEMMs alone priced them 1.2–1.7× fast).
-    let mut gemm_shapes: Vec<[usize; 3]> = gemm_sizes.iter().map(|&n| [n, n, n]).collect();
-    if full {
-        for m in [128, 4096] {
-            gemm_shapes.extend([
-                [m, 1152, 384],
-                [m, 384, 384],
-                [m, 1536, 384],
-                [m, 384, 1536],
-            ]);
-        }
-    }
     let gemm_dtypes: &[DType] = if ctx.has_f16() {
         &[f32, DType::F16]
     } else {
         &[f32]
     };
     for &d in gemm_dtypes {
-        for shape in &gemm_shapes {
-            v.push(spec("gemm", shape, d));
+        for &n in gemm_sizes {
+            v.push(spec("gemm", &[n, n, n], d));
+        }
+    }
+    // The encoder's Linear layers at MiniLM's products (the fused Q/K/V, the attention output
+    // and MLP down projections with the residual, the up projection with GELU), 128 to 4096
+    // rows: a K of 384 fills the GPU differently from a cube, and the layout and epilogues
+    // cost time of their own (square GEMMs alone priced them 1.2–1.7× fast).
+    if full || LINEAR_OPS.iter().any(|op| ops.iter().any(|o| o == op)) {
+        for &d in gemm_dtypes {
+            for m in [128, 256, 512, 1024, 2048, 4096] {
+                v.push(spec("linear", &[m, 1152, 384], d));
+                v.push(spec("linear_gelu", &[m, 1536, 384], d));
+                v.push(spec("linear_residual", &[m, 384, 384], d));
+                v.push(spec("linear_residual", &[m, 384, 1536], d));
+            }
         }
     }
     // Full: MiniLM's rows at batch 1 and 32 (128 and 4096 × 384) among the larger ones, and
@@ -341,6 +351,15 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             v.push(spec("attention", &[1, 12, n, 64], DType::F16));
         }
     }
+    // Full: MiniLM's own attention too, 1 and 32 sentences of 128 tokens (the long single
+    // sequences alone priced its launches 1.2–1.7× fast).
+    if full {
+        for &d in row_dtypes {
+            for batch in [1, 32] {
+                v.push(spec("attention", &[batch, 12, 128, 64], d));
+            }
+        }
+    }
     let named = |op: &&str| ops.iter().any(|o| o == op);
     if full || DECODER_OPS.iter().any(named) {
         v.extend(decoder_cases(f32));
@@ -381,6 +400,17 @@ fn filled(ctx: &Context, shape: &[usize], dtype: DType) -> Result<Tensor> {
     Tensor::from_f32(ctx, &values, shape, dtype)
 }
 
+/// The GEMM of a [`LINEAR_OPS`] case of shape `[M, N, K]`: B stored N × K, with the
+/// residual (β = 1) or GELU its kind names.
+fn linear(op: &str, s: &[usize]) -> Gemm {
+    Gemm {
+        trans_b: true,
+        beta: if op == "linear_residual" { 1.0 } else { 0.0 },
+        gelu: op == "linear_gelu",
+        ..Gemm::new(s[0], s[1], s[2])
+    }
+}
+
 /// FLOPs and bytes of one launch of a case, without a GPU (the dashboard shows them before
 /// a shape is run).
 ///
@@ -389,6 +419,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
     let (s, d) = (c.shape.as_slice(), c.dtype);
     Ok(match c.op.as_str() {
         "gemm" => Gemm::new(s[0], s[1], s[2]).cost(d, d, 1, 1, false),
+        "linear" | "linear_residual" | "linear_gelu" => linear(&c.op, s).cost(d, d, 1, 1, true),
         "layer_norm" | "rms_norm" => Norm {
             kind: if c.op == "rms_norm" {
                 NormKind::RmsNorm
@@ -446,6 +477,21 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| g.run(ctx, &a, &b, None, &o)),
+            }
+        }
+        "linear" | "linear_residual" | "linear_gelu" => {
+            let g = linear(&c.op, s);
+            // C holds values: the residual launches read it (and add to it, launch after
+            // launch; the values do not change the time).
+            let (x, w, bias, y) = (
+                filled(ctx, &[s[0], s[2]], d)?,
+                filled(ctx, &[s[1], s[2]], d)?,
+                filled(ctx, &[s[1]], d)?,
+                filled(ctx, &[s[0], s[1]], d)?,
+            );
+            Prepared {
+                cost,
+                launch: Box::new(move |ctx| g.run(ctx, &x, &w, Some(&bias), &y)),
             }
         }
         "layer_norm" | "rms_norm" => {

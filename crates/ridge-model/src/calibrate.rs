@@ -231,7 +231,11 @@ fn with_depth(bound: Bound, samples: &[Sample]) -> bool {
 }
 
 /// The timed launches of kind (`op`, `dtype`) in `report`: the roof the kind is held against
-/// (most launches' bound) and each launch's row index and sample.
+/// (the bound of the launches that take most of its measured time: a GEMM kind whose small
+/// launches are memory-bound by intensity but whose long ones are compute-bound is held
+/// against the compute roof, with the depth term; counting launches instead fitted MiniLM's
+/// f16 residual projections to the bandwidth, 1.51× held out, against 1.22×) and each
+/// launch's row index and sample.
 fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usize, Sample)>) {
     let rows: Vec<(usize, &Row)> = report
         .rows
@@ -239,11 +243,13 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
         .enumerate()
         .filter(|(_, r)| r.op == op && r.dtype == dtype && r.measured_ms.is_some())
         .collect();
-    let memory = rows
-        .iter()
-        .filter(|(_, r)| r.bound == Bound::Memory)
-        .count();
-    let bound = if 2 * memory >= rows.len() {
+    let time = |b: Option<Bound>| -> f64 {
+        rows.iter()
+            .filter(|(_, r)| b.is_none_or(|b| r.bound == b))
+            .map(|(_, r)| r.measured_ms.unwrap_or(0.0))
+            .sum()
+    };
+    let bound = if 2.0 * time(Some(Bound::Memory)) >= time(None) {
         Bound::Memory
     } else {
         Bound::Compute
@@ -394,18 +400,16 @@ impl Calibration {
 pub struct Calibrated {
     /// The report.
     pub report: BenchReport,
-    /// Its terms: the ones it carries (those `ridge bench` printed), or fitted on its rows for
-    /// a report that predates them.
+    /// Its terms, fitted on its rows ([`Calibration::fit`]).
     pub fit: Calibration,
 }
 
 impl Calibrated {
-    /// `report` with its terms.
+    /// `report` with its terms, always fitted on its rows: the terms a report carries
+    /// ([`BenchReport::calibration`]) are never trusted, so an older fit's or an edited
+    /// file's cannot price a model differently from what its rows measured.
     pub fn new(report: BenchReport) -> Self {
-        let fit = report
-            .calibration
-            .clone()
-            .unwrap_or_else(|| Calibration::fit(&report));
+        let fit = Calibration::fit(&report);
         Self { report, fit }
     }
 
@@ -473,10 +477,31 @@ mod tests {
     /// and at MiniLM's shapes) every op kind is predicted within 1.2× held out (the issue asks
     /// 1.15×: the f32 GEMM's 1.17× misses it), where the roofline alone was 2–3.5× off for
     /// GEMM and attention.
+    /// A report's stored terms do not price anything: with every stored kind made 10× as
+    /// efficient, a GEMM is priced as its rows' fit prices it.
+    #[test]
+    fn stored_terms_are_not_trusted() {
+        let r = shipped("h200");
+        let honest = Calibrated::new(r.clone());
+        let mut edited = r;
+        let mut terms = Calibration::fit(&edited);
+        for k in &mut terms.kinds {
+            k.efficiency *= 10.0;
+        }
+        edited.calibration = Some(terms);
+        let edited = Calibrated::new(edited);
+        let n = 4096.0_f64;
+        let cost = OpCost::new(2.0 * n.powi(3), 3.0 * n * n * 4.0).with_depth(n);
+        let roof = edited.report.measured.ceilings(false);
+        let (a, fitted) = honest.price("gemm", "f32", &cost, &roof);
+        assert!(fitted);
+        assert_eq!(edited.price("gemm", "f32", &cost, &roof), (a, true));
+    }
+
     #[test]
     fn the_h200_report_held_out() {
         let fit = Calibration::fit(&shipped("h200"));
-        assert_eq!(fit.kinds.len(), 18);
+        assert_eq!(fit.kinds.len(), 24);
         for k in &fit.kinds {
             let held = k.held_out_error.unwrap();
             println!(
@@ -488,8 +513,20 @@ mod tests {
                 k.roofline_error,
                 k.fitted_error
             );
-            assert!(held <= 1.2, "{} {}: {held:.3}× held out", k.op, k.dtype);
+            // Every kind within the 1.15× goal but the f32 dense attention (1.19×: MiniLM's
+            // 32 sequences of 128 tokens and single sequences of 512–8192 under one fit).
+            let bound = if k.op == "attention" && k.dtype == "f32" {
+                1.2
+            } else {
+                1.15
+            };
+            assert!(held <= bound, "{} {}: {held:.3}× held out", k.op, k.dtype);
             assert!(k.efficiency > 0.0 && k.latency_s >= 0.0);
+            // The Linear layers' kinds are held against the compute roof (most of their
+            // time is in compute-bound launches) with the depth term.
+            if k.op.starts_with("linear") {
+                assert!(k.bound == Bound::Compute && k.depth_s > 0.0, "{k:?}");
+            }
         }
         let gemm = |dtype: &str| {
             fit.kinds

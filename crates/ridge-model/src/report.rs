@@ -94,10 +94,55 @@ impl Measured {
 }
 
 /// Whether Ridge runs `op` on cooperative matrices (tensor cores) in f16 where an adapter has
-/// them: the GEMM, a prompt's quantized products (`qmatmul` with any fused prologue or
-/// epilogue) and its attention over the KV cache (`kv_attention_prefill`).
+/// them: the GEMM and the Linear layers' products (`linear` with any fused epilogue), a
+/// prompt's quantized products (`qmatmul` with any fused prologue or epilogue) and its
+/// attention over the KV cache (`kv_attention_prefill`).
 pub fn tensor_core_op(op: &str) -> bool {
-    op == "gemm" || op.contains("qmatmul") || op == "kv_attention_prefill"
+    op == "gemm"
+        || op.starts_with("linear")
+        || op.contains("qmatmul")
+        || op == "kv_attention_prefill"
+}
+
+/// The colour (RGB) each op kind of `ridge bench` is drawn in, in the sweep's order: the
+/// roofline plot (`ridge bench --svg`) and the dashboard's plots share it, so that an op has
+/// one colour everywhere. Tableau 10 (told apart in print and by most colour-blind readers)
+/// with the GEMM's blue followed by three more blues for the encoder's Linear layers, then a
+/// brown and olive, then for the decoder's kernels the darker and lighter members of Tableau
+/// 20, a navy, a purple and a green; no black or white, so that every colour reads on a light
+/// page and on the dashboard's dark one. Yellow is moved away from orange so that no two ops
+/// of the same kind (layer_norm and add) get look-alike colours.
+pub const OP_COLOURS: [(&str, [u8; 3]); 25] = [
+    ("gemm", [0x4e, 0x79, 0xa7]),
+    ("linear", [0x17, 0xbe, 0xcf]),
+    ("linear_residual", [0x2e, 0x5e, 0x8e]),
+    ("linear_gelu", [0x6b, 0xae, 0xd6]),
+    ("layer_norm", [0xf2, 0x8e, 0x2b]),
+    ("rms_norm", [0xe1, 0x57, 0x59]),
+    ("softmax", [0x76, 0xb7, 0xb2]),
+    ("gelu", [0x59, 0xa1, 0x4f]),
+    ("add", [0x79, 0x70, 0x6e]),
+    ("transpose", [0xb0, 0x7a, 0xa1]),
+    ("nchw_to_nhwc", [0xff, 0x9d, 0xa7]),
+    ("nhwc_to_nchw", [0x9c, 0x75, 0x5f]),
+    ("attention", [0xed, 0xc9, 0x48]),
+    ("sparse_attention", [0x8c, 0x2d, 0x04]),
+    ("qmatvec", [0x80, 0x80, 0x00]),
+    ("rms_qmatvec", [0xa0, 0xcb, 0xe8]),
+    ("rms_qmatvec_swiglu", [0xff, 0xbe, 0x7d]),
+    ("rms_qmatvec_rope", [0x8c, 0xd1, 0x7d]),
+    ("qmatmul", [0xb6, 0x99, 0x2d]),
+    ("rms_qmatmul_swiglu", [0x49, 0x98, 0x94]),
+    ("rms_qmatmul_rope", [0xd3, 0x72, 0x95]),
+    ("kv_attention", [0xd4, 0xa6, 0xc8]),
+    ("kv_attention_prefill", [0x1f, 0x2a, 0x6b]),
+    ("kv_attention_split", [0x5a, 0x2d, 0x82]),
+    ("attention_causal", [0x00, 0x80, 0x60]),
+];
+
+/// The colour of op kind `op` ([`OP_COLOURS`]); `None` for a name that is no sweep kind.
+pub fn op_colour(op: &str) -> Option<[u8; 3]> {
+    OP_COLOURS.iter().find(|(o, _)| *o == op).map(|(_, c)| *c)
 }
 
 /// One measured case.
@@ -205,8 +250,9 @@ pub struct BenchReport {
     pub accuracy_measured: Accuracy,
     /// Accuracy of the predictions from the spec table.
     pub accuracy_spec: Accuracy,
-    /// Per-op terms fitted on these rows and their errors (reports from before the fit read
-    /// as `None`; [`crate::calibrate::Calibration::fit`] computes it for any report).
+    /// Per-op terms fitted on these rows and their errors, as `ridge bench` printed them
+    /// (`None` in reports from before the fit). Derived data: [`BenchReport::parse`] replaces
+    /// them with its rows' fit, so that terms and rows cannot disagree.
     #[serde(default)]
     pub calibration: Option<crate::calibrate::Calibration>,
 }
@@ -236,13 +282,16 @@ pub enum ReportError {
 }
 
 impl BenchReport {
-    /// A report from `ridge bench --json`'s text, every row's FLOPs, bytes, reduction depth
-    /// and measured time checked (finite, ≥ 0).
+    /// A report from the bytes of a `ridge bench --json` file, every row's FLOPs, bytes,
+    /// reduction depth and measured time checked (finite, ≥ 0), and its per-op terms
+    /// ([`BenchReport::calibration`]) fitted again on its rows: whatever terms the file
+    /// carries, an older fit's or a hand-edited one's, are replaced.
     ///
-    /// Errors: [`ReportError::Json`] for text that is not a report, [`ReportError::Value`]
-    /// for the first row holding an impossible number.
-    pub fn parse(text: &str) -> Result<Self, ReportError> {
-        let report: Self = serde_json::from_str(text)?;
+    /// Errors: [`ReportError::Json`] for bytes that are not a report (not UTF-8, not JSON, a
+    /// field missing or mistyped, truncated), [`ReportError::Value`] for the first row holding
+    /// an impossible number.
+    pub fn parse(bytes: &[u8]) -> Result<Self, ReportError> {
+        let mut report: Self = serde_json::from_slice(bytes)?;
         for (i, r) in report.rows.iter().enumerate() {
             let fields = [
                 ("FLOPs", Some(r.flops)),
@@ -263,6 +312,7 @@ impl BenchReport {
                 }
             }
         }
+        report.calibration = Some(crate::calibrate::Calibration::fit(&report));
         Ok(report)
     }
 
@@ -279,15 +329,16 @@ mod tests {
     use super::*;
 
     /// Impossible numbers in a row are refused, naming the row and the field; a report
-    /// without depths (written before them) parses, and says so.
+    /// without depths (written before them) parses, and says so; bytes that are not UTF-8
+    /// or are cut short are no report.
     #[test]
     fn parse_checks_every_rows_numbers() {
         let text = include_str!("../../../benches/reports/h200.json");
-        let good = BenchReport::parse(text).unwrap();
+        let good = BenchReport::parse(text.as_bytes()).unwrap();
         assert!(good.has_depths());
         let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
         json["rows"][3]["depth"] = serde_json::json!(-5.0);
-        let e = BenchReport::parse(&json.to_string())
+        let e = BenchReport::parse(json.to_string().as_bytes())
             .unwrap_err()
             .to_string();
         assert!(
@@ -297,14 +348,52 @@ mod tests {
         for row in json["rows"].as_array_mut().unwrap() {
             row.as_object_mut().unwrap().remove("depth");
         }
-        assert!(!BenchReport::parse(&json.to_string()).unwrap().has_depths());
-        let e = BenchReport::parse(&text[..text.len() / 2])
+        assert!(
+            !BenchReport::parse(json.to_string().as_bytes())
+                .unwrap()
+                .has_depths()
+        );
+        let e = BenchReport::parse(&text.as_bytes()[..text.len() / 2])
             .unwrap_err()
             .to_string();
         assert!(
             e.starts_with("not a `ridge bench --json` report (EOF"),
             "{e}"
         );
+        let adapter = text.find("\"adapter\": \"").unwrap() + 13;
+        let mut latin1 = text.as_bytes().to_vec();
+        latin1[adapter] = 0xE9;
+        let e = BenchReport::parse(&latin1).unwrap_err().to_string();
+        assert!(
+            e.starts_with("not a `ridge bench --json` report (invalid unicode"),
+            "{e}"
+        );
+    }
+
+    /// The terms a file carries are replaced by its rows' fit: a report whose stored terms
+    /// were edited (every kind 10× as efficient) is priced as its rows say.
+    #[test]
+    fn parse_refits_the_stored_terms() {
+        let text = include_str!("../../../benches/reports/h200.json");
+        let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
+        let kinds = json["calibration"]["kinds"].as_array_mut().unwrap();
+        assert!(!kinds.is_empty());
+        for k in kinds {
+            let e = k["efficiency"].as_f64().unwrap();
+            k["efficiency"] = serde_json::json!(e * 10.0);
+        }
+        let edited = BenchReport::parse(json.to_string().as_bytes()).unwrap();
+        let fresh = crate::calibrate::Calibration::fit(&edited);
+        let stored = edited.calibration.as_ref().unwrap();
+        assert_eq!(stored.kinds.len(), fresh.kinds.len());
+        for (s, f) in stored.kinds.iter().zip(&fresh.kinds) {
+            assert_eq!(
+                (s.efficiency, s.latency_s),
+                (f.efficiency, f.latency_s),
+                "{}",
+                s.op
+            );
+        }
     }
 
     /// A report written before the tensor-core peak was measured still loads, without a

@@ -174,7 +174,7 @@ pub fn encoder_ops(
 
 /// As [`encoder_ops`], with each GEMM of `m × n × k` run as `splits(m, n, k)` slices of K
 /// (the adapter's kernel choice: `ridge_kernels::Gemm::planned_splits`). A GEMM of s > 1
-/// slices is two dispatches, both named `gemm`: the slices' products into s f32 partial
+/// slices is two dispatches, both named by the launch's kind: the slices' products into s f32 partial
 /// matrices (2mnk FLOPs; A, B and s·m·n f32 moved; depth ⌈k/s⌉), then a reduce adding them with the
 /// epilogue (s·m·n f32 read, C written, the bias, β·C and GELU applied).
 pub fn encoder_ops_split(
@@ -230,7 +230,7 @@ pub fn encoder_ops_split(
     for l in 0..s.layers {
         let a = format!("layer {l} · attention");
         for c in gemm((t, 3 * d, d), false, 0.0) {
-            push(&a, "gemm", c);
+            push(&a, "linear", c);
         }
         push(
             &a,
@@ -239,16 +239,16 @@ pub fn encoder_ops_split(
         );
         // The residual add is the output projection's β = 1 epilogue.
         for c in gemm((t, d, d), true, 0.0) {
-            push(&a, "gemm", c);
+            push(&a, "linear_residual", c);
         }
         push(&a, "layer_norm", ops::norm(t, d, false, true, e));
         let m = format!("layer {l} · feed-forward");
         // The up projection applies GELU in its epilogue (5 FLOPs per element, no bytes).
         for c in gemm((t, f, d), false, 5.0 * (t * f) as f64) {
-            push(&m, "gemm", c);
+            push(&m, "linear_gelu", c);
         }
         for c in gemm((t, d, f), true, 0.0) {
-            push(&m, "gemm", c);
+            push(&m, "linear_residual", c);
         }
         push(&m, "layer_norm", ops::norm(t, d, false, true, e));
     }
@@ -573,10 +573,9 @@ mod tests {
         // Two sequences; projections and FFN are GEMMs (bias adds on top); QKᵀ, softmax and
         // P·V are the fused attention.
         let projections = lf.qkv + lf.out_proj + lf.ffn;
-        assert!(
-            flops("gemm") >= 2.0 * 6.0 * projections
-                && flops("gemm") < 2.0 * 6.0 * projections * 1.01
-        );
+        let linear = flops("linear") + flops("linear_residual") + flops("linear_gelu");
+        assert!(linear >= 2.0 * 6.0 * projections && linear < 2.0 * 6.0 * projections * 1.01);
+        assert_eq!(flops("gemm"), 0.0);
         let attention = lf.scores + lf.context + lf.softmax;
         assert!((flops("attention") - 2.0 * 6.0 * attention).abs() < 1e-6 * attention);
     }
@@ -599,7 +598,15 @@ mod tests {
             .filter(|o| o.scope == "layer 0 · feed-forward")
             .collect();
         let names: Vec<_> = layer.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, ["gemm", "gemm", "gemm", "layer_norm"]);
+        assert_eq!(
+            names,
+            [
+                "linear_gelu",
+                "linear_gelu",
+                "linear_residual",
+                "layer_norm"
+            ]
+        );
         let up_whole = &whole
             .iter()
             .find(|o| o.scope == "layer 0 · feed-forward")

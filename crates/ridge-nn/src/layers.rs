@@ -194,7 +194,7 @@ impl Linear {
     /// The dispatch's name in profiles, for `m` rows of `x`.
     pub fn op_name(&self, m: usize, epilogue: Epilogue) -> &'static str {
         match self {
-            Linear::Dense { .. } => "gemm",
+            Linear::Dense { bias, .. } => self.gemm(m, epilogue).kind(bias.is_some()),
             Linear::Quantized(_) => Self::qmatmul(m, epilogue).name(),
         }
     }

@@ -107,8 +107,8 @@ fn load_report(
     path: &std::path::Path,
 ) -> Result<ridge_model::calibrate::Calibrated, Box<dyn std::error::Error>> {
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--report {name}: {e}"))?;
-    let report = ridge_model::report::BenchReport::parse(&text)
+    let bytes = std::fs::read(path).map_err(|e| format!("--report {name}: {e}"))?;
+    let report = ridge_model::report::BenchReport::parse(&bytes)
         .map_err(|e| format!("--report {name}: {e}"))?;
     if !report.has_depths() {
         eprintln!(

@@ -88,6 +88,24 @@ impl Gemm {
         }
     }
 
+    /// The kind of launch this is, as the profiler names its dispatches and `ridge bench`
+    /// sweeps it: a `Linear` layer's product (B stored N × K, a bias) is `linear`, or
+    /// `linear_residual` with β ≠ 0 (the residual add fused), or `linear_gelu` with GELU in
+    /// its epilogue; anything else is `gemm`. On the H200 a Linear layer's f16 product at
+    /// MiniLM's shapes took 1.1–1.4× the plain GEMM's time (benches/NOTES.md run 136): its
+    /// own kinds price it.
+    pub fn kind(&self, bias: bool) -> &'static str {
+        if !(self.trans_b && bias) {
+            "gemm"
+        } else if self.gelu {
+            "linear_gelu"
+        } else if self.beta != 0.0 {
+            "linear_residual"
+        } else {
+            "linear"
+        }
+    }
+
     /// The kernel Ridge picks for this problem on `ctx`: the installed tuning table's entry
     /// when it has one that fits the adapter, else [`GemmKernel::heuristic`].
     pub fn kernel(&self, ctx: &Context, dtype: DType) -> GemmKernel {
@@ -174,6 +192,8 @@ impl Gemm {
             if batches == 1 { 0 } else { dims[0] * dims[1] }
         };
         let splits = self.splits(ctx, kernel, c.dtype());
+        // Both dispatches of a split launch carry its kind.
+        let kind = self.kind(bias.is_some());
         if splits == 1 {
             let layout = Layout {
                 lda,
@@ -182,7 +202,8 @@ impl Gemm {
                 stride_b: stride(b_batches, self.b_dims()),
                 stride_c: self.m * self.n,
             };
-            return self.dispatch(ctx, kernel, [bm, bn, invocations], &layout, a, b, bias, c);
+            let tensors = (a, b, bias, c);
+            return self.dispatch(ctx, kernel, [bm, bn, invocations], &layout, tensors, kind);
         }
         // Split-K: slice s is the batch entry whose A and B start s·KC along K and whose C is
         // the workspace's matrix s; α applies there, β, the bias and GELU in the reduction.
@@ -202,17 +223,9 @@ impl Gemm {
             stride_c: self.m * self.n,
         };
         let parts = Tensor::empty(ctx, &[splits, self.m, self.n], DType::F32)?;
-        part.dispatch(
-            ctx,
-            kernel,
-            [bm, bn, invocations],
-            &layout,
-            a,
-            b,
-            None,
-            &parts,
-        )?;
-        self.reduce(ctx, &parts, splits, bias, c)
+        let tile = [bm, bn, invocations];
+        part.dispatch(ctx, kernel, tile, &layout, (a, b, None, &parts), kind)?;
+        self.reduce(ctx, &parts, splits, bias, c, kind)
     }
 
     /// The K slices Ridge runs an unbatched `m × n × k` GEMM with `dtype` operands and
@@ -251,18 +264,15 @@ impl Gemm {
     }
 
     /// Records the GEMM kernel for this problem with operands laid out as `l`; `tile` is the
-    /// kernel's [BM, BN, invocations].
-    #[allow(clippy::too_many_arguments)]
+    /// kernel's [BM, BN, invocations], `label` the launch's kind ([`Gemm::kind`]).
     fn dispatch(
         &self,
         ctx: &Context,
         kernel: GemmKernel,
         [bm, bn, invocations]: [u32; 3],
         l: &Layout,
-        a: &Tensor,
-        b: &Tensor,
-        bias: Option<&Tensor>,
-        c: &Tensor,
+        (a, b, bias, c): (&Tensor, &Tensor, Option<&Tensor>, &Tensor),
+        label: &'static str,
     ) -> Result<()> {
         let name = "gemm";
         let tiles_m = self.m.div_ceil(bm as usize) as u64;
@@ -309,7 +319,7 @@ impl Gemm {
         let defines = launch::memoized(name, &key, VariantKey::defines);
         let bias = bias.unwrap_or(ctx.placeholder());
         Launch {
-            label: name,
+            label,
             shader,
             entry,
             defines,
@@ -329,6 +339,7 @@ impl Gemm {
         splits: usize,
         bias: Option<&Tensor>,
         c: &Tensor,
+        label: &'static str,
     ) -> Result<()> {
         let name = "gemm";
         let aligned = |t: &Tensor| launch::starts_on_vector(t, 4);
@@ -348,7 +359,7 @@ impl Gemm {
         .bool("ACT_GELU", self.gelu)
         .u32("WG", wg);
         Launch {
-            label: name,
+            label,
             shader: &GEMM_REDUCE,
             entry: "gemm_reduce",
             defines,

@@ -1,0 +1,312 @@
+//! `ridge predict` as a user runs it, with no GPU: presets, GGUF files and configs priced by
+//! the roofline or by a report's fitted terms, checked against published rates; bad input
+//! refused in one line.
+
+mod common;
+
+use common::ridge;
+
+/// `ridge <args>` without a GPU, which must succeed and print JSON.
+fn json_without_gpu(args: &[&str]) -> serde_json::Value {
+    let out = ridge(args, &[("WGPU_BACKEND", "none")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn predict_needs_no_gpu_and_refuses_unknown_gpus() {
+    let doc = json_without_gpu(&[
+        "predict",
+        "--model",
+        "minilm",
+        "--seq",
+        "128",
+        "--batch",
+        "32",
+        "--adapter",
+        "NVIDIA H200",
+        "--json",
+    ]);
+    // Embeddings (4), seven ops per layer (the residual adds and GELU ride in the GEMMs),
+    // pooling.
+    assert_eq!(doc["ops"].as_array().unwrap().len(), 4 + 6 * 7 + 1);
+    assert!(doc["sequences_per_second"].as_f64().unwrap() > 0.0);
+    let bad = ridge(&["predict", "--adapter", "Voodoo 2"], &[]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no GPU named"));
+}
+
+/// `--report`: an encoder's ops also priced by a bench report's fitted terms (MiniLM's kinds are
+/// in the shipped H200 report: every GEMM and attention op fitted), on the report's measured
+/// ceilings; an unreadable or foreign file, and a decoder in a format Ridge does not run or
+/// at a batch it does not run, refused in one line.
+#[test]
+fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200.json"
+    );
+    let doc = json_without_gpu(&[
+        "predict", "--model", "minilm", "--batch", "32", "--report", report, "--json",
+    ]);
+    assert_eq!(doc["adapter"]["name"], "NVIDIA H200");
+    let ops = doc["ops"].as_array().unwrap();
+    for op in ops
+        .iter()
+        .filter(|o| o["name"].as_str().unwrap().starts_with("linear") || o["name"] == "attention")
+    {
+        assert_eq!(op["calibrated"]["fitted"], true, "{op}");
+    }
+    // The fitted terms add launch costs and efficiencies below 1: slower than the roofline.
+    let (roofline, calibrated) = (
+        doc["total_seconds"].as_f64().unwrap(),
+        doc["calibrated_total_seconds"].as_f64().unwrap(),
+    );
+    assert!(calibrated > roofline, "{calibrated} vs {roofline}");
+    // A row with an impossible reduction depth names the row and the field.
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    json["rows"][3]["depth"] = serde_json::json!(-5.0);
+    let negative = std::env::temp_dir().join("ridge-negative-depth.json");
+    std::fs::write(&negative, json.to_string()).unwrap();
+    for (args, needle) in [
+        (
+            vec!["predict", "--report", negative.to_str().unwrap()],
+            "row 3 (gemm [512, 512, 512] f32): depth is -5",
+        ),
+        (
+            vec!["predict", "--report", "/no/such/report.json"],
+            "--report /no/such/report.json",
+        ),
+        (
+            vec!["predict", "--report", env!("CARGO_MANIFEST_DIR")],
+            "--report",
+        ),
+        (
+            vec![
+                "predict", "--model", "smollm2", "--quant", "Q4_K_M", "--report", report,
+            ],
+            "Ridge's kernels run",
+        ),
+        (
+            vec![
+                "predict", "--model", "smollm2", "--batch", "4", "--report", report,
+            ],
+            "one sequence",
+        ),
+    ] {
+        let bad = ridge(&args, &[("WGPU_BACKEND", "none")]);
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(
+            !bad.status.success() && err.contains(needle) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A decoder on Ridge's own kernels priced by the fitted terms of the shipped H200 decoder
+/// report (`benches/reports/h200-decoder.json`), against what the generation bench measured
+/// in the same call as that report (benches/NOTES.md, run 132; SmolLM2-135M's shape, Q4_1
+/// weights, wall clock, decode pipelined): decode at depth 128 and 4096 and the time to first
+/// token of prompts of 128, 1024 and 4096 tokens, f32 and f16, within the 15 % that issue 26
+/// asks (all ten within 10 % there);
+/// the dispatch counts of the plan the GPU tests hold against a profile.
+#[test]
+fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200-decoder.json"
+    );
+    let predict = |dtype: &str, prompt: usize| {
+        json_without_gpu(&[
+            "predict",
+            "--model",
+            "smollm2",
+            "--quant",
+            "Q4_1",
+            "--dtype",
+            dtype,
+            "--prompt",
+            &prompt.to_string(),
+            "--generate",
+            "64",
+            "--report",
+            report,
+            "--json",
+        ])
+    };
+    // (dtype, prompt, measured decode tokens/s, measured time to first token in ms where
+    // held to 15 %).
+    for (dtype, prompt, decode, ttft) in [
+        ("f32", 128, 940.9, Some(7.07)),
+        ("f32", 1024, f64::NAN, Some(19.57)),
+        ("f32", 4096, 817.1, Some(88.22)),
+        ("f16", 128, 1051.2, Some(4.00)),
+        ("f16", 1024, f64::NAN, Some(7.70)),
+        ("f16", 4096, 835.6, Some(33.15)),
+    ] {
+        let doc = predict(dtype, prompt);
+        assert_eq!(doc["adapter"], "NVIDIA H200");
+        let predicted = doc["decode_tokens_per_s"].as_f64().unwrap();
+        if decode.is_finite() {
+            let ratio = decode / predicted;
+            assert!(
+                (1.0 / 1.15..=1.15).contains(&ratio),
+                "{dtype} decode after {prompt}: measured {decode} ÷ predicted {predicted}"
+            );
+        }
+        if let Some(ms) = ttft {
+            let predicted = doc["time_to_first_token_s"].as_f64().unwrap() * 1e3;
+            let ratio = ms / predicted;
+            assert!(
+                (1.0 / 1.15..=1.15).contains(&ratio),
+                "{dtype} prompt of {prompt}: measured {ms} ms ÷ predicted {predicted}"
+            );
+        }
+        // Five dispatches a layer and three more; a decode step past 512 keys merges its
+        // split attention: one more a layer.
+        let step = &doc["decode"]["middle_step"];
+        let per_step = if prompt > 512 { 183 } else { 153 };
+        assert_eq!(step["dispatches"], per_step, "{dtype} {prompt}");
+        assert_eq!(
+            doc["prefill"]["dispatches"],
+            if dtype == "f16" && prompt > 512 {
+                183
+            } else {
+                153
+            }
+        );
+        // A split step's merge pass is priced inside its split kernel's fitted kind.
+        for op in step["ops"].as_array().unwrap() {
+            let merge = op["name"] == "kv_attention_merge";
+            assert_eq!(op["priced_with_the_op_before"], merge, "{op}");
+        }
+        // Every product and attention kind is in the report's sweep.
+        for op in step["ops"].as_array().unwrap() {
+            let name = op["name"].as_str().unwrap();
+            if name.contains("qmat") || name.starts_with("kv_attention") {
+                assert_eq!(op["fitted"], true, "{op}");
+            }
+        }
+    }
+}
+
+/// A report without the decoder's kinds (the encoder's H200 report) prices every decode
+/// dispatch by its roofline, the split attention's merge pass included: never faster than the
+/// roofline it falls back to.
+#[test]
+fn predict_prices_a_decoder_by_its_roofline_where_a_report_lacks_its_kinds() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200.json"
+    );
+    let doc = json_without_gpu(&[
+        "predict",
+        "--model",
+        "smollm2",
+        "--prompt",
+        "1024",
+        "--generate",
+        "8",
+        "--report",
+        report,
+        "--json",
+    ]);
+    let decode = &doc["decode"];
+    let (calibrated, roofline) = (
+        decode["seconds"].as_f64().unwrap(),
+        decode["roofline_seconds"].as_f64().unwrap(),
+    );
+    assert!(
+        (calibrated - roofline).abs() <= 1e-9 * roofline,
+        "{calibrated} vs {roofline}"
+    );
+    for op in decode["middle_step"]["ops"].as_array().unwrap() {
+        assert_eq!(op["fitted"], false, "{op}");
+        assert!(op["calibrated_seconds"].as_f64().unwrap() > 0.0, "{op}");
+    }
+}
+
+/// A decoder LLM: prefill and decode tokens/s, time to first token and memory for scripts;
+/// a context past the model's positions, an unknown format and `--quant` on a GGUF refused;
+/// `--validate` meets its goals against the published rows.
+#[test]
+fn predict_prices_decoders_and_checks_itself_against_published_rates() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = ridge(args, &[("WGPU_BACKEND", "none")]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let doc = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--adapter",
+        "RTX 4090",
+        "--prompt",
+        "512",
+        "--generate",
+        "128",
+        "--json",
+    ]);
+    let prefill = doc["prefill_tokens_per_s"].as_f64().unwrap();
+    let decode = doc["decode_tokens_per_s"].as_f64().unwrap();
+    // Published on this GPU (llama-bench, Q4_K_M): pp512 7139, tg512 130.6.
+    assert!((4000.0..14000.0).contains(&prefill), "{prefill}");
+    assert!((90.0..180.0).contains(&decode), "{decode}");
+    assert!(doc["time_to_first_token_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["memory_bytes"]["fits"], true);
+    // Decode at batch 1 is memory-bound: far below its compute roof.
+    assert!(doc["decode"]["compute_bound_share"].as_f64().unwrap() < 0.1);
+    let big = json(&[
+        "predict",
+        "--model",
+        "llama-3-70b",
+        "--quant",
+        "F16",
+        "--adapter",
+        "RTX 4090",
+        "--json",
+    ]);
+    assert_eq!(big["memory_bytes"]["fits"], false);
+    let check = json(&["predict", "--validate", "--json"]);
+    assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
+    assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);
+    // On GPUs left out of the fit too.
+    assert!(check["held_out_median_error"]["decode"].as_f64().unwrap() <= 0.20);
+    assert!(check["held_out_median_error"]["prefill"].as_f64().unwrap() <= 0.35);
+    assert!(check["rows"].as_array().unwrap().len() >= 30);
+    let fails = |args: &[&str], says: &str| {
+        let out = ridge(args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    };
+    fails(
+        &[
+            "predict",
+            "--model",
+            "smollm2",
+            "--prompt",
+            "8000",
+            "--generate",
+            "500",
+        ],
+        "8192 positions",
+    );
+    fails(
+        &["predict", "--model", "smollm2", "--quant", "Q4_K_XL"],
+        "not a format or mix",
+    );
+    fails(&["predict", "--model", "nothing.gguf"], "nothing.gguf");
+}
