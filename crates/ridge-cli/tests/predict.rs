@@ -236,16 +236,7 @@ fn predict_prices_a_decoder_by_its_roofline_where_a_report_lacks_its_kinds() {
 /// `--validate` meets its goals against the published rows.
 #[test]
 fn predict_prices_decoders_and_checks_itself_against_published_rates() {
-    let json = |args: &[&str]| -> serde_json::Value {
-        let out = ridge(args, &[("WGPU_BACKEND", "none")]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("JSON")
-    };
-    let doc = json(&[
+    let doc = json_without_gpu(&[
         "predict",
         "--model",
         "llama-3-8b",
@@ -266,7 +257,7 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
     assert_eq!(doc["memory_bytes"]["fits"], true);
     // Decode at batch 1 is memory-bound: far below its compute roof.
     assert!(doc["decode"]["compute_bound_share"].as_f64().unwrap() < 0.1);
-    let big = json(&[
+    let big = json_without_gpu(&[
         "predict",
         "--model",
         "llama-3-70b",
@@ -277,7 +268,7 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
         "--json",
     ]);
     assert_eq!(big["memory_bytes"]["fits"], false);
-    let check = json(&["predict", "--validate", "--json"]);
+    let check = json_without_gpu(&["predict", "--validate", "--json"]);
     assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
     assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);
     // On GPUs left out of the fit too.
