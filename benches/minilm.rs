@@ -125,12 +125,12 @@ fn breakdown(
             None => ("n/a".into(), String::new()),
         };
         out.push_str(&format!(
-            "  {name:<13} {} {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}{column}\n",
+            "  {name:<15} {} {ms:>9} ms  predicted {p:>7.3} ms  {ratio:>6}{column}\n",
             profiler::dispatches(count)
         ));
     }
     out.push_str(&format!(
-        "  {:<13} {} {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×{}\n",
+        "  {:<15} {} {measured_total:>9.3} ms  predicted {predicted_total:>7.3} ms  {:>5.2}×{}\n",
         "total",
         profiler::dispatches(profile.spans.len()),
         measured_total / predicted_total,
@@ -168,7 +168,7 @@ fn breakdown(
             None => ("n/a".into(), String::new()),
         };
         out.push_str(&format!(
-            "  {:<13} {ms:>9} ms  predicted {p:>7.4} ms  {rate:>13}  {}\n",
+            "  {:<15} {ms:>9} ms  predicted {p:>7.4} ms  {rate:>13}  {}\n",
             op.name, span.scope
         ));
     }

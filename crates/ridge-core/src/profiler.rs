@@ -116,6 +116,8 @@ impl Profile {
         let total = self.total_ms();
         let mut ops = self.by_name();
         ops.sort_by(|a, b| b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0)));
+        // The name column fits the longest name (`linear_residual`, `kv_attention_prefill`).
+        let w = ops.iter().map(|o| o.0.len()).max().unwrap_or(0).max(13);
         for (name, count, ms) in ops {
             let share = match (ms, total) {
                 (Some(ms), Some(t)) if t > 0.0 => format!("{:5.1} %", 100.0 * ms / t),
@@ -123,13 +125,13 @@ impl Profile {
             };
             let ms = ms.map_or("n/a".to_string(), |v| format!("{v:.3}"));
             out.push_str(&format!(
-                "  {name:<13} {} {ms:>12} ms {share}\n",
+                "  {name:<w$} {} {ms:>12} ms {share}\n",
                 dispatches(count)
             ));
         }
         match total {
             Some(t) => out.push_str(&format!(
-                "  {:<13} {} {t:>12.3} ms\n",
+                "  {:<w$} {} {t:>12.3} ms\n",
                 "total",
                 dispatches(self.spans.len())
             )),
