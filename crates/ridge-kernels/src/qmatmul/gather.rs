@@ -36,6 +36,7 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
                 false,
                 false,
                 false,
+                None,
             ),
             WG,
             TPR,
