@@ -5,16 +5,18 @@
 # held against (issue 26): the decoder kinds' sweep ($OUT/h200-decoder.json, what `ridge
 # predict --report` prices SmolLM2 with) beside the generation bench (random weights of
 # SmolLM2's shape, f32 and f16, prompts of 128, 1024 and 4096 tokens); the encoder kinds'
-# sweep in f32 and f16 ($OUT/h200-encoder.json) beside MiniLM's bench priced by it.
+# sweep in f32 and f16 ($OUT/h200-encoder.json) beside MiniLM's bench priced by it
+# (ENCODER=0 skips the encoder's half).
 source ${B:-.devbin}/setup.sh
 {
-DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal
+DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,merge_qmatvec,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal
 echo "== decoder kinds"
 timeout 200 $B/ridge bench --op $DECODER_OPS --repeats 20 --json "$OUT/h200-decoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do
   echo "== generate ${dtype:---f32}"
   timeout 120 $B/generate --random-weights --tokens 64 --prompts 128,1024,4096 $dtype --report "$OUT/h200-decoder.json" 2>&1
 done
+[ "${ENCODER:-1}" = 0 ] && exit 0
 echo "== encoder kinds"
 timeout 200 $B/ridge bench --op gemm,linear,linear_residual,linear_gelu,layer_norm,softmax,gelu,add,attention --repeats 20 --json "$OUT/h200-encoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do

@@ -496,7 +496,9 @@ impl QMatmul {
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || rope.is_some();
-        let shape = if self.m == 1 {
+        let shape = if merged.is_some() {
+            MatvecShape::for_merged_product(n, k / BLOCK, w.format, x.dtype())
+        } else if self.m == 1 {
             MatvecShape::for_product(n, k / BLOCK, w.format, x.dtype(), paired)
         } else {
             MatvecShape {
