@@ -10,9 +10,8 @@
 // denominator l and unnormalised output per head. Query t sees keys 0..=pos0 + t.
 //
 // partial: with SPLIT, writes (m, l, output) per (t, head, span) to `part`; merge rescales
-//   the spans to their common maximum and normalises (a decode step leaves that to the O
-//   projection, which merges the records as it reads them: shaders/qmatmul.wgsl's MERGE).
-//   Without SPLIT (one span) partial writes out directly.
+//   the spans to their common maximum and normalises. Without SPLIT (one span) partial
+//   writes out directly.
 //
 // A lone workgroup per span cannot hide a load's latency behind other warps, so every loop
 // over memory has a trip count fixed at compile time (DH is a define) and issues all its
@@ -79,10 +78,9 @@ fn reduce_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
     return r;
 }
 
-// Index of partial record (t, head, span): m, l, two unused, then DH output values (on a
-// vec4 boundary: the O projection's merge prologue reads them as vec4s, shaders/qmatmul.wgsl).
+// Index of partial record (t, head, span): m, l, then DH output values.
 fn record(t: u32, head: u32, span: u32) -> u32 {
-    return ((t * p.nh + head) * p.splits + span) * (DH + 4u);
+    return ((t * p.nh + head) * p.splits + span) * (DH + 2u);
 }
 
 @compute @workgroup_size(WG)
@@ -206,7 +204,7 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                         part[rec] = m[h];
                         part[rec + 1u] = l[h];
                     }
-                    for (var i = 0u; i < 4u; i++) { part[rec + 4u + 4u * ce + i] = total[i]; }
+                    for (var i = 0u; i < 4u; i++) { part[rec + 2u + 4u * ce + i] = total[i]; }
                 } else {
                     let o = total / l[h];
                     for (var i = 0u; i < 4u; i++) { out[(t * p.nh + head) * DH + 4u * ce + i] = T(o[i]); }
@@ -258,7 +256,7 @@ fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         workgroupBarrier();
         for (var s = s0; s < min(s0 + WG, p.splits); s++) {
             let ws = red1[s - s0];
-            let r = record(t, head, s) + 4u + lid;
+            let r = record(t, head, s) + 2u + lid;
             for (var e = 0u; e < DPT; e++) { acc[e] += ws * part[r + e * WG]; }
         }
         workgroupBarrier();

@@ -50,10 +50,9 @@ const MASKED: f32 = -1e30;
 const LOG2E: f32 = 1.4426950408889634;
 const LN2: f32 = 0.6931471805599453;
 
-// A (token, head, span)'s record in `part`: m, l, two unused, then the DH outputs
-// (kv_attention.wgsl's).
+// A (token, head, span)'s record in `part`: m, l, then the DH outputs (kv_attention.wgsl's).
 fn record(t: u32, head: u32, span: u32) -> u32 {
-    return ((t * p.nh + head) * p.splits + span) * (DH + 4u);
+    return ((t * p.nh + head) * p.splits + span) * (DH + 2u);
 }
 
 // K's tile then V's; before the walk, the workgroup's 64 rows of Q (BQ·KS = 2·BK·KS).
@@ -202,7 +201,7 @@ fn prefill_coop(@builtin(workgroup_id) wid: vec3<u32>,
                 part[rec + 1u] = alpha[sg * 16u + r];
             }
             for (var j = 0u; j < DH / 16u; j++) {
-                part[rec + 4u + 16u * j + lane % 16u] = o[j * 8u + i];
+                part[rec + 2u + 16u * j + lane % 16u] = o[j * 8u + i];
             }
         } else {
             let inv = 1.0 / alpha[sg * 16u + r];

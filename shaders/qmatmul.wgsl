@@ -30,13 +30,6 @@
 // position, pos0 + m, from an f64 table; Q goes to y [M, heads, head_dim], K and V to the KV
 // cache at that position (the //@ROPE block: its bindings exist only in ROPE variants).
 //
-// Prologue MERGE (decode's O projection, one row of x): x is a token's attention output,
-// still in flash-decoding's partial records (shaders/kv_attention.wgsl's `partial` with SPLIT:
-// per query head and span of keys a maximum m, a denominator l and the unnormalised output).
-// Each workgroup merges them into workgroup memory first — x[h] = Σ_s e^(m_s − M)·o_s /
-// Σ_s e^(m_s − M)·l_s, M = max_s m_s over the spans with keys — so the merge costs no dispatch
-// of its own (the //@MERGE block: its binding exists only in MERGE variants).
-//
 // Epilogues: RESIDUAL adds the product to y (y += x·Wᵀ: the residual stream); GLU takes
 // W's rows in pairs (2i: gate, 2i + 1: up, interleaved at load) and writes
 // y[:, i] = silu(gate)·up (SwiGLU; Shazeer, "GLU Variants Improve Transformer", 2020), so y
@@ -49,13 +42,13 @@
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
 // matvec invocation, with MROWS = 1), WORDS (with MROWS = 1: a row's lanes take its quant
 // words instead of its blocks), SGL (lanes of a row summed by subgroup shuffles: a power of
-// two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE, MERGE; the //@ROPE block
-// defines rope_store, //@MERGE merge_x and xload (x's vec4 i), //@ROW_SHUFFLE the shuffles.
+// two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
+// rope_store, //@ROW_SHUFFLE the shuffles.
 
 struct Params {
     m: u32, n: u32, k: u32, blocks: u32,
     eps: f32, pos0: u32, heads: u32, kv_heads: u32,
-    head_dim: u32, spans: u32, pad1: u32, pad2: u32,
+    head_dim: u32, pad0: u32, pad1: u32, pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -161,8 +154,6 @@ fn store_glu(m: u32, n: u32, gate: f32, up: f32) {
 
 //@ROPE
 
-//@MERGE
-
 // Rows of W a workgroup covers: WG / TPR invocations across, RPT rows each.
 const ROWS_WG: u32 = (WG / TPR) * RPT;
 // Partial sums: [row of x][row of W in the workgroup][lane].
@@ -182,7 +173,7 @@ fn x_block(row: u32, kb: u32) -> XBlock {
     b.ss = 0.0;
     b.s = 0.0;
     for (var j = 0u; j < 8u; j++) {
-        let v = xload(row * (p.k / 4u) + kb * 8u + j);
+        let v = vec4<f32>(x[row * (p.k / 4u) + kb * 8u + j]);
         b.ss += dot(v, v);
         b.v[j] = v;
         if NORM { b.v[j] *= vec4<f32>(gamma[kb * 8u + j]); }
@@ -198,7 +189,6 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     let lane = lid % TPR;
     let base = (wid.x + wid.y * nwg.x) * ROWS_WG;
     let m0 = wid.z * MROWS;
-    if MERGE { merge_x(lid); }
     // acc[i · RPT + j]: row m0 + i of x against row base + r·RPT + j of W. ss[i]: Σ x² of
     // the blocks of row m0 + i this invocation read: the TPR lanes of a row of W read every
     // block of x once, so their sum is the row's Σ x² (NORM's RMS costs no pass of its own).
@@ -214,13 +204,13 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         for (var u = lane; u < p.blocks * QW; u += TPR) {
             let b = u / QW;
             let i = u % QW;
-            let raw_a = xload(m0 * (p.k / 4u) + b * 8u + i);
+            let raw_a = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + i]);
             var xa = raw_a;
             if NORM { xa *= vec4<f32>(gamma[b * 8u + i]); }
             ss[0] += dot(raw_a, raw_a);
             var xb = vec4<f32>(0.0);
             if FORMAT != 0u {
-                let raw_b = xload(m0 * (p.k / 4u) + b * 8u + 4u + i);
+                let raw_b = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + 4u + i]);
                 xb = raw_b;
                 if NORM { xb *= vec4<f32>(gamma[b * 8u + 4u + i]); }
                 ss[0] += dot(raw_b, raw_b);

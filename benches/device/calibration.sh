@@ -9,7 +9,7 @@
 # (ENCODER=0 skips the encoder's half).
 source ${B:-.devbin}/setup.sh
 {
-DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,merge_qmatvec,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal
+DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal
 echo "== decoder kinds"
 timeout 200 $B/ridge bench --op $DECODER_OPS --repeats 20 --json "$OUT/h200-decoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do

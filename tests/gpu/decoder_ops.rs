@@ -1,11 +1,9 @@
 //! The decoder's own kernels against their f64 references: RoPE with the KV-cache append,
-//! causal grouped-query attention over a KV cache (one span and split across workgroups, and
-//! a decode step's partial records merged by the O projection), and argmax.
+//! causal grouped-query attention over a KV cache (one span and split across workgroups),
+//! and argmax.
 
 use ridge::core::{Context, DType, Error, Result, Tensor};
 use ridge::kernels::argmax;
-use ridge::kernels::qmatmul::{self, MatvecShape, QMatmul};
-use ridge::kernels::quant::{self, QuantFormat, QuantMatrix};
 use ridge::kernels::{KvAttention, PairLayout, RopeQkv, RopeTable};
 
 use crate::harness::*;
@@ -57,62 +55,33 @@ fn rope_rotates_q_and_k_and_appends_k_and_v() {
     });
 }
 
-/// An attention's inputs on the GPU and as uploaded: q, then the caches (rows past the
-/// context poisoned with NaN; the values only of the rows within it).
-struct AttentionInputs {
-    q: (Tensor, Vec<f32>),
-    k: (Tensor, Vec<f32>),
-    v: (Tensor, Vec<f32>),
-}
-
-impl AttentionInputs {
-    fn new(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Result<Self> {
-        let (nh, nkv, dh) = (op.heads, op.kv_heads, op.head_dim);
-        let capacity = op.context() + 5;
-        let kv_len = op.context() * nkv * dh;
-        let pad = vec![f32::NAN; (capacity - op.context()) * nkv * dh];
-        let cache = |seed| -> Result<(Tensor, Vec<f32>)> {
-            let mut vals = random(seed, kv_len, -1.0, 1.0);
-            vals.extend(&pad);
-            let (t, mut v) = upload(ctx, &vals, &[capacity, nkv, dh], dtype)?;
-            v.truncate(kv_len);
-            Ok((t, v))
-        };
-        // Large queries make peaked softmaxes: the trap is an unstable exp.
-        let q = upload(
-            ctx,
-            &random(seed + 2, op.tokens * nh * dh, -4.0, 4.0),
-            &[op.tokens, nh, dh],
-            dtype,
-        )?;
-        Ok(Self {
-            q,
-            k: cache(seed)?,
-            v: cache(seed + 1)?,
-        })
-    }
-
-    /// The f64 reference of `op` on these inputs.
-    fn reference(&self, op: &KvAttention) -> Vec<f32> {
-        op.reference(&self.q.1, &self.k.1, &self.v.1)
-    }
-}
-
-/// The largest |q·k|/√dh of [`AttentionInputs`]: |q| ≤ 4, |k| ≤ 1.
-fn score_max(dh: usize) -> f64 {
-    4.0 * dh as f64 / (dh as f64).sqrt()
-}
-
 fn attention_case(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Result<()> {
-    let inputs = AttentionInputs::new(ctx, op, dtype, seed)?;
-    let (q, kc, vc) = (&inputs.q.0, &inputs.k.0, &inputs.v.0);
-    let out = poisoned(ctx, &[op.tokens, op.heads, op.head_dim], dtype)?;
-    op.run(ctx, q, kc, vc, &out)?;
+    let (nh, nkv, dh) = (op.heads, op.kv_heads, op.head_dim);
+    let capacity = op.context() + 5;
+    let kv_len = op.context() * nkv * dh;
+    // Cache rows past the context are poisoned: the kernel must never read them.
+    let mut kvals = random(seed, kv_len, -1.0, 1.0);
+    let mut vvals = random(seed + 1, kv_len, -1.0, 1.0);
+    let pad = vec![f32::NAN; (capacity - op.context()) * nkv * dh];
+    kvals.extend(&pad);
+    vvals.extend(&pad);
+    let (kc, kv) = upload(ctx, &kvals, &[capacity, nkv, dh], dtype)?;
+    let (vc, vv) = upload(ctx, &vvals, &[capacity, nkv, dh], dtype)?;
+    // Large queries make peaked softmaxes: the trap is an unstable exp.
+    let (q, qv) = upload(
+        ctx,
+        &random(seed + 2, op.tokens * nh * dh, -4.0, 4.0),
+        &[op.tokens, nh, dh],
+        dtype,
+    )?;
+    let out = poisoned(ctx, &[op.tokens, nh, dh], dtype)?;
+    op.run(ctx, &q, &kc, &vc, &out)?;
     let got = block(out.to_f32(ctx))?;
-    let want = inputs.reference(&op);
+    let want = op.reference(&qv, &kv[..kv_len], &vv[..kv_len]);
+    let score_max = 4.0 * dh as f64 / (dh as f64).sqrt();
     let tensor_cores = op.on_tensor_cores(ctx, dtype);
     assert_close("kv_attention", &got, &want, |i| {
-        op.error_bound(dtype, tensor_cores, 1.0, score_max(op.head_dim), want[i])
+        op.error_bound(dtype, tensor_cores, 1.0, score_max, want[i])
     })
     .map_err(|e| {
         Error::invalid(
@@ -123,109 +92,6 @@ fn attention_case(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Re
             ),
         )
     })
-}
-
-/// A decode step's attention left in partial records and merged by the O projection as its
-/// prologue (`merge_qmatvec`, residual): the records, merged on the host, against the
-/// attention's reference, and the product against the reference product of that reference
-/// (its error bound plus the attention's, carried through |W|). Depths of one span (the wide
-/// kernel), a few, and past [`ridge::kernels::kv_attention::MERGED_MAX_SPANS`] spans of one
-/// tile (longer spans); head layouts whose `nh·dh` is whole blocks; every format; Ridge's
-/// launch shape and two forced ones (lanes on words, and 4 rows an invocation of 256); 45
-/// rows of W (no launch shape divides them).
-#[test]
-fn decode_attention_merged_by_the_o_projection() {
-    on_every_adapter("merge_qmatvec", |ctx| {
-        let mut seed = 900;
-        let shapes = [
-            None,
-            Some(MatvecShape {
-                wg: 64,
-                tpr: 16,
-                rpt: 1,
-                words: true,
-            }),
-            Some(MatvecShape {
-                wg: 256,
-                tpr: 64,
-                rpt: 4,
-                words: false,
-            }),
-        ];
-        for dtype in dtypes(ctx) {
-            for (pos0, nh, nkv, dh) in [
-                (0, 9, 3, 64),
-                (300, 9, 3, 64),
-                (511, 4, 2, 128),
-                (512, 6, 2, 80),
-                (1500, 9, 3, 64),
-                (5000, 10, 2, 64),
-            ] {
-                seed += 10;
-                let op = KvAttention {
-                    tokens: 1,
-                    heads: nh,
-                    kv_heads: nkv,
-                    head_dim: dh,
-                    pos0,
-                };
-                let inputs = AttentionInputs::new(ctx, op, dtype, seed)?;
-                let part = op.run_partials(ctx, &inputs.q.0, &inputs.k.0, &inputs.v.0)?;
-                assert_eq!(part.spans, op.merged_split().0);
-                let attention = inputs.reference(&op);
-                let bound = |want: f32| op.error_bound(DType::F32, false, 1.0, score_max(dh), want);
-                let what = format!("{op:?} {dtype}, {} spans", part.spans);
-                let merged = part.reference(&block(part.records.to_f32(ctx))?);
-                assert_close(&format!("records {what}"), &merged, &attention, |i| {
-                    bound(attention[i])
-                })?;
-                let (n, k) = (45, nh * dh);
-                for format in QuantFormat::ALL {
-                    let bytes = crate::quant::weights(format, n, k, seed + 3, 20.0);
-                    let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
-                    let wf = quant::dequantize(format, &bytes)?;
-                    let mag = qmatmul::weight_magnitudes(format, &bytes)?;
-                    let op = QMatmul {
-                        residual: true,
-                        ..QMatmul::new(1)
-                    };
-                    let (_, y_old) = upload(ctx, &random(seed + 4, n, -1.0, 1.0), &[1, n], dtype)?;
-                    let want = op.reference(&attention, &wf, n, k, &y_old);
-                    let bounds = op.error_bounds(dtype, false, &attention, &mag, n, k, &y_old, &want);
-                    let carried: Vec<f64> = (0..n)
-                        .map(|j| (0..k).map(|c| mag[j * k + c] as f64 * bound(attention[c])).sum())
-                        .collect();
-                    for shape in shapes {
-                        let (y, _) = upload(ctx, &y_old, &[1, n], dtype)?;
-                        MatvecShape::forced(shape, || op.run_merged(ctx, &part, &w, &y))?;
-                        let got = block(y.to_f32(ctx))?;
-                        assert_close(&format!("{format} {shape:?} {what}"), &got, &want, |i| {
-                            bounds[i] + carried[i]
-                        })?;
-                    }
-                }
-                // W of another width than the merged x is refused.
-                let bytes = crate::quant::weights(QuantFormat::Q8_0, n, k + 32, seed, 1.0);
-                let w = QuantMatrix::upload(ctx, QuantFormat::Q8_0, n, k + 32, &bytes)?;
-                let y = poisoned(ctx, &[1, n], dtype)?;
-                let residual = QMatmul {
-                    residual: true,
-                    ..QMatmul::new(1)
-                };
-                expect_err(
-                    "a W wider than the merged x",
-                    residual.run_merged(ctx, &part, &w, &y),
-                    |e| matches!(e, Error::Shape { .. }),
-                )?;
-                expect_err(
-                    "two tokens",
-                    QMatmul::new(2).run_merged(ctx, &part, &w, &y),
-                    |e| matches!(e, Error::InvalidArgument { .. }),
-                )?;
-            }
-        }
-        Ok(())
-    });
 }
 
 #[test]

@@ -10,7 +10,7 @@ use crate::harness::*;
 /// Random ggml blocks for an `n × k` matrix: values quantized by ggml's reference quantizer,
 /// with rows of very different scales (a row ×`big`, one ×0.001) and one row of a constant
 /// (every Q4_1 weight its minimum, d = 0).
-pub(crate) fn weights(format: QuantFormat, n: usize, k: usize, seed: u64, big: f32) -> Vec<u8> {
+fn weights(format: QuantFormat, n: usize, k: usize, seed: u64, big: f32) -> Vec<u8> {
     let mut v = random(seed, n * k, -1.0, 1.0);
     for (r, row) in v.chunks_mut(k).enumerate() {
         let s = match r % 7 {

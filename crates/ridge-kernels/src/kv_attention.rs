@@ -11,10 +11,7 @@
 //! walks them in tiles of 256 and writes the output (no merge pass); over more, the keys are
 //! split into spans of a multiple of 64 so that about [`TARGET_WORKGROUPS`] workgroups run,
 //! each writing a partial softmax that a second pass merges (Dao et al., "Flash-Decoding for
-//! long-context inference", 2023). [`KvAttention::run_partials`] stops before the merge and
-//! returns the partial records ([`Partials`]), for a product that merges them as it reads
-//! them (the decoder's O projection: [`crate::QMatmul::run_merged`]), so that no merge
-//! dispatch runs at all. Prefill (many tokens) fills the GPU with one span per
+//! long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
 //! token and skips the merge; on the tensor cores a prompt's keys are split into spans of
 //! [`COOP_SPAN`] past that many, and merged by the same pass.
 
@@ -43,10 +40,6 @@ const CPU_CHUNK: u32 = 4;
 pub const WIDE_CONTEXT: usize = 512;
 /// Workgroups the key split aims for: enough to fill a large GPU's compute units.
 pub const TARGET_WORKGROUPS: usize = 256;
-/// The most spans [`KvAttention::run_partials`] splits a decode step's keys into: the merging
-/// product holds every span's weight of every head in workgroup memory and reads each span's
-/// record for every value of `x`.
-pub const MERGED_MAX_SPANS: usize = 32;
 /// The largest `G · ⌈dh/256⌉` (query heads per KV head × quads of dimensions an invocation
 /// owns): the per-invocation accumulators, in vec4s.
 pub const MAX_ACCUMULATORS: usize = 32;
@@ -63,58 +56,6 @@ const COOP_QUERIES: usize = 64;
 /// 1024-token prompt's attention went from 1.75 to 1.22 ms (+ 0.38 ms of merge passes);
 /// spans of 512 measured the same.
 pub const COOP_SPAN: usize = 256;
-
-/// One token's attention left unmerged ([`KvAttention::run_partials`]): for each query head
-/// `h` and span `s` of keys, the record `records[(h·spans + s)·(dh + 4)..]` holds the span's
-/// score maximum m, the softmax denominator l = Σ e^(score − m), two unused values and the
-/// `dh` unnormalised outputs Σ e^(score − m)·v, f32. The head's output is
-/// Σ_s e^(m_s − M)·o_s / Σ_s e^(m_s − M)·l_s, `M` the largest m of a span with keys (l > 0).
-#[derive(Clone, Debug)]
-pub struct Partials {
-    /// The records, `[heads · spans · (head_dim + 4)]` f32.
-    pub records: Tensor,
-    /// Query heads `nh`.
-    pub heads: usize,
-    /// Head width `dh` (a multiple of 4).
-    pub head_dim: usize,
-    /// Spans of keys a head's output is split into (1 to [`MERGED_MAX_SPANS`]).
-    pub spans: usize,
-}
-
-impl Partials {
-    /// The merged output's width, `nh · dh`: the `K` of the product that merges them.
-    pub fn width(&self) -> usize {
-        self.heads * self.head_dim
-    }
-
-    /// f64 reference of the merge: `[nh · dh]` from the records read back.
-    pub fn reference(&self, records: &[f32]) -> Vec<f32> {
-        let (dh, spans) = (self.head_dim, self.spans);
-        let mut out = Vec::with_capacity(self.width());
-        for h in 0..self.heads {
-            let rec = |s: usize| &records[(h * spans + s) * (dh + 4)..][..dh + 4];
-            let m = (0..spans)
-                .filter(|&s| rec(s)[1] > 0.0)
-                .map(|s| rec(s)[0] as f64)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let w: Vec<f64> = (0..spans)
-                .map(|s| {
-                    if rec(s)[1] > 0.0 {
-                        (rec(s)[0] as f64 - m).exp()
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            let l: f64 = (0..spans).map(|s| w[s] * rec(s)[1] as f64).sum();
-            for d in 0..dh {
-                let o: f64 = (0..spans).map(|s| w[s] * rec(s)[4 + d] as f64).sum();
-                out.push((o / l) as f32);
-            }
-        }
-        out
-    }
-}
 
 /// Causal grouped-query attention over a KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,19 +94,6 @@ impl KvAttention {
         let want = TARGET_WORKGROUPS.div_ceil(self.tokens.max(1) * self.kv_heads.max(1));
         let spans = want.clamp(1, tiles);
         let chunk = tiles.div_ceil(spans) * wg;
-        (len.div_ceil(chunk), chunk)
-    }
-
-    /// (spans, keys per span) of [`KvAttention::run_partials`]: [`KvAttention::split`]'s,
-    /// in at most [`MERGED_MAX_SPANS`] spans (longer ones where it would take more).
-    pub fn merged_split(&self) -> (usize, usize) {
-        let (spans, chunk) = self.split();
-        if spans <= MERGED_MAX_SPANS {
-            return (spans, chunk);
-        }
-        let len = self.context();
-        let wg = self.workgroup() as usize;
-        let chunk = len.div_ceil(wg).div_ceil(MERGED_MAX_SPANS) * wg;
         (len.div_ceil(chunk), chunk)
     }
 
@@ -226,7 +154,10 @@ impl KvAttention {
 
     /// The merge pass's cost over `spans` partial records: each read once (FLOPs negligible).
     pub fn merge_cost(&self, spans: usize) -> OpCost {
-        OpCost::new(0.0, (self.tokens * self.heads * spans * (self.head_dim + 4) * 4) as f64)
+        OpCost::new(
+            0.0,
+            (self.tokens * self.heads * spans * (self.head_dim + 2) * 4) as f64,
+        )
     }
 
     /// Whether this is a prompt long enough for the tensor cores: [`TENSOR_CORE_MIN_TOKENS`]
@@ -325,61 +256,6 @@ impl KvAttention {
         v_cache: &Tensor,
         out: &Tensor,
     ) -> Result<()> {
-        self.check(ctx, q, k_cache, v_cache)?;
-        out.expect_shape("kv_attention", "out", q.shape())?;
-        launch::same_dtype("kv_attention", q.dtype(), &[out])?;
-        launch::no_alias("kv_attention", out, &[q, k_cache, v_cache])?;
-        if self.on_tensor_cores(ctx, q.dtype()) {
-            return self.run_coop(ctx, q, k_cache, v_cache, out);
-        }
-        let (spans, chunk) = self.split();
-        let part = self.partials(ctx, spans)?;
-        let split = (spans, chunk);
-        let params = self.launch_partial(ctx, q, k_cache, v_cache, out, &part, split, spans > 1)?;
-        if spans > 1 {
-            self.merge(ctx, q.dtype(), params, &part, out)?;
-        }
-        Ok(())
-    }
-
-    /// A decode step's attention (one token) up to its partial records, unmerged: spans of
-    /// keys by [`KvAttention::merged_split`] (one where the wide kernel takes the whole
-    /// context), for a product that merges them as it reads them.
-    ///
-    /// Errors: as [`KvAttention::run`]; [`Error::InvalidArgument`] for more than one token.
-    pub fn run_partials(
-        &self,
-        ctx: &Context,
-        q: &Tensor,
-        k_cache: &Tensor,
-        v_cache: &Tensor,
-    ) -> Result<Partials> {
-        if self.tokens != 1 {
-            return Err(Error::invalid(
-                "kv_attention",
-                format!(
-                    "partial records are a decode step's (one token), not {} tokens'",
-                    self.tokens
-                ),
-            ));
-        }
-        self.check(ctx, q, k_cache, v_cache)?;
-        let (spans, chunk) = self.merged_split();
-        let n = self.heads * spans * (self.head_dim + 4);
-        launch::fits_u32("kv_attention", "partials", n)?;
-        let records = Tensor::empty(ctx, &[n], DType::F32)?;
-        let out = ctx.placeholder();
-        self.launch_partial(ctx, q, k_cache, v_cache, out, &records, (spans, chunk), true)?;
-        Ok(Partials {
-            records,
-            heads: self.heads,
-            head_dim: self.head_dim,
-            spans,
-        })
-    }
-
-    /// What every launch checks: heads, widths, q, the caches and the context.
-    fn check(&self, ctx: &Context, q: &Tensor, k_cache: &Tensor, v_cache: &Tensor) -> Result<()> {
         let name = "kv_attention";
         let (t, nh, nkv, dh) = (self.tokens, self.heads, self.kv_heads, self.head_dim);
         if nkv == 0 || dh == 0 || !nh.is_multiple_of(nkv) {
@@ -417,6 +293,7 @@ impl KvAttention {
                 format!("q {:?} is not [{t}, {nh}, {dh}]", q.shape()),
             ));
         }
+        out.expect_shape(name, "out", q.shape())?;
         let capacity = k_cache.shape().first().copied().unwrap_or(0);
         for (what, c) in [("k_cache", k_cache), ("v_cache", v_cache)] {
             c.expect_shape(name, what, &[capacity, nkv, dh])?;
@@ -427,7 +304,8 @@ impl KvAttention {
                 format!("{} positions in a cache of {capacity}", self.context()),
             ));
         }
-        launch::same_dtype(name, q.dtype(), &[k_cache, v_cache])?;
+        launch::same_dtype(name, q.dtype(), &[k_cache, v_cache, out])?;
+        launch::no_alias(name, out, &[q, k_cache, v_cache])?;
         if ![q, k_cache, v_cache]
             .iter()
             .all(|t| launch::starts_on_vector(t, 4))
@@ -438,25 +316,13 @@ impl KvAttention {
             ));
         }
         launch::fits_u32(name, "cache", k_cache.numel())?;
-        launch::float_dtype(ctx, name, q.dtype())
-    }
-
-    /// The `partial` kernel over `spans` spans of `chunk` keys: into the records `part` with
-    /// `split` (else into `out`, one span). Returns its parameters (the merge pass takes them).
-    #[allow(clippy::too_many_arguments)]
-    fn launch_partial(
-        &self,
-        ctx: &Context,
-        q: &Tensor,
-        k_cache: &Tensor,
-        v_cache: &Tensor,
-        out: &Tensor,
-        part: &Tensor,
-        (spans, chunk): (usize, usize),
-        split: bool,
-    ) -> Result<Params> {
-        let name = "kv_attention";
-        let (t, nh, nkv, dh) = (self.tokens, self.heads, self.kv_heads, self.head_dim);
+        if self.on_tensor_cores(ctx, q.dtype()) {
+            return self.run_coop(ctx, q, k_cache, v_cache, out);
+        }
+        let (spans, chunk) = self.split();
+        let split = spans > 1;
+        let part = self.partials(ctx, spans)?;
+        launch::float_dtype(ctx, name, q.dtype())?;
         let defines = self.cache_defines(ctx, q.dtype(), split);
         let params = Params::new()
             .u(launch::fits_u32(name, "tokens", t)?)
@@ -482,21 +348,23 @@ impl KvAttention {
             entry: "partial",
             defines,
             params: params.clone(),
-            buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out), (5, part)],
+            buffers: vec![(1, q), (2, k_cache), (3, v_cache), (4, out), (5, &part)],
             workgroups: [spans as u32, nkv as u32, t as u32],
         }
         .run(ctx)?;
-        Ok(params)
+        if split {
+            self.merge(ctx, q.dtype(), params, &part, out)?;
+        }
+        Ok(())
     }
 
-    /// The split's partial records, `spans` per (token, query head): m, l, two unused and the
-    /// `head_dim` unnormalised outputs, f32 (kv_attention.wgsl's `record`, [`Partials`]); the
-    /// placeholder for one span.
+    /// The split's partial records, `spans` per (token, query head): m, l and the `head_dim`
+    /// unnormalised outputs, f32 (kv_attention.wgsl's `record`); the placeholder for one span.
     fn partials(&self, ctx: &Context, spans: usize) -> Result<Tensor> {
         if spans == 1 {
             return Ok(ctx.placeholder().clone());
         }
-        let n = self.tokens * self.heads * spans * (self.head_dim + 4);
+        let n = self.tokens * self.heads * spans * (self.head_dim + 2);
         launch::fits_u32("kv_attention", "partials", n)?;
         Tensor::empty(ctx, &[n], DType::F32)
     }
@@ -673,10 +541,11 @@ fn defines(
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for chunk in [CHUNK, CPU_CHUNK] {
-        for split in [false, true] {
-            let d = defines(shaders::storage_defines(dtype), 3, 64, split, WIDE_WG);
-            v.push((&KV_ATTENTION, "partial", d.u32("CHUNK", chunk)));
-        }
+        v.push((
+            &KV_ATTENTION,
+            "partial",
+            defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG).u32("CHUNK", chunk),
+        ));
     }
     for split in [false, true] {
         let d = defines(shaders::storage_defines(dtype), 3, 64, split, WG).u32("CHUNK", CHUNK);

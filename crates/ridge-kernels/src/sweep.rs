@@ -8,10 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::attention::Attention;
 use crate::elementwise::{Binary, Unary, binary, unary};
 use crate::gemm::Gemm;
-use crate::kv_attention::MERGED_MAX_SPANS;
 use crate::layout;
 use crate::norm::{Norm, NormKind};
-use crate::qmatmul::{MERGE_NAME, merged_cost};
 use crate::softmax::Softmax;
 
 /// How far a sweep goes.
@@ -55,7 +53,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 26] = [
+pub const OPS: [&str; 25] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -74,7 +72,6 @@ pub const OPS: [&str; 26] = [
     "rms_qmatvec",
     "rms_qmatvec_swiglu",
     "rms_qmatvec_rope",
-    "merge_qmatvec",
     "qmatmul",
     "rms_qmatmul_swiglu",
     "rms_qmatmul_rope",
@@ -94,10 +91,9 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// The decoder's ops, [`OPS`] from its 15th: each the kernel (and profile name) a decoder
 /// forward launches — the products with their fused prologue and epilogues (`qmatvec` and
 /// `qmatmul` with the residual add, the RMSNorm in `rms_`, SwiGLU, RoPE with the KV-cache
-/// append, and a decode step's O projection merging attention's partial records,
-/// `merge_qmatvec`) and attention over the KV cache for one token up to its partial records
-/// (`kv_attention`, up to 512 keys: one pass; `kv_attention_split`, longer contexts: keys
-/// split across workgroups) or a prompt (`kv_attention_prefill`), and a long prompt's dense
+/// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
+/// pass; `kv_attention_split`, longer contexts: keys split across workgroups, then the merge
+/// pass, timed together) or a prompt (`kv_attention_prefill`), and a long prompt's dense
 /// causal attention from an empty cache (`attention_causal`, [`Attention::grouped_causal`];
 /// the profile names it `attention`) — swept in the full sweep, or when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
@@ -135,22 +131,6 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
         v.push(spec("rms_qmatvec_swiglu", &[1, 2 * f, h], dtype));
         v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
         v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
-    }
-    // The O projection merging attention's records: `[1, n, heads, head_dim, spans]`, one
-    // span to the most, at the two small widths; one span at the others.
-    for (i, &(h, _, nh, _)) in DECODER_WIDTHS.iter().enumerate() {
-        let spans: &[usize] = match i {
-            0 => &[1, 4, 16, MERGED_MAX_SPANS],
-            1 => &[1, MERGED_MAX_SPANS],
-            _ => &[1],
-        };
-        for &n in spans {
-            v.push(spec(
-                "merge_qmatvec",
-                &[1, h, nh, DECODER_HEAD_DIM, n],
-                dtype,
-            ));
-        }
     }
     // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).
@@ -229,33 +209,10 @@ fn attention_causal_of(s: &[usize]) -> Attention {
     Attention::grouped_causal(s[2], s[1] / s[2].max(1), s[0], s[3])
 }
 
-/// A decoder product case's weights `[n, k]` (Q4_1): copies that together pass the GPU's
-/// last-level cache, one a launch in turn. A forward streams every layer's weights from
-/// memory once, and a sweep that reread one matrix from cache timed the products faster than
-/// they run.
-fn cold_weights(
-    ctx: &Context,
-    n: usize,
-    k: usize,
-) -> Result<impl Fn() -> crate::quant::QuantMatrix + use<>> {
-    let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
-    let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
-    let copies = COLD_WEIGHT_BYTES.div_ceil(bytes.len().max(1));
-    let ws = (0..copies)
-        .map(|_| crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes))
-        .collect::<Result<Vec<_>>>()?;
-    let turn = std::cell::Cell::new(0);
-    Ok(move || {
-        let i = turn.get();
-        turn.set((i + 1) % ws.len());
-        ws[i].clone()
-    })
-}
-
 /// Whether `op` is one of the decoder's products (the [`DECODER_OPS`] with a quantized
 /// product), whose flags [`decoder_product`] reads from the name.
 fn is_decoder_product(op: &str) -> bool {
-    DECODER_OPS.contains(&op) && op.contains("qmat") && op != MERGE_NAME
+    DECODER_OPS.contains(&op) && op.contains("qmat")
 }
 
 /// A decoder product case's op (its flags from the name) and W's rows.
@@ -487,13 +444,11 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             let (q, n, k) = decoder_product(op, s);
             q.cost(DECODER_FORMAT, n, k, d)
         }
-        "merge_qmatvec" => merged_cost(DECODER_FORMAT, s[1], (s[2], s[3], s[4]), d),
-        "kv_attention_prefill" => kv_attention_of(s).cost(d),
+        "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
         "attention_causal" => attention_causal_of(s).cost(d, None),
-        // A decode step's attention, its partial records written.
-        "kv_attention" | "kv_attention_split" => {
+        "kv_attention_split" => {
             let op = kv_attention_of(s);
-            op.cost(d) + op.merge_cost(op.merged_split().0)
+            op.cost(d) + op.merge_cost(op.split().0)
         }
         other => {
             return Err(ridge_core::Error::invalid(
@@ -614,29 +569,24 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 launch: Box::new(move |ctx| att.run(ctx, &q, &k, &vv, None, sparse.as_ref(), &o)),
             }
         }
-        "merge_qmatvec" => {
-            let (n, heads, head_dim, spans) = (s[1], s[2], s[3], s[4]);
-            let next = cold_weights(ctx, n, heads * head_dim)?;
-            let part = crate::kv_attention::Partials {
-                records: filled(ctx, &[heads * spans * (head_dim + 4)], DType::F32)?,
-                heads,
-                head_dim,
-                spans,
-            };
-            let y = out(&[1, n])?;
-            let q = crate::qmatmul::QMatmul {
-                residual: true,
-                ..crate::qmatmul::QMatmul::new(1)
-            };
-            Prepared {
-                cost,
-                launch: Box::new(move |ctx| q.run_merged(ctx, &part, &next(), &y)),
-            }
-        }
         op if is_decoder_product(op) => {
             let (q, n, k) = decoder_product(op, s);
             let m = q.m;
-            let next = cold_weights(ctx, n, k)?;
+            let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
+            let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
+            // Copies of W that together pass the GPU's last-level cache, one a launch in
+            // turn: a forward streams every layer's weights from memory once, and a sweep
+            // that reread one matrix from cache timed the products faster than they run.
+            let copies = COLD_WEIGHT_BYTES.div_ceil(bytes.len().max(1));
+            let ws = (0..copies)
+                .map(|_| crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, n, k, &bytes))
+                .collect::<Result<Vec<_>>>()?;
+            let turn = std::cell::Cell::new(0);
+            let next = move || {
+                let i = turn.get();
+                turn.set((i + 1) % ws.len());
+                ws[i].clone()
+            };
             let x = filled(ctx, &[m, k], d)?;
             let gamma = filled(ctx, &[k], d)?;
             if q.rope {
@@ -677,20 +627,12 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 }
             }
         }
-        "kv_attention_prefill" => {
+        "kv_attention" | "kv_attention_prefill" | "kv_attention_split" => {
             let op = kv_attention_of(s);
             let (q, kc, vc, o) = cache_attention_tensors(ctx, s, op.context(), d)?;
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
-            }
-        }
-        "kv_attention" | "kv_attention_split" => {
-            let op = kv_attention_of(s);
-            let (q, kc, vc, _) = cache_attention_tensors(ctx, s, op.context(), d)?;
-            Prepared {
-                cost,
-                launch: Box::new(move |ctx| op.run_partials(ctx, &q, &kc, &vc).map(|_| ())),
             }
         }
         "attention_causal" => {
@@ -719,7 +661,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 12);
+        assert_eq!(DECODER_OPS.len(), 11);
         for dtype in [DType::F32, DType::F16] {
             let cases = decoder_cases(dtype);
             for op in DECODER_OPS {

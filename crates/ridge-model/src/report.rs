@@ -112,7 +112,7 @@ pub fn tensor_core_op(op: &str) -> bool {
 /// 20, a navy, a purple and a green; no black or white, so that every colour reads on a light
 /// page and on the dashboard's dark one. Yellow is moved away from orange so that no two ops
 /// of the same kind (layer_norm and add) get look-alike colours.
-pub const OP_COLOURS: [(&str, [u8; 3]); 26] = [
+pub const OP_COLOURS: [(&str, [u8; 3]); 25] = [
     ("gemm", [0x4e, 0x79, 0xa7]),
     ("linear", [0x17, 0xbe, 0xcf]),
     ("linear_residual", [0x2e, 0x5e, 0x8e]),
@@ -131,7 +131,6 @@ pub const OP_COLOURS: [(&str, [u8; 3]); 26] = [
     ("rms_qmatvec", [0xa0, 0xcb, 0xe8]),
     ("rms_qmatvec_swiglu", [0xff, 0xbe, 0x7d]),
     ("rms_qmatvec_rope", [0x8c, 0xd1, 0x7d]),
-    ("merge_qmatvec", [0xbc, 0xbd, 0x22]),
     ("qmatmul", [0xb6, 0x99, 0x2d]),
     ("rms_qmatmul_swiglu", [0x49, 0x98, 0x94]),
     ("rms_qmatmul_rope", [0xd3, 0x72, 0x95]),

@@ -8,7 +8,6 @@
 //! - [`Norm`]: layer norm (γ, β) or RMS norm (γ) over the last axis.
 
 use ridge_core::{Context, DType, Tensor};
-use ridge_kernels::kv_attention::Partials;
 use ridge_kernels::qmatmul::RopeAppend;
 use ridge_kernels::quant::QuantMatrix;
 use ridge_kernels::{Gemm, NormKind, PairLayout, QMatmul, RopeQkv, RopeTable};
@@ -210,25 +209,6 @@ impl Linear {
             Linear::Quantized(w) => {
                 Self::qmatmul(m, epilogue).cost(w.format, w.rows, w.cols, dtype)
             }
-        }
-    }
-
-    /// `y += x·Wᵀ` for one token whose `x` is its attention output still in partial records
-    /// (`part`, [`ridge_kernels::KvAttention::run_partials`]), merged by the product as it
-    /// reads them: one dispatch, `y` `[1, N]`.
-    ///
-    /// Errors: [`Error::Input`] for dense weights (the merge prologue is the quantized
-    /// product's); the kernel's shape, dtype and limit errors
-    /// ([`ridge_kernels::QMatmul::run_merged`]).
-    pub fn forward_merged(&self, ctx: &Context, part: &Partials, y: &Tensor) -> Result<()> {
-        match self {
-            Linear::Quantized(w) => {
-                let y2 = y.reshape(&[1, self.out_features()])?;
-                Ok(Self::qmatmul(1, Epilogue::Residual).run_merged(ctx, part, w, &y2)?)
-            }
-            Linear::Dense { .. } => Err(Error::Input(
-                "attention's partial records are merged by quantized products only".into(),
-            )),
         }
     }
 

@@ -36,7 +36,6 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
                 false,
                 false,
                 false,
-                None,
             ),
             WG,
             TPR,

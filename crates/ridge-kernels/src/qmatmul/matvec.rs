@@ -124,26 +124,6 @@ impl MatvecShape {
     }
 }
 
-impl MatvecShape {
-    /// The shape of a product whose `x` the MERGE prologue merges from attention's records
-    /// (unless [`MatvecShape::forced`]): [`MatvecShape::for_product`]'s lanes and rows an
-    /// invocation in workgroups of 256, so that each merge (every workgroup repeats it) serves
-    /// four times the rows, and 256 invocations share it.
-    pub fn for_merged_product(n: usize, blocks: usize, format: QuantFormat, dtype: DType) -> Self {
-        let shape = Self::for_product(n, blocks, format, dtype, false);
-        if FORCED.get().is_some() {
-            return shape;
-        }
-        Self {
-            wg: shape.wg.max(MERGED_WG),
-            ..shape
-        }
-    }
-}
-
-/// Invocations a workgroup of a merging product ([`MatvecShape::for_merged_product`]).
-const MERGED_WG: u32 = 256;
-
 /// The matrix-vector kernel's lanes: `wg` invocations a workgroup, `tpr` a row, the sums of
 /// groups of `sgl` neighbouring lanes taken by subgroup shuffles (the `//@ROW_SHUFFLE` block;
 /// none for 1: subgroup builtins must not appear in a shader for an adapter without them).

@@ -19,7 +19,6 @@
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
-use crate::kv_attention::Partials;
 use crate::launch::{self, Launch, Params};
 use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
 use crate::rope::RopeTable;
@@ -27,10 +26,8 @@ use crate::shaders::{self, QMATMUL, Variant};
 
 mod gather;
 mod matvec;
-mod merge;
 
 pub use gather::{gather_cost, gather_rows};
-pub use merge::{merge_fits, merged_cost};
 pub use matvec::{MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
 use matvec::{TPR, WG, lanes, shuffled_lanes};
 
@@ -308,45 +305,7 @@ impl QMatmul {
         if let Some(r) = rope {
             self.check_rope(r, x, w, y)?;
         }
-        self.launch(ctx, Input::Rows(x), norm, rope, w, y)
-    }
-
-    /// `y = x·Wᵀ` (or `y += x·Wᵀ`) for one token whose `x` is its attention output still in
-    /// flash-decoding's partial records (`part`, [`crate::KvAttention::run_partials`]): each
-    /// workgroup merges them as its prologue (the `merge_qmatvec` dispatch; no merge pass).
-    ///
-    /// Errors: [`Error::InvalidArgument`] unless this is a plain or residual product of one
-    /// row (no norm, gate or RoPE), for spans outside 1 to
-    /// [`crate::kv_attention::MERGED_MAX_SPANS`], or when the merged `x` does not fit
-    /// ([`merge_fits`]); [`Error::Shape`] when the records do not
-    /// hold `nh · dh = K` values for their spans or `y` is not `[1, N]`; dtype, alias and limit
-    /// errors as [`QMatmul::run`].
-    pub fn run_merged(
-        &self,
-        ctx: &Context,
-        part: &Partials,
-        w: &QuantMatrix,
-        y: &Tensor,
-    ) -> Result<()> {
-        let name = MERGE_NAME;
-        if self.m != 1 || self.glu || self.rms_norm || self.rope {
-            return Err(Error::invalid(
-                name,
-                "the merge prologue takes one token's plain or residual product",
-            ));
-        }
-        if !merge_fits(part.heads, part.head_dim) {
-            return Err(Error::invalid(
-                name,
-                format!(
-                    "{} merged values over {} heads do not fit 16 KiB of workgroup memory",
-                    part.width(),
-                    part.heads
-                ),
-            ));
-        }
-        merge::check(name, part, w.cols, y)?;
-        self.launch(ctx, Input::Merged(part), None, None, w, y)
+        self.launch(ctx, x, norm, rope, w, y)
     }
 
     fn check_rope(
@@ -421,21 +380,17 @@ impl QMatmul {
     fn launch(
         &self,
         ctx: &Context,
-        input: Input<'_>,
+        x: &Tensor,
         norm: Option<(&Tensor, f32)>,
         rope: Option<&RopeAppend<'_>>,
         w: &QuantMatrix,
         y: &Tensor,
     ) -> Result<()> {
-        let (n, k) = (w.rows, w.cols);
-        // A merged x is checked by `run_merged`; as rows it stands for itself below.
-        let (name, x, merged) = match input {
-            Input::Rows(x) => (self.name(), x, None),
-            Input::Merged(part) => (MERGE_NAME, y, Some(part)),
-        };
+        let name = self.name();
         w.check(name)?;
+        let (n, k) = (w.rows, w.cols);
         let rows: usize = x.shape().iter().rev().skip(1).product();
-        if merged.is_none() && (x.shape().last().copied() != Some(k) || rows != self.m) {
+        if x.shape().last().copied() != Some(k) || rows != self.m {
             return Err(Error::shape(
                 name,
                 format!(
@@ -467,10 +422,7 @@ impl QMatmul {
             ));
         }
         launch::same_dtype(name, x.dtype(), &[y])?;
-        if merged.is_none() {
-            launch::no_alias(name, y, &[x])?;
-        }
-        launch::no_alias(name, y, &[&w.quants, &w.scales])?;
+        launch::no_alias(name, y, &[x, &w.quants, &w.scales])?;
         if !launch::starts_on_vector(x, 4) {
             return Err(Error::invalid(
                 name,
@@ -486,19 +438,14 @@ impl QMatmul {
             .u((k / BLOCK) as u32)
             .f(norm.map_or(0.0, |n| n.1))
             .u(rope.map_or(0, |r| r.pos0 as u32))
-            .u(rope.map_or(merged.map_or(0, |m| m.heads as u32), |r| r.heads as u32))
+            .u(rope.map_or(0, |r| r.heads as u32))
             .u(rope.map_or(0, |r| r.kv_heads as u32))
-            .u(rope.map_or(merged.map_or(0, |m| m.head_dim as u32), |r| {
-                r.table.head_dim as u32
-            }))
-            .u(merged.map_or(0, |m| m.spans as u32));
+            .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || rope.is_some();
-        let shape = if merged.is_some() {
-            MatvecShape::for_merged_product(n, k / BLOCK, w.format, x.dtype())
-        } else if self.m == 1 {
+        let shape = if self.m == 1 {
             MatvecShape::for_product(n, k / BLOCK, w.format, x.dtype(), paired)
         } else {
             MatvecShape {
@@ -524,17 +471,13 @@ impl QMatmul {
         // Built once per variant: a decode token launches ~120 of these, and building and
         // hashing the defines (the RoPE block is a kilobyte of WGSL) cost µs each time.
         let sgl = shuffled_lanes(ctx, shape.tpr);
-        // The merged x's width and heads.
-        let merge = merged.map(|m| (k, m.heads));
-        if let Some((k, heads)) = merge {
-            let own = 4 * (mrows * shape.rpt as usize + mrows) * shape.wg as usize;
-            let bytes = merge::shared_bytes(k, heads) + own;
-            launch::check_workgroup(ctx, name, shape.wg, bytes as u32)?;
-        }
         let key = (
             x.dtype(),
             w.format,
-            (self.residual, self.glu, norm.is_some(), rope.is_some(), merge),
+            self.residual,
+            self.glu,
+            norm.is_some(),
+            rope.is_some(),
             mrows,
             (shape, sgl),
             bm,
@@ -543,7 +486,7 @@ impl QMatmul {
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, (residual, glu, norm, rope, merge), mrows, (shape, sgl), bm, coop)| {
+            |&(dtype, format, residual, glu, norm, rope, mrows, (shape, sgl), bm, coop)| {
                 let d = defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -551,7 +494,6 @@ impl QMatmul {
                     glu,
                     norm,
                     rope,
-                    merge,
                 );
                 lanes(
                     if coop { tensor_cores(d) } else { d },
@@ -594,15 +536,14 @@ impl QMatmul {
             },
             defines,
             params,
-            buffers: merged
-                .map_or([(1, x)], |m| [(10, &m.records)])
-                .into_iter()
-                .chain([
+            buffers: [
+                (1, x),
                 (2, &w.quants),
                 (3, &w.scales),
                 (4, y),
                 (6, norm.map_or(ctx.placeholder(), |n| n.0)),
-            ])
+            ]
+            .into_iter()
             .chain(
                 rope.into_iter()
                     .flat_map(|r| [(7, &r.table.table), (8, r.k_cache), (9, r.v_cache)]),
@@ -612,18 +553,6 @@ impl QMatmul {
         }
         .run(ctx)
     }
-}
-
-/// The profile name of a product whose `x` is merged from attention's partial records.
-pub const MERGE_NAME: &str = "merge_qmatvec";
-
-/// What a product reads as `x`.
-#[derive(Clone, Copy)]
-enum Input<'a> {
-    /// Rows of activations.
-    Rows(&'a Tensor),
-    /// One token's attention, as partial records merged by the MERGE prologue.
-    Merged(&'a Partials),
 }
 
 /// The RoPE epilogue's bindings and store, inserted at `//@ROPE` in ROPE variants (elsewhere
@@ -658,8 +587,6 @@ fn rope_store(m: u32, n: u32, x0: f32, x1: f32) {
     }
 }";
 
-/// The kernel's defines for its format and fused work: the epilogues, the RMSNorm prologue,
-/// and the MERGE prologue for a merged `x` of (width, heads).
 fn defines(
     base: ridge_core::Defines,
     format: QuantFormat,
@@ -667,7 +594,6 @@ fn defines(
     glu: bool,
     norm: bool,
     rope: bool,
-    merge: Option<(usize, usize)>,
 ) -> ridge_core::Defines {
     let store = if rope {
         ROPE_EPILOGUE.to_string()
@@ -681,11 +607,6 @@ fn defines(
         .u32("QW", format.quant_words() as u32)
         .bool("RESIDUAL", residual)
         .bool("GLU", glu)
-        .bool("MERGE", merge.is_some())
-        .block(
-            "MERGE",
-            merge.map_or(merge::PLAIN.to_string(), |(k, h)| merge::block(k, h)),
-        )
 }
 
 /// The tensor-core kernel (`shaders/include/qmatmul_coop.wgsl`) inserted at `//@COOP`, with
@@ -733,7 +654,6 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 glu,
                 norm,
                 rope,
-                None,
             );
             // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes), and
             // short prompts'.

@@ -5,17 +5,12 @@
 //! with cooperative matrices, every prompt of 33 tokens or more (from any position) takes the
 //! KV-cache kernel's tensor-core form instead (`shaders/kv_attention_coop.wgsl`).
 //!
-//! A decode step (one token over the cache) stops at the attention's partial records where
-//! the merge fits the O projection's prologue ([`Attend::merged`]): the O projection merges
-//! them as it reads them, and no merge pass runs.
-//!
 //! Grouped-query heads on the dense kernel: [`Attention::grouped_causal`], straight out of
 //! the cache `[capacity, nkv, dh]`; Q and the output stay `[T, nh, dh]`.
 
 use ridge_core::{Context, DType, Result, Tensor};
 use ridge_kernels::KvAttention;
 use ridge_kernels::attention::Attention;
-use ridge_kernels::qmatmul::merge_fits;
 use ridge_model::OpCost;
 
 /// Prompts from this many tokens on take the dense kernel. Measured on the H200 (wall clock
@@ -78,16 +73,6 @@ impl Attend {
         ))
     }
 
-    /// A decode step's attention over the cache whose partial records the O projection
-    /// merges ([`KvAttention::run_partials`], [`ridge_kernels::QMatmul::run_merged`]): one
-    /// token, heads whose merged width fits ([`merge_fits`]).
-    pub(super) fn merged(&self) -> Option<&KvAttention> {
-        match self {
-            Self::Cache(a) if a.tokens == 1 && merge_fits(a.heads, a.head_dim) => Some(a),
-            _ => None,
-        }
-    }
-
     /// Attention of `q` `[T, nh, dh]` against the caches' first `pos0 + T` rows into `out`.
     ///
     /// Errors: as [`KvAttention::run`] and [`Attention::run`].
@@ -105,12 +90,8 @@ impl Attend {
         }
     }
 
-    /// The dispatches [`Attend::run`] makes, as (profile name, cost); where
-    /// [`Attend::merged`], the partial kernel's alone, its records' writes counted.
+    /// The dispatches [`Attend::run`] makes, as (profile name, cost).
     pub(super) fn ops(&self, dtype: DType) -> Vec<(&'static str, OpCost)> {
-        if let Some(a) = self.merged() {
-            return vec![("kv_attention", a.cost(dtype) + a.merge_cost(a.merged_split().0))];
-        }
         match self {
             Self::Dense(a) => vec![("attention", a.cost(dtype, None))],
             Self::TensorCores(a) => cache_ops(a, dtype, a.coop_split().0),

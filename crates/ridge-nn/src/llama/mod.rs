@@ -8,16 +8,14 @@
 //!                                                         (the KV-cache append in its epilogue)
 //! a     = softmax(q·Kᵀ/√dh, causal)·V  (GQA)              kv_attention, or attention
 //!                                              (a prompt into an empty cache)  [T, nh·dh]
-//! x    += a·W_oᵀ                                          qmatmul (residual epilogue;
-//!                           merge_qmatvec for a decode step: attention's partial records
-//!                           merged in its prologue)
+//! x    += a·W_oᵀ                                          qmatmul (residual epilogue)
 //! g     = silu(h·W_gateᵀ) ⊙ (h·W_upᵀ), h = RMSNorm(x)·γ_ffn  rms_qmatmul (SwiGLU)  [T, F]
 //! x    += g·W_downᵀ                                       qmatmul (residual epilogue)
 //! ```
 //! then `logits = RMSNorm(x_last)·γ_out·W_outᵀ` for the last token only (W_out is the token
-//! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (a decode
-//! step's attention split across workgroups is merged by the O projection as it reads it;
-//! see `attend.rs` for which attention runs): each RMSNorm runs inside
+//! embedding when the file has no `output.weight`: tied). 5 dispatches per layer (6 when
+//! decode attention splits its keys across workgroups and merges them; see `attend.rs` for
+//! which attention runs): each RMSNorm runs inside
 //! the product after it, which normalises its rows of `x` as it reads them, and RoPE with
 //! the KV-cache append in the Q/K/V product's epilogue.
 //!
@@ -354,14 +352,9 @@ impl Llama {
                 &cache.v[l],
                 &q,
             )?;
-            if let Some(decode) = attention.merged() {
-                let part = decode.run_partials(ctx, &q, &cache.k[l], &cache.v[l])?;
-                layer.out.forward_merged(ctx, &part, &x)?;
-            } else {
-                let a = new(&[t, nh, dh])?;
-                attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
-                layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
-            }
+            let a = new(&[t, nh, dh])?;
+            attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
+            layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
 
             ctx.set_scope_with(|| format!("layer {l} · feed-forward"));
             let act = new(&[t, c.ffn])?;

@@ -6,14 +6,12 @@
 //! Every linear weight of the decoder is block-quantized and every norm an RMSNorm, so each
 //! norm runs inside the product after it and RoPE with the KV-cache append inside the Q/K/V
 //! product's epilogue (see the module docs of [`super`]): per layer the Q/K/V product, the
-//! attention (and its merge pass where a prompt's keys are split; a decode step's partial
-//! records are merged by the O projection, `merge_qmatvec`), the O projection with the
+//! attention (and its merge pass where its keys are split), the O projection with the
 //! residual, the gate/up product with SwiGLU, the down projection with the residual. The GPU
 //! tests hold this list against a profile's dispatches, name by name.
 
 use ridge_core::DType;
 use ridge_kernels::QMatmul;
-use ridge_kernels::qmatmul::{MERGE_NAME, merged_cost};
 use ridge_kernels::quant::QuantFormat;
 use ridge_model::calibrate::Calibrated;
 use ridge_model::{Ceilings, OpCost};
@@ -33,11 +31,9 @@ pub struct PlannedOp {
     pub cost: OpCost,
     /// The kind `ridge bench` sweeps it as, whose fitted terms price it, and the cost they
     /// price: its name and cost, but `kv_attention_prefill` for a prompt's attention over the
-    /// cache, `attention_causal` for a long prompt's dense attention, and
-    /// `kv_attention_split` for a decode step's attention split across workgroups (a
-    /// different algorithm from the one-pass kernel of short contexts; where its records
-    /// need a merge pass, priced with it: the sweep then times the two together); `None` for
-    /// that merge pass.
+    /// cache, `attention_causal` for a long prompt's dense attention, and `kv_attention_split` for a decode step's attention split across
+    /// workgroups, priced with its merge pass (the sweep times the two together: a different
+    /// algorithm from the one-pass kernel of short contexts); `None` for that merge pass.
     pub priced: Option<(&'static str, OpCost)>,
 }
 
@@ -209,14 +205,9 @@ impl DecoderPlan {
         let (t, dt, c) = (tokens, self.dtype, &self.config);
         let (h, kv) = (c.hidden, c.kv_heads * c.head_dim);
         let mut ops: Vec<PlannedOp> = Vec::new();
-        let attention = Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores);
-        // A decode step's attention split across workgroups (its records merged by the O
-        // projection) is a kind of its own.
-        let split_decode = attention.merged().is_some_and(|a| a.merged_split().0 > 1);
         let mut op = |name: &'static str, cost: OpCost| {
             let priced = match name {
                 "kv_attention" if t > 1 => Some(("kv_attention_prefill", cost)),
-                "kv_attention" if split_decode => Some(("kv_attention_split", cost)),
                 "attention" => Some(("attention_causal", cost)),
                 "kv_attention_merge" if t == 1 => {
                     let split = ops.last_mut().expect("the split kernel before its merge");
@@ -238,22 +229,15 @@ impl DecoderPlan {
             "qembedding",
             ridge_kernels::qmatmul::gather_cost(self.embed, t, h, dt),
         );
+        let attention = Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores);
         for l in &self.layers {
             let qkv = product(t, false, false, true, true);
             op(qkv.name(), qkv.cost(l.qkv, h + 2 * kv, h, dt));
             for (name, cost) in attention.ops(dt) {
                 op(name, cost);
             }
-            match attention.merged() {
-                Some(a) => {
-                    let split = (c.heads, c.head_dim, a.merged_split().0);
-                    op(MERGE_NAME, merged_cost(l.out, h, split, dt));
-                }
-                None => {
-                    let out = product(t, true, false, false, false);
-                    op(out.name(), out.cost(l.out, h, h, dt));
-                }
-            }
+            let out = product(t, true, false, false, false);
+            op(out.name(), out.cost(l.out, h, h, dt));
             let gate_up = product(t, false, true, true, false);
             op(gate_up.name(), gate_up.cost(l.gate_up, 2 * c.ffn, h, dt));
             let down = product(t, true, false, false, false);
@@ -322,56 +306,27 @@ mod tests {
         ));
     }
 
-    /// A model whose merged attention output (4096 values over 32 heads) does not fit the
-    /// O projection's prologue: its decode steps take the merge pass.
-    fn wide() -> DecoderPlan {
-        let config = LlamaConfig {
-            hidden: 4096,
-            heads: 32,
-            kv_heads: 8,
-            head_dim: 128,
-            ..tiny()
-        };
-        DecoderPlan::uniform(config, QuantFormat::Q4_0, DType::F32)
-    }
-
-    /// Five dispatches a layer plus the embedding, the logits and the argmax, a decode step's
-    /// O projection merging attention's records (at any depth); a prompt's attention priced
-    /// as a prompt's; a long decode step's split attention as its own kind, and where its
-    /// records need a merge pass (heads too wide to merge in the O projection) priced with
-    /// it, the pass not priced again; every other op priced as itself.
+    /// Five dispatches a layer plus the embedding, the logits and the argmax; a prompt's
+    /// attention priced as a prompt's; a long decode step's split attention priced with its
+    /// merge pass, which is not priced again; every other op priced as itself.
     #[test]
     fn dispatches_and_the_kinds_that_price_them() {
         let p = plan();
         let names = |ops: &[PlannedOp]| ops.iter().map(|o| o.name).collect::<Vec<_>>();
-        let layers = |o: &'static str| {
-            let mut want = vec!["qembedding"];
-            for _ in 0..3 {
-                want.extend([
-                    "rms_qmatvec_rope",
-                    "kv_attention",
-                    o,
-                    "rms_qmatvec_swiglu",
-                    "qmatvec",
-                ]);
-            }
-            want.extend(["rms_qmatvec", "argmax"]);
-            want
-        };
         let decode = p.ops(1, 10);
-        assert_eq!(names(&decode), layers("merge_qmatvec"));
-        assert!(decode.iter().all(|o| o.priced == Some((o.name, o.cost))));
-        let deep = p.ops(1, 1500);
-        assert_eq!(names(&deep), layers("merge_qmatvec"));
-        for op in &deep {
-            let kind = if op.name == "kv_attention" {
-                "kv_attention_split"
-            } else {
-                op.name
-            };
-            assert_eq!(op.priced, Some((kind, op.cost)));
+        let mut want = vec!["qembedding"];
+        for _ in 0..3 {
+            want.extend([
+                "rms_qmatvec_rope",
+                "kv_attention",
+                "qmatvec",
+                "rms_qmatvec_swiglu",
+                "qmatvec",
+            ]);
         }
-        assert_eq!(names(&wide().ops(1, 10)), layers("qmatvec"));
+        want.extend(["rms_qmatvec", "argmax"]);
+        assert_eq!(names(&decode), want);
+        assert!(decode.iter().all(|o| o.priced == Some((o.name, o.cost))));
 
         let prompt = p.ops(40, 0);
         assert_eq!(prompt.len(), 1 + 3 * 5 + 2);
@@ -381,7 +336,7 @@ mod tests {
         let dense = long_prompt.iter().find(|o| o.name == "attention").unwrap();
         assert_eq!(dense.priced.unwrap().0, "attention_causal");
 
-        let long = wide().ops(1, 1500);
+        let long = p.ops(1, 1500);
         assert_eq!(long.len(), 1 + 3 * 6 + 2);
         for (i, op) in long.iter().enumerate() {
             if op.name == "kv_attention_merge" {
@@ -401,7 +356,7 @@ mod tests {
     #[test]
     fn a_merge_pass_is_priced_inside_a_fitted_split_kind_else_by_its_own_roofline() {
         let report = |text: &str| Calibrated::new(serde_json::from_str(text).unwrap());
-        let ops = wide().ops(1, 1500);
+        let ops = plan().ops(1, 1500);
         let merge = ops
             .iter()
             .position(|o| o.name == "kv_attention_merge")
