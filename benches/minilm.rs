@@ -115,7 +115,7 @@ fn breakdown(
         measured_total += ms.unwrap_or(0.0);
         let column = cal.map_or(String::new(), |c| {
             let mine = plan.iter().filter(|op| op.name == name);
-            let (t, fitted) = c.predict_all(mine.map(|op| (name.as_str(), &op.cost)), roof(&name));
+            let (t, fitted) = c.predict_all(mine, roof(&name));
             calibrated_total += t;
             all_fitted &= fitted;
             calibrated::cell(t, fitted, ms)

@@ -5,6 +5,7 @@
 use ridge::core::DType;
 use ridge::model::calibrate;
 use ridge::model::report::BenchReport;
+use ridge::model::transformer::PlannedOp;
 use ridge::model::{Ceilings, OpCost};
 
 /// A report and its fitted terms, for ops stored in `dtype`.
@@ -64,17 +65,18 @@ impl Calibrated {
         ridge::nn::llama::price_ops(plan, &self.cal, &self.dtype, |_| ceil.clone())
     }
 
-    /// [`Calibrated::predict`] summed over `ops` (kind, cost): ms, and whether every kind was
+    /// An encoder plan's `ops` priced and summed (a split GEMM as one launch of its kind:
+    /// `ridge_model::calibrate::Calibrated::price_planned`): ms, and whether every kind was
     /// fitted.
     pub fn predict_all<'a>(
         &self,
-        ops: impl IntoIterator<Item = (&'a str, &'a OpCost)>,
+        ops: impl IntoIterator<Item = &'a PlannedOp>,
         ceil: &Ceilings,
     ) -> (f64, bool) {
         ops.into_iter()
-            .map(|(kind, cost)| self.predict(kind, cost, ceil))
-            .fold((0.0, true), |(t, all), (ms, fitted)| {
-                (t + ms, all && fitted)
+            .map(|op| self.cal.price_planned(op, &self.dtype, ceil))
+            .fold((0.0, true), |(t, all), (s, fitted)| {
+                (t + s * 1e3, all && fitted)
             })
     }
 }

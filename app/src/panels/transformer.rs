@@ -222,14 +222,15 @@ pub(super) fn calibration(
     cache.as_ref().map(|(_, c)| c.clone())
 }
 
-/// An f32 forward's `plan` ops picked by `pick`, priced by the calibrated model (ms; ops of
-/// a kind the report did not time at the roofline `roof`).
+/// An f32 forward's `plan` ops picked by `pick`, priced by the calibrated model (ms; a GEMM
+/// split along K as one launch of its kind; ops of a kind the report did not time at the
+/// roofline `roof`).
 fn calibrated_ms<'a>(
     cal: &Calibrated,
     roof: &ridge_model::Ceilings,
     ops: impl Iterator<Item = &'a ridge_model::transformer::PlannedOp>,
 ) -> f64 {
-    ops.map(|op| cal.price(&op.name, "f32", &op.cost, roof).0 * 1e3)
+    ops.map(|op| cal.price_planned(op, "f32", roof).0 * 1e3)
         .sum()
 }
 

@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::cost::OpCost;
 use crate::report::{BenchReport, Row};
 use crate::roofline::{Bound, Ceilings};
+use crate::transformer::{PlannedOp, Priced};
 
 /// The share of a launch's time that must be beyond the dispatch overhead for its achieved
 /// fraction to count in a one-parameter fit.
@@ -421,6 +422,26 @@ impl Calibrated {
             None => (roof.predict(cost).seconds, false),
         }
     }
+
+    /// A planned encoder op in `dtype`, seconds, and whether fitted terms priced it: its kind's
+    /// fit at the cost [`Priced`] names — a split GEMM's first dispatch at the whole GEMM's
+    /// (the sweep times the launch's two dispatches as one launch of the kind), its reduce at
+    /// 0; where the report did not fit the kind, each dispatch at its own cost on `roof`
+    /// (pricing the pair as one would drop a dispatch's overhead).
+    pub fn price_planned(&self, op: &PlannedOp, dtype: &str, roof: &Ceilings) -> (f64, bool) {
+        let own = || (roof.predict(&op.cost).seconds, false);
+        let fitted = self
+            .fit
+            .kinds
+            .iter()
+            .any(|k| k.op == op.name && k.dtype == dtype);
+        match op.priced {
+            _ if !fitted => own(),
+            Priced::Own => self.price(&op.name, dtype, &op.cost, roof),
+            Priced::Whole(whole) => self.price(&op.name, dtype, &whole, roof),
+            Priced::Folded => (0.0, true),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -496,6 +517,46 @@ mod tests {
         let (a, fitted) = honest.price("gemm", "f32", &cost, &roof);
         assert!(fitted);
         assert_eq!(edited.price("gemm", "f32", &cost, &roof), (a, true));
+    }
+
+    /// MiniLM's f32 batch-1 plan with its GEMMs split along K as the H200's kernel splits the
+    /// residual projections: each split pair priced once at its whole GEMM by a report that
+    /// fitted its kind (the reduce at 0), each dispatch by its own roofline by one that did
+    /// not; the unsplit plan's GEMMs priced the same way as the pair.
+    #[test]
+    fn a_split_gemm_is_one_launch_of_its_kind() {
+        use crate::transformer::{TransformerShape, encoder_ops, encoder_ops_split};
+        let s = TransformerShape::minilm_l6();
+        let split = |_: usize, n: usize, _: usize| if n == s.hidden { 3 } else { 1 };
+        let plan = encoder_ops_split(&s, 1, 128, true, 4, &split);
+        let whole = encoder_ops(&s, 1, 128, true, 4);
+        let fitted = Calibrated::new(shipped("h200"));
+        let roof = fitted.report.measured.ceilings(false);
+        let price = |ops: &[PlannedOp], name: &str| -> f64 {
+            ops.iter()
+                .filter(|o| o.name == name)
+                .map(|o| fitted.price_planned(o, "f32", &roof).0)
+                .sum()
+        };
+        let pairs = plan.iter().filter(|o| o.priced == Priced::Folded).count();
+        assert_eq!(pairs, 2 * s.layers, "the two residual projections a layer");
+        let (a, b) = (
+            price(&plan, "linear_residual"),
+            price(&whole, "linear_residual"),
+        );
+        assert!((a - b).abs() <= 1e-12 * b, "{a} vs {b}");
+        for o in plan.iter().filter(|o| o.name.starts_with("linear")) {
+            let (t, was_fitted) = fitted.price_planned(o, "f32", &roof);
+            assert!(was_fitted, "{o:?}");
+            assert_eq!(t == 0.0, o.priced == Priced::Folded, "{o:?}");
+        }
+        // A report without the kind: every dispatch at its own roofline, the reduce too.
+        let bare = Calibrated::new(shipped("lavapipe"));
+        assert!(!bare.fit.kinds.iter().any(|k| k.op == "linear_residual"));
+        for o in plan.iter().filter(|o| o.name == "linear_residual") {
+            let own = roof.predict(&o.cost).seconds;
+            assert_eq!(bare.price_planned(o, "f32", &roof), (own, false));
+        }
     }
 
     #[test]

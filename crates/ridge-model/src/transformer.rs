@@ -156,6 +156,24 @@ pub struct PlannedOp {
     pub name: String,
     /// Cost.
     pub cost: OpCost,
+    /// The cost its kind's fitted terms price it at ([`crate::calibrate::Calibrated::price_planned`]).
+    #[serde(default)]
+    pub priced: Priced,
+}
+
+/// What a kind's fitted terms price a planned op at: `ridge bench` times a launch of a kind
+/// whole, so a GEMM split along K (two dispatches, both named by its kind) is one launch of
+/// its kind to the fit, not two.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Priced {
+    /// Its own cost.
+    #[default]
+    Own,
+    /// The first dispatch of a split GEMM: the whole GEMM's cost, the launch the sweep
+    /// timed.
+    Whole(OpCost),
+    /// A split GEMM's reduce: priced inside the dispatch before it.
+    Folded,
 }
 
 /// The ops of a BERT encoder forward pass with mean pooling, in the order Ridge's
@@ -188,11 +206,12 @@ pub fn encoder_ops_split(
     let (b, d, f, nh, dh) = (batch, s.hidden, s.intermediate, s.heads, s.head_dim());
     let t = b * seq;
     let mut out = Vec::new();
-    let mut push = |scope: &str, name: &str, cost: OpCost| {
+    let mut push = |scope: &str, name: &str, (cost, priced): (OpCost, Priced)| {
         out.push(PlannedOp {
             scope: scope.into(),
             name: name.into(),
             cost,
+            priced,
         })
     };
     // A GEMM of m × n × k with a bias (and β·C with `residual`, and `epilogue` FLOPs such as
@@ -201,7 +220,7 @@ pub fn encoder_ops_split(
         let whole = ops::gemm(m, n, k, 1, 1, 1, residual, true, e) + OpCost::new(epilogue, 0.0);
         let slices = splits(m, n, k).max(1);
         if slices == 1 {
-            return vec![whole];
+            return vec![(whole, Priced::Own)];
         }
         let (mn, sl) = ((m * n) as f64, slices as f64);
         let partial_bytes = sl * mn * 4.0;
@@ -217,16 +236,28 @@ pub fn encoder_ops_split(
             (sl - 1.0) * mn + epilogue_flops,
             partial_bytes + c_bytes + (n * e) as f64,
         );
-        vec![product, reduce]
+        vec![(product, Priced::Whole(whole)), (reduce, Priced::Folded)]
     };
-    push("embeddings", "embedding", ops::embedding(t, d, e));
+    push(
+        "embeddings",
+        "embedding",
+        (ops::embedding(t, d, e), Priced::Own),
+    );
     push(
         "embeddings",
         "add",
-        ops::elementwise(t * d, seq * d, 1.0, e),
+        (ops::elementwise(t * d, seq * d, 1.0, e), Priced::Own),
     );
-    push("embeddings", "add", ops::elementwise(t * d, d, 1.0, e));
-    push("embeddings", "layer_norm", ops::norm(t, d, false, true, e));
+    push(
+        "embeddings",
+        "add",
+        (ops::elementwise(t * d, d, 1.0, e), Priced::Own),
+    );
+    push(
+        "embeddings",
+        "layer_norm",
+        (ops::norm(t, d, false, true, e), Priced::Own),
+    );
     for l in 0..s.layers {
         let a = format!("layer {l} · attention");
         for c in gemm((t, 3 * d, d), false, 0.0) {
@@ -235,13 +266,20 @@ pub fn encoder_ops_split(
         push(
             &a,
             "attention",
-            ops::attention(b, nh, seq, dh, (seq * seq) as f64, e),
+            (
+                ops::attention(b, nh, seq, dh, (seq * seq) as f64, e),
+                Priced::Own,
+            ),
         );
         // The residual add is the output projection's β = 1 epilogue.
         for c in gemm((t, d, d), true, 0.0) {
             push(&a, "linear_residual", c);
         }
-        push(&a, "layer_norm", ops::norm(t, d, false, true, e));
+        push(
+            &a,
+            "layer_norm",
+            (ops::norm(t, d, false, true, e), Priced::Own),
+        );
         let m = format!("layer {l} · feed-forward");
         // The up projection applies GELU in its epilogue (5 FLOPs per element, no bytes).
         for c in gemm((t, f, d), false, 5.0 * (t * f) as f64) {
@@ -250,12 +288,16 @@ pub fn encoder_ops_split(
         for c in gemm((t, d, f), true, 0.0) {
             push(&m, "linear_residual", c);
         }
-        push(&m, "layer_norm", ops::norm(t, d, false, true, e));
+        push(
+            &m,
+            "layer_norm",
+            (ops::norm(t, d, false, true, e), Priced::Own),
+        );
     }
     push(
         "pooling",
         "mean_pool",
-        ops::mean_pool(b, seq, d, normalize, e),
+        (ops::mean_pool(b, seq, d, normalize, e), Priced::Own),
     );
     out
 }

@@ -47,6 +47,7 @@ pub fn step_ops(s: &DecoderShape, w: &ModelWeights, step: Step) -> Vec<PlannedOp
             scope: scope.into(),
             name: name.into(),
             cost: OpCost::new(flops, bytes),
+            priced: Default::default(),
         })
     };
     push(
