@@ -1,6 +1,6 @@
 //! `cargo xtask <command>`: Ridge's one entry point for the main job and for every test.
 //!
-//! - `demo`: the main job — adapters, then every kernel against its reference with times.
+//! - `demo`: the main job — adapters, then the kernel suite against its references with times.
 //! - `test`: installs what the tests need when missing, then fmt, clippy and every test,
 //!   the browser tests included.
 //! - `web`: builds the wasm module and serves the page and the dashboard on 127.0.0.1.
@@ -16,8 +16,8 @@ type Result<T = ()> = std::result::Result<T, String>;
 const USAGE: &str =
     "usage: cargo xtask <demo | test | dashboard [--replay R.json] [--tab NAME] | web [--port N] | test-browser | fetch-model>
 
-  demo         the main job: list the GPU adapters, run every kernel against its f64 CPU
-               reference (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
+  demo         the main job: list the GPU adapters, run the kernel suite against its f64 CPU
+               references (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
                a similarity table, sentences per second, GPU time per op; then a short
                greedy reply of SmolLM2-135M-Instruct. Installs the CPU Vulkan driver and
                fetches the models first when missing.

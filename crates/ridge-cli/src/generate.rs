@@ -62,16 +62,16 @@ pub struct SamplingArgs {
     max_tokens: usize,
     /// Softmax temperature: 0 always takes the most likely token (greedy, the default);
     /// 0.2–1 samples, higher is more varied.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::non_negative, allow_negative_numbers = true)]
     temperature: f32,
     /// Sample only among the K most likely tokens (0: all).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     top_k: usize,
     /// Sample only among the most likely tokens whose probabilities add up to P (0 < P ≤ 1).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::probability, allow_negative_numbers = true)]
     top_p: f32,
     /// Make tokens already seen less likely (> 1) or more (< 1); 1 is off.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::positive, allow_negative_numbers = true)]
     repetition_penalty: f32,
     /// Seed of the sampler: the same seed and settings give the same text.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]

@@ -30,8 +30,9 @@ struct Cli {
 enum Command {
     /// List GPU adapters with their limits, features and fingerprints.
     Info(info::Args),
-    /// Run every kernel on seeded random data against its f64 CPU reference and print
-    /// errors, measured time, GFLOP/s and GB/s.
+    /// Run the kernel suite (GEMM, the norms, softmax, GELU, add, layout conversions, dense
+    /// and block-sparse attention) on seeded random data against its f64 CPU references and
+    /// print errors, measured time, GFLOP/s and GB/s.
     Check(check::Args),
     /// Sweep every kernel over sizes that cross the ridge point; print FLOPs, bytes,
     /// intensity, predicted time (spec and measured ceilings), measured time, bound and % of
@@ -89,6 +90,30 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
         Ok(n) => usize::try_from(n).map_err(|_| format!("must be at most {}", usize::MAX)),
         Err(_) => Err("not a whole number".into()),
     }
+}
+
+/// Parses a finite number within `range` (a sampling setting), saying the range otherwise.
+fn number_in(s: &str, ok: impl Fn(f32) -> bool, range: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(v) if v.is_finite() && ok(v) => Ok(v),
+        Ok(_) => Err(format!("must be {range}")),
+        Err(_) => Err("not a number".into()),
+    }
+}
+
+/// Parses `--top-p`: a probability in (0, 1].
+pub fn probability(s: &str) -> Result<f32, String> {
+    number_in(s, |v| v > 0.0 && v <= 1.0, "in (0, 1]")
+}
+
+/// Parses `--temperature`: 0 (greedy) or more.
+pub fn non_negative(s: &str) -> Result<f32, String> {
+    number_in(s, |v| v >= 0.0, "0 or more")
+}
+
+/// Parses `--repetition-penalty`: more than 0.
+pub fn positive(s: &str) -> Result<f32, String> {
+    number_in(s, |v| v > 0.0, "more than 0")
 }
 
 /// The most timed launches per case `--repeats` takes: a median of 1000 is as steady as

@@ -423,6 +423,19 @@ fn generate_refuses_bad_input_in_one_line() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["generate", "hi", "--temperature", "-1"], "temperature"),
         (vec!["generate", "hi", "--top-p", "2"], "top-p"),
+        // Sampling settings are refused by name before the model loads.
+        (
+            vec!["generate", "hi", "--top-p", "0"],
+            "'--top-p <TOP_P>': must be in (0, 1]",
+        ),
+        (
+            vec!["generate", "hi", "--temperature", "nan"],
+            "'--temperature",
+        ),
+        (
+            vec!["generate", "hi", "--repetition-penalty", "0"],
+            "more than 0",
+        ),
         (vec!["generate", "hi", "--max-tokens", "0"], "at least 1"),
         (vec!["generate", "  "], "empty"),
         (vec!["generate", "", "--raw"], "empty"),
