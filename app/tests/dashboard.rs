@@ -104,7 +104,7 @@ fn panels_are_named_by_a_prefix_of_their_title() {
 fn compare_panel_with_the_shipped_reports() {
     let mut app = RidgeApp::offline();
     app.tab = Tab::Compare;
-    assert_eq!(app.compare.reports.len(), 2, "{:?}", app.compare.error);
+    assert_eq!(app.compare.reports.len(), 3, "{:?}", app.compare.error);
     let mut h = harness(app);
     h.run();
     assert!(
@@ -347,7 +347,7 @@ fn transformer_panel_predicts_minilm_on_the_h200_before_a_run() {
 fn a_bad_report_is_refused_with_a_message() {
     let mut app = RidgeApp::offline();
     app.compare.add("broken.json", b"{ \"adapter\": 3 }");
-    assert_eq!(app.compare.reports.len(), 2);
+    assert_eq!(app.compare.reports.len(), 3);
     let e = app.compare.error.clone().unwrap_or_default();
     assert!(
         e.starts_with("broken.json: not a `ridge bench --json` report"),

@@ -23,7 +23,7 @@ pub struct State {
     reading: Option<crate::tasks::Task<Vec<DroppedBytes>>>,
 }
 
-const EXAMPLES: [(&str, &str); 2] = [
+const EXAMPLES: [(&str, &str); 3] = [
     (
         "NVIDIA H200 (Vulkan)",
         include_str!("../../../benches/reports/h200.json"),
@@ -31,6 +31,10 @@ const EXAMPLES: [(&str, &str); 2] = [
     (
         "lavapipe (Vulkan on the CPU)",
         include_str!("../../../benches/reports/lavapipe.json"),
+    ),
+    (
+        "llvmpipe (OpenGL on the CPU)",
+        include_str!("../../../benches/reports/llvmpipe.json"),
     ),
 ];
 
@@ -164,8 +168,11 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             continue;
         }
         let color = PALETTE[i % PALETTE.len()];
+        // The backend too: one CPU driver answers as the same adapter on Vulkan and on GL, and
+        // a legend merges series of one name.
+        let label = format!("{} ({})", r.adapter, r.backend);
         roofs.push(Roof {
-            name: format!("{} roof", r.adapter),
+            name: format!("{label} roof"),
             ceilings: r.measured_ceilings.clone(),
             color,
         });
@@ -173,7 +180,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
         // the f32 one with no roof of their own.
         if let Some(c) = r.measured.tensor_ceilings() {
             roofs.push(Roof {
-                name: format!("{} tensor-core roof", r.adapter),
+                name: format!("{label} tensor-core roof"),
                 ceilings: c,
                 color,
             });
@@ -182,13 +189,13 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
             .rows
             .iter()
             .filter_map(|row| {
-                let prefix = format!("{}: ", r.adapter);
+                let prefix = format!("{label}: ");
                 let roof = r.measured.roof_for(&row.op, row.dtype == "f16");
                 super::report_point(&prefix, row, Some(roof)).map(|(_, p)| p)
             })
             .collect::<Vec<RunPoint>>();
         series.push(Series {
-            name: r.adapter.clone(),
+            name: label,
             color,
             points,
         });

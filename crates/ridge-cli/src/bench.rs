@@ -13,8 +13,11 @@ use ridge_model::{Precision, hardware};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Sweep size: `quick` (default on CPU drivers) or `full` (GEMM to 4096³; default on GPUs).
-    #[arg(long, value_parser = ["quick", "full"])]
+    /// Sweep size: `quick` (default on CPU drivers: two or three sizes a kind, minutes),
+    /// `medium` (every kind of `full`, with enough sizes to fit each kind's calibrated terms,
+    /// at sizes a CPU driver runs: GEMM to 512³, prompts to 512 tokens; ~8 minutes on
+    /// lavapipe with 2 cores) or `full` (GEMM to 4096³, prompts to 4096 tokens; default on GPUs).
+    #[arg(long, value_parser = ["quick", "medium", "full"])]
     size: Option<String>,
     /// Only these ops (comma separated): gemm, layer_norm, rms_norm, softmax, gelu, add,
     /// transpose, nchw_to_nhwc, nhwc_to_nchw, attention, sparse_attention; the encoder's
@@ -25,8 +28,8 @@ pub struct Args {
     /// rms_qmatmul_rope (prompts), kv_attention (decode up to 512 keys), kv_attention_split
     /// (longer), kv_attention_prefill (prompts), attention_causal (prompts from 1024 tokens:
     /// dense) (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B widths, Q4_1 weights). The Linear and
-    /// decoder kinds run in the full sweep, or when named here. Where the adapter has
-    /// `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full sweep or when
+    /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter has
+    /// `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium sweeps or when
     /// named so do the norms, softmax, gelu, add and attention (the f16 encoder's kinds).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
@@ -60,6 +63,7 @@ pub fn run(args: Args) -> crate::CliResult {
     let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
     let size = match args.size.as_deref() {
         Some("full") => sweep::SweepSize::Full,
+        Some("medium") => sweep::SweepSize::Medium,
         Some(_) => sweep::SweepSize::Quick,
         None if cpu => sweep::SweepSize::Quick,
         None => sweep::SweepSize::Full,
@@ -81,10 +85,10 @@ pub fn run(args: Args) -> crate::CliResult {
     say(format!(
         "ridge bench on {} ({} sweep, median of {} launch{}, the faster of two passes)",
         ctx.describe(),
-        if size == sweep::SweepSize::Full {
-            "full"
-        } else {
-            "quick"
+        match size {
+            sweep::SweepSize::Full => "full",
+            sweep::SweepSize::Medium => "medium",
+            sweep::SweepSize::Quick => "quick",
         },
         args.repeats,
         if args.repeats == 1 { "" } else { "es" }
@@ -217,6 +221,7 @@ pub fn run(args: Args) -> crate::CliResult {
             flops: cost.flops,
             bytes: cost.bytes,
             depth: cost.depth,
+            tiled_flops: cost.tiled_flops,
             measured_ms,
             predicted_spec_ms: spec_ms,
             predicted_measured_ms: pred.seconds * 1e3,

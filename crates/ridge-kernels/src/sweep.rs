@@ -17,6 +17,12 @@ use crate::softmax::Softmax;
 pub enum SweepSize {
     /// Up to 256³ GEMMs and a few MB per memory-bound op: minutes on a CPU driver.
     Quick,
+    /// Every kind of the full sweep (the Linear layers', the f16 encoder's and the decoder's
+    /// too) with enough launches to fit each kind's terms (`ridge_model::calibrate`: five
+    /// sizes a kind where the full sweep has five), at sizes a CPU driver runs: GEMM to 512³,
+    /// Linear layers at MiniLM's 16 to 4096 rows, prompts to 512 tokens, attention to 1024.
+    /// About 8 minutes on lavapipe with 2 cores.
+    Medium,
     /// GEMM 64³ … 4096³ and memory-bound ops up to hundreds of MB: for real GPUs.
     Full,
 }
@@ -121,7 +127,8 @@ const DECODER_WIDTHS: [(usize, usize, usize, usize); 4] = [
 
 /// The decoder cases. Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for SwiGLU);
 /// with RoPE `[m, heads, kv_heads, k]`. Attention: `[tokens, heads, kv_heads, head_dim, pos0]`.
-fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
+fn decoder_cases(dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
+    let full = size == SweepSize::Full;
     let mut v = Vec::new();
     for &(h, f, nh, nkv) in &DECODER_WIDTHS {
         // Decode: one row of x. The output and down projections (with the residual), the
@@ -134,11 +141,13 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
     }
     // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).
+    // (On CPU drivers, the medium sweep: 16 to 512 tokens.)
     for (i, &(h, f, nh, nkv)) in DECODER_WIDTHS[..2].iter().enumerate() {
-        let long: &[usize] = if i == 0 {
-            &[128, 1024, 4096]
-        } else {
-            &[128, 1024]
+        let long: &[usize] = match (full, i) {
+            (true, 0) => &[128, 1024, 4096],
+            (true, _) => &[128, 1024],
+            (false, 0) => &[16, 128, 512],
+            (false, _) => &[16, 128],
         };
         for &m in long {
             v.push(spec("qmatmul", &[m, h, h], dtype));
@@ -147,21 +156,36 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
             v.push(spec("rms_qmatmul_rope", &[m, nh, nkv, h], dtype));
         }
     }
-    for ctx in [64, 128, 256, 511] {
+    // Medium: six contexts a kind (on CPU drivers a launch's time moves more from launch to
+    // launch, and the fit's launches are cheap).
+    let (one_pass, split): (&[usize], &[usize]) = if full {
+        (&[64, 128, 256, 511], &[1024, 2048, 4096, 8191])
+    } else {
+        (
+            &[32, 64, 128, 256, 384, 511],
+            &[600, 1024, 1536, 2048, 4096, 8191],
+        )
+    };
+    for &ctx in one_pass {
         v.push(spec(
             "kv_attention",
             &[1, 9, 3, DECODER_HEAD_DIM, ctx],
             dtype,
         ));
     }
-    for ctx in [1024, 2048, 4096, 8191] {
+    for &ctx in split {
         v.push(spec(
             "kv_attention_split",
             &[1, 9, 3, DECODER_HEAD_DIM, ctx],
             dtype,
         ));
     }
-    for t in [128, 256, 512, 1024, 2048, 4096] {
+    let prompts: &[usize] = if full {
+        &[128, 256, 512, 1024, 2048, 4096]
+    } else {
+        &[32, 64, 128, 256, 512]
+    };
+    for &t in prompts {
         v.push(spec(
             "kv_attention_prefill",
             &[t, 9, 3, DECODER_HEAD_DIM, 0],
@@ -169,14 +193,26 @@ fn decoder_cases(dtype: DType) -> Vec<CaseSpec> {
         ));
     }
     // Prompts from 1024 tokens, where the decoder takes the dense kernel (f32; f16 where the
-    // tensor cores do not take them).
-    for (t, nh, nkv) in [
-        (1024, 9, 3),
-        (2048, 9, 3),
-        (4096, 9, 3),
-        (1024, 15, 5),
-        (2048, 15, 5),
-    ] {
+    // tensor cores do not take them); the medium sweep's from 256 (the kernel's terms, at sizes
+    // a CPU driver runs).
+    let dense: &[(usize, usize, usize)] = if full {
+        &[
+            (1024, 9, 3),
+            (2048, 9, 3),
+            (4096, 9, 3),
+            (1024, 15, 5),
+            (2048, 15, 5),
+        ]
+    } else {
+        &[
+            (256, 9, 3),
+            (512, 9, 3),
+            (1024, 9, 3),
+            (256, 15, 5),
+            (512, 15, 5),
+        ]
+    };
+    for &(t, nh, nkv) in dense {
         v.push(spec(
             "attention_causal",
             &[t, nh, nkv, DECODER_HEAD_DIM],
@@ -247,18 +283,21 @@ fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
 /// only the named ops (empty keeps all; names from [`OPS`]).
 pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
+    let medium = size == SweepSize::Medium;
+    // Every kind of the full sweep: the full and medium sweeps (they differ in sizes).
+    let all_kinds = full || medium;
     let f32 = DType::F32;
     // The dtypes of the encoder's row and elementwise kinds.
-    let row_dtypes: &[DType] = if ctx.has_f16() && (full || !ops.is_empty()) {
+    let row_dtypes: &[DType] = if ctx.has_f16() && (all_kinds || !ops.is_empty()) {
         &[DType::F32, DType::F16]
     } else {
         &[DType::F32]
     };
     let mut v = Vec::new();
-    let gemm_sizes: &[usize] = if full {
-        &[64, 128, 256, 512, 1024, 2048, 4096]
-    } else {
-        &[64, 128, 256]
+    let gemm_sizes: &[usize] = match size {
+        SweepSize::Full => &[64, 128, 256, 512, 1024, 2048, 4096],
+        SweepSize::Medium => &[32, 64, 128, 256, 384, 512],
+        SweepSize::Quick => &[64, 128, 256],
     };
     let gemm_dtypes: &[DType] = if ctx.has_f16() {
         &[f32, DType::F16]
@@ -274,9 +313,16 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     // and MLP down projections with the residual, the up projection with GELU), 128 to 4096
     // rows: a K of 384 fills the GPU differently from a cube, and the layout and epilogues
     // cost time of their own (square GEMMs alone priced them 1.2–1.7× fast).
-    if full || LINEAR_OPS.iter().any(|op| ops.iter().any(|o| o == op)) {
+    if all_kinds || LINEAR_OPS.iter().any(|op| ops.iter().any(|o| o == op)) {
+        // Medium: from a row to MiniLM's batch 32, its own shapes on a CPU driver too (a fit
+        // that stopped at 512 rows priced lavapipe's batch of 8 sentences 1.39× fast).
+        let rows: &[usize] = if medium {
+            &[16, 64, 128, 256, 1024, 4096]
+        } else {
+            &[128, 256, 512, 1024, 2048, 4096]
+        };
         for &d in gemm_dtypes {
-            for m in [128, 256, 512, 1024, 2048, 4096] {
+            for &m in rows {
                 v.push(spec("linear", &[m, 1152, 384], d));
                 v.push(spec("linear_gelu", &[m, 1536, 384], d));
                 v.push(spec("linear_residual", &[m, 384, 384], d));
@@ -287,16 +333,22 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     // Full: MiniLM's rows at batch 1 and 32 (128 and 4096 × 384) among the larger ones, and
     // five sizes, so that each kind's fixed cost is fitted beside its rate
     // (`ridge_model::calibrate::MIN_ROWS_FOR_LATENCY`).
-    let rows_cols: &[[usize; 2]] = if full {
-        &[
+    let rows_cols: &[[usize; 2]] = match size {
+        SweepSize::Full => &[
             [128, 384],
             [1024, 384],
             [4096, 384],
             [4096, 1024],
             [16384, 4096],
-        ]
-    } else {
-        &[[256, 384], [1024, 1024]]
+        ],
+        SweepSize::Medium => &[
+            [128, 384],
+            [512, 384],
+            [1024, 384],
+            [4096, 384],
+            [4096, 1024],
+        ],
+        SweepSize::Quick => &[[256, 384], [1024, 1024]],
     };
     for &d in row_dtypes {
         for op in ["layer_norm", "rms_norm", "softmax"] {
@@ -307,10 +359,10 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     }
     // Full: MiniLM's residual adds at batch 1 and 32 (128 and 4096 × 384) among them, five
     // lengths for a fixed cost beside the rate.
-    let lengths: &[usize] = if full {
-        &[128 * 384, 1 << 16, 1 << 20, 4096 * 384, 1 << 24]
-    } else {
-        &[1 << 16, 1 << 20]
+    let lengths: &[usize] = match size {
+        SweepSize::Full => &[128 * 384, 1 << 16, 1 << 20, 4096 * 384, 1 << 24],
+        SweepSize::Medium => &[128 * 384, 1 << 16, 1 << 18, 1 << 20, 4096 * 384],
+        SweepSize::Quick => &[1 << 16, 1 << 20],
     };
     for &d in row_dtypes {
         for op in ["gelu", "add"] {
@@ -319,28 +371,34 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             }
         }
     }
-    let transposes: &[&[usize]] = if full {
-        &[&[1024, 1024], &[4096, 4096], &[8192, 8192]]
-    } else {
-        &[&[512, 512]]
+    let transposes: &[&[usize]] = match size {
+        SweepSize::Full => &[&[1024, 1024], &[4096, 4096], &[8192, 8192]],
+        SweepSize::Medium => &[&[256, 256], &[512, 512], &[1024, 1024], &[2048, 2048]],
+        SweepSize::Quick => &[&[512, 512]],
     };
     for s in transposes {
         v.push(spec("transpose", s, f32));
     }
-    let images: &[&[usize]] = if full {
-        &[&[8, 64, 56, 56], &[32, 64, 112, 112]]
-    } else {
-        &[&[4, 32, 28, 28]]
+    let images: &[&[usize]] = match size {
+        SweepSize::Full => &[&[8, 64, 56, 56], &[32, 64, 112, 112]],
+        SweepSize::Medium => &[
+            &[1, 32, 28, 28],
+            &[2, 32, 28, 28],
+            &[4, 32, 28, 28],
+            &[8, 32, 56, 56],
+            &[8, 64, 56, 56],
+        ],
+        SweepSize::Quick => &[&[4, 32, 28, 28]],
     };
     for s in images {
         v.push(spec("nchw_to_nhwc", s, f32));
         v.push(spec("nhwc_to_nchw", &[s[0], s[2], s[3], s[1]], f32));
     }
     // Dense vs BigBird attention (12 heads of 64; `bigbird`).
-    let lengths: &[usize] = if full {
-        &[512, 1024, 2048, 4096, 8192]
-    } else {
-        &[128, 256]
+    let lengths: &[usize] = match size {
+        SweepSize::Full => &[512, 1024, 2048, 4096, 8192],
+        SweepSize::Medium => &[64, 128, 256, 512, 1024],
+        SweepSize::Quick => &[128, 256],
     };
     for &n in lengths {
         v.push(spec("attention", &[1, 12, n, 64], f32));
@@ -351,9 +409,9 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             v.push(spec("attention", &[1, 12, n, 64], DType::F16));
         }
     }
-    // Full: MiniLM's own attention too, 1 and 32 sentences of 128 tokens (the long single
-    // sequences alone priced its launches 1.2–1.7× fast).
-    if full {
+    // Full and medium: MiniLM's own attention too, 1 and 32 sentences of 128 tokens (the long
+    // single sequences alone priced its launches 1.2–1.7× fast).
+    if all_kinds {
         for &d in row_dtypes {
             for batch in [1, 32] {
                 v.push(spec("attention", &[batch, 12, 128, 64], d));
@@ -361,10 +419,12 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         }
     }
     let named = |op: &&str| ops.iter().any(|o| o == op);
-    if full || DECODER_OPS.iter().any(named) {
-        v.extend(decoder_cases(f32));
+    if all_kinds || DECODER_OPS.iter().any(named) {
+        // Named decoder kinds on a quick sweep take the full sweep's sizes (as before).
+        let size = if medium { size } else { SweepSize::Full };
+        v.extend(decoder_cases(f32, size));
         if ctx.has_f16() {
-            v.extend(decoder_cases(DType::F16));
+            v.extend(decoder_cases(DType::F16, size));
         }
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
@@ -475,7 +535,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 out(&[s[0], s[1]])?,
             );
             Prepared {
-                cost,
+                cost: g.tiled(ctx, d, cost),
                 launch: Box::new(move |ctx| g.run(ctx, &a, &b, None, &o)),
             }
         }
@@ -490,7 +550,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 filled(ctx, &[s[0], s[1]], d)?,
             );
             Prepared {
-                cost,
+                cost: g.tiled(ctx, d, cost),
                 launch: Box::new(move |ctx| g.run(ctx, &x, &w, Some(&bias), &y)),
             }
         }
@@ -657,15 +717,22 @@ mod tests {
     use super::*;
 
     /// The decoder's slice of the op list starts at its first product, and every decoder case
-    /// is priced (the cost needs no GPU).
+    /// is priced (the cost needs no GPU); the full and medium sweeps each give every decoder
+    /// kind at least four launches (a fixed cost and a depth term over-determined).
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
         assert_eq!(DECODER_OPS.len(), 11);
-        for dtype in [DType::F32, DType::F16] {
-            let cases = decoder_cases(dtype);
+        for (dtype, size) in [DType::F32, DType::F16]
+            .into_iter()
+            .flat_map(|d| [(d, SweepSize::Full), (d, SweepSize::Medium)])
+        {
+            let cases = decoder_cases(dtype, size);
             for op in DECODER_OPS {
-                assert!(cases.iter().filter(|c| c.op == *op).count() >= 4, "{op}");
+                assert!(
+                    cases.iter().filter(|c| c.op == *op).count() >= 4,
+                    "{op} {size:?}"
+                );
             }
             for c in &cases {
                 let cost = cost(c).unwrap();
@@ -685,6 +752,7 @@ mod tests {
             include_str!("../../../benches/reports/h200.json"),
             include_str!("../../../benches/reports/h200-decoder.json"),
             include_str!("../../../benches/reports/lavapipe.json"),
+            include_str!("../../../benches/reports/llvmpipe.json"),
         ] {
             let report: ridge_model::report::BenchReport = serde_json::from_str(text).unwrap();
             for r in &report.rows {

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 ///   K of a product, the keys a query sees in attention (on average); 0 where there is none.
 ///   Calibrated kinds that are compute-bound price it (`crate::calibrate`): a product too
 ///   small to fill the GPU takes time in proportion to K, not to its FLOPs.
+/// - `tiled_flops`: the FLOPs of the whole workgroup tiles the kernel computes (a product's
+///   output padded up to its tiles: 16 rows in 128-row tiles cost 128 rows), 0 where the
+///   kernel's tiling is not known. Calibrated compute-bound kinds price the larger of the two
+///   ([`OpCost::work_flops`]); the roofline keeps `flops`, the useful work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Floating-point operations (multiply-add = 2).
@@ -19,6 +23,9 @@ pub struct OpCost {
     /// Reduction depth (elements walked in sequence), 0 for none.
     #[serde(default)]
     pub depth: f64,
+    /// FLOPs of the whole tiles launched, padding included; 0 for unknown.
+    #[serde(default)]
+    pub tiled_flops: f64,
 }
 
 impl OpCost {
@@ -28,12 +35,27 @@ impl OpCost {
             flops,
             bytes,
             depth: 0.0,
+            tiled_flops: 0.0,
         }
     }
 
     /// The same cost with reduction depth `depth` (elements).
     pub fn with_depth(self, depth: f64) -> Self {
         Self { depth, ..self }
+    }
+
+    /// The same cost launched as `tiles` workgroup tiles of `tile_flops` FLOPs each.
+    pub fn with_tiles(self, tiles: usize, tile_flops: f64) -> Self {
+        Self {
+            tiled_flops: tiles as f64 * tile_flops,
+            ..self
+        }
+    }
+
+    /// The work a compute-bound launch's time follows: the whole tiles' FLOPs where known
+    /// and larger, else the FLOPs.
+    pub fn work_flops(&self) -> f64 {
+        self.flops.max(self.tiled_flops)
     }
 
     /// Arithmetic intensity in FLOP/byte (Williams et al., CACM 2009). Zero bytes give
@@ -62,12 +84,21 @@ impl OpCost {
 }
 
 /// Work and bytes add; the depth is the deeper of the two (an epilogue or a prologue added
-/// to a product keeps the product's K).
+/// to a product keeps the product's K); tiled work adds where either side knows its tiles
+/// (the other counted at its FLOPs).
 impl std::ops::Add for OpCost {
     type Output = OpCost;
     fn add(self, rhs: OpCost) -> OpCost {
-        OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
-            .with_depth(self.depth.max(rhs.depth))
+        let tiled = if self.tiled_flops > 0.0 || rhs.tiled_flops > 0.0 {
+            self.work_flops() + rhs.work_flops()
+        } else {
+            0.0
+        };
+        OpCost {
+            tiled_flops: tiled,
+            ..OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
+                .with_depth(self.depth.max(rhs.depth))
+        }
     }
 }
 
@@ -91,6 +122,19 @@ mod tests {
         assert_eq!(OpCost::new(200.0, 100.0).intensity(), 2.0);
         assert_eq!(OpCost::new(1.0, 0.0).intensity(), f64::INFINITY);
         assert_eq!(OpCost::new(0.0, 0.0).intensity(), 0.0);
+    }
+
+    /// Padded tiles count where they exceed the useful work, and survive a sum.
+    #[test]
+    fn tiled_work() {
+        let c = OpCost::new(100.0, 1.0).with_tiles(2, 80.0);
+        assert_eq!(c.work_flops(), 160.0);
+        assert_eq!(OpCost::new(100.0, 1.0).work_flops(), 100.0);
+        assert_eq!((c + OpCost::new(5.0, 1.0)).work_flops(), 165.0);
+        assert_eq!(
+            (OpCost::new(5.0, 1.0) + OpCost::new(7.0, 1.0)).tiled_flops,
+            0.0
+        );
     }
 
     #[test]

@@ -161,6 +161,10 @@ pub struct Row {
     /// Reduction depth of one launch ([`crate::OpCost::depth`]; 0 in reports that predate it).
     #[serde(default)]
     pub depth: f64,
+    /// FLOPs of the whole tiles launched ([`crate::OpCost::tiled_flops`]; absent, 0, where the
+    /// sweep did not know the kernel's tiling, and in reports that predate it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tiled_flops: f64,
     /// Median measured time, ms (`None`: could not be timed).
     pub measured_ms: Option<f64>,
     /// Predicted from the spec table, ms.
@@ -173,10 +177,17 @@ pub struct Row {
     pub roofline_fraction: Option<f64>,
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 impl Row {
     /// The launch's cost.
     pub fn cost(&self) -> crate::OpCost {
-        crate::OpCost::new(self.flops, self.bytes).with_depth(self.depth)
+        crate::OpCost {
+            tiled_flops: self.tiled_flops,
+            ..crate::OpCost::new(self.flops, self.bytes).with_depth(self.depth)
+        }
     }
     /// FLOP/byte.
     pub fn intensity(&self) -> f64 {
@@ -283,7 +294,7 @@ pub enum ReportError {
 
 impl BenchReport {
     /// A report from the bytes of a `ridge bench --json` file, every row's FLOPs, bytes,
-    /// reduction depth and measured time checked (finite, ≥ 0), and its per-op terms
+    /// reduction depth, tiled FLOPs and measured time checked (finite, ≥ 0), and its per-op terms
     /// ([`BenchReport::calibration`]) fitted again on its rows: whatever terms the file
     /// carries, an older fit's or a hand-edited one's, are replaced.
     ///
@@ -297,6 +308,7 @@ impl BenchReport {
                 ("FLOPs", Some(r.flops)),
                 ("bytes", Some(r.bytes)),
                 ("depth", Some(r.depth)),
+                ("tiled FLOPs", Some(r.tiled_flops)),
                 ("measured_ms", r.measured_ms),
             ];
             for (what, value) in fields {
@@ -345,6 +357,16 @@ mod tests {
             e.starts_with("row 3 (gemm [512, 512, 512] f32): depth is -5"),
             "{e}"
         );
+        json["rows"][3]["depth"] = serde_json::json!(512.0);
+        json["rows"][4]["tiled_flops"] = serde_json::json!(-1.0);
+        let e = BenchReport::parse(json.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 4 (") && e.contains("tiled FLOPs is -1"),
+            "{e}"
+        );
+        json["rows"][4]["tiled_flops"] = serde_json::json!(0.0);
         for row in json["rows"].as_array_mut().unwrap() {
             row.as_object_mut().unwrap().remove("depth");
         }

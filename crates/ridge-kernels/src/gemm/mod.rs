@@ -23,6 +23,7 @@ mod reference;
 mod tiling;
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
+use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
 use crate::shaders::{GEMM, GEMM_COOP, GEMM_REDUCE};
@@ -113,6 +114,17 @@ impl Gemm {
             .and_then(|p| GemmKernel::from_params(&p))
             .filter(|k| k.fits(ctx, dtype))
             .unwrap_or_else(|| GemmKernel::heuristic(ctx, dtype))
+    }
+
+    /// `cost` (this GEMM's, epilogue included) with the work of the whole tiles
+    /// [`Gemm::kernel`] launches on `ctx` ([`OpCost::with_tiles`]): C padded up to the
+    /// kernel's workgroup tile, each padded element costing what a real one does.
+    pub fn tiled(&self, ctx: &Context, dtype: DType, cost: OpCost) -> OpCost {
+        let (bm, bn) = self.kernel(ctx, dtype).tile();
+        let batch = self.batch.max(1);
+        let tiles = self.m.div_ceil(bm) * self.n.div_ceil(bn) * batch;
+        let per_element = cost.flops / (self.m * self.n * batch).max(1) as f64;
+        cost.with_tiles(tiles, per_element * (bm * bn) as f64)
     }
 
     /// Runs the GEMM with the kernel [`Gemm::kernel`] picks.

@@ -135,6 +135,14 @@ pub enum GemmKernel {
 }
 
 impl GemmKernel {
+    /// Rows and columns of C one workgroup computes.
+    pub fn tile(&self) -> (usize, usize) {
+        match self {
+            GemmKernel::Tiled(c) => (c.bm as usize, c.bn as usize),
+            GemmKernel::Coop(c) => (c.bm() as usize, c.bn() as usize),
+        }
+    }
+
     /// The vendor-heuristic default: tensor cores for f16 where the adapter has them; on CPU
     /// drivers 128 × 128 tiles with 8 × 8 per invocation (fastest on lavapipe,
     /// benches/NOTES.md); elsewhere [`GemmConfig::DEFAULT`].
