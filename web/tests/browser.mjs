@@ -113,7 +113,7 @@ try {
 
   // 1. Adapter.
   const [init, initError] = await settled(page, "adapter", 2);
-  check(!initError, `adapter found ${initError ?? ""}`);
+  check(!initError, initError ? `adapter found: ${initError}` : "adapter found");
   if (initError) throw new Error(initError);
   const a = init.adapter;
   const limits = Object.fromEntries(a.limits);
@@ -129,7 +129,7 @@ try {
   );
   check(tuneWaits, "the autotuner's button waits for the kernel suite");
   const [suite, suiteError] = await settled(page, "suite", 15);
-  check(!suiteError, `suite ran ${suiteError ?? ""}`);
+  check(!suiteError, suiteError ? `suite ran: ${suiteError}` : "suite ran");
   const progress = await page.evaluate(() => window.ridgeState.suite_progress);
   check(
     progress && progress.done === progress.total && progress.total === 2 * (suite ?? []).length,
@@ -233,7 +233,10 @@ try {
   );
   await tuning.reload();
   const [reinit] = await settled(tuning, "adapter", 2);
-  check(reinit.tuning_warnings.length === 0, `stored table accepted on reload (${reinit.tuning_warnings})`);
+  check(
+    reinit.tuning_warnings.length === 0,
+    reinit.tuning_warnings.length ? `stored table accepted on reload (${reinit.tuning_warnings})` : "stored table accepted on reload",
+  );
   await tuning.evaluate((k) => localStorage.setItem(k, "{ not json"), tuned.key);
   await tuning.reload();
   const [corrupt] = await settled(tuning, "adapter", 2);
@@ -433,7 +436,7 @@ try {
   if (process.env.SCREENSHOT) await dash.screenshot({ path: process.env.SCREENSHOT }); // the README's
   check(
     status.roofline_points > 0,
-    `dashboard sweep plotted ${status.roofline_points} kernel runs (${status.sweep_error ?? "no error"})`,
+    `dashboard sweep plotted ${status.roofline_points} kernel run${status.roofline_points === 1 ? "" : "s"} (${status.sweep_error ?? "no error"})`,
   );
   // Runs stream in while the sweep goes on: the first one is plotted before the last is
   // measured, and more follow.
