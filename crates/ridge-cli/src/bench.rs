@@ -28,9 +28,10 @@ pub struct Args {
     /// rms_qmatmul_rope (prompts), kv_attention (decode up to 512 keys), kv_attention_split
     /// (longer), kv_attention_prefill (prompts), attention_causal (prompts from 1024 tokens:
     /// dense) (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B widths, Q4_1 weights). The Linear and
-    /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter has
-    /// `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium sweeps or when
-    /// named so do the norms, softmax, gelu, add and attention (the f16 encoder's kinds).
+    /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter
+    /// has `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium
+    /// sweeps or when named so do the norms, softmax, gelu, add and attention (the f16
+    /// encoder's kinds).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(sweep::OPS))]
     op: Vec<String>,
     /// Timed launches per case (median reported; 1 to 1000).
