@@ -228,6 +228,17 @@ fn predict(s: &Sample, overhead_s: f64, t: Terms) -> f64 {
     overhead_s + t.latency_s + s.roof_s / t.efficiency + t.depth_s * s.depth
 }
 
+/// A launch's work on the roof that bounds its kind, in seconds (`x / R`): its bytes at the
+/// bandwidth, or its FLOPs at the peak — the whole tiles' FLOPs where the sweep knew the
+/// kernel's tiling ([`OpCost::work_flops`]: 16 rows in 128-row tiles take 128 rows' time,
+/// as lavapipe's Linear layers of 16, 64 and 128 rows did, 7.8–8.0 ms each).
+fn on_roof(bound: Bound, cost: &OpCost, roof: &Ceilings) -> f64 {
+    match bound {
+        Bound::Memory => cost.bytes / roof.bandwidth,
+        Bound::Compute => cost.work_flops() / roof.peak_flops,
+    }
+}
+
 /// Whether a kind's fit takes the depth term: compute-bound, with a depth on its launches.
 fn with_depth(bound: Bound, samples: &[Sample]) -> bool {
     bound == Bound::Compute && samples.iter().any(|s| s.depth > 0.0)
@@ -262,13 +273,7 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
         .into_iter()
         .map(|(i, r)| {
             let sample = Sample {
-                roof_s: match bound {
-                    Bound::Memory => r.bytes / roof.bandwidth,
-                    // The whole tiles' work where the sweep knew the kernel's tiling: 16
-                    // rows in 128-row tiles take 128 rows' time (lavapipe's Linear layers of
-                    // 16, 64 and 128 rows: 7.8–8.0 ms each).
-                    Bound::Compute => r.cost().work_flops() / roof.peak_flops,
-                },
+                roof_s: on_roof(bound, &r.cost(), &roof),
                 depth: r.depth,
                 measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
                 roofline_s: r.predicted_measured_ms * 1e-3,
@@ -392,10 +397,7 @@ impl Calibration {
     ) -> Option<f64> {
         let k = self.kinds.iter().find(|k| k.op == op && k.dtype == dtype)?;
         let (roof, _) = report.measured.roof_for(op, dtype == "f16");
-        let roof_s = match k.bound {
-            Bound::Memory => cost.bytes / roof.bandwidth,
-            Bound::Compute => cost.work_flops() / roof.peak_flops,
-        };
+        let roof_s = on_roof(k.bound, cost, &roof);
         Some(self.overhead_s + k.latency_s + roof_s / k.efficiency + k.depth_s * cost.depth)
     }
 }
