@@ -31,12 +31,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use ridge::core::{Context, DType, Tensor, profiler};
+use ridge::kernels::quant::QuantFormat;
 use ridge::kernels::{argmax, ceilings};
 use ridge::model::Ceilings;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
 use ridge::nn::llama::DecodeTimeline;
-use ridge::nn::llama::random::{prompt_ids as ids, smollm2_like};
+use ridge::nn::llama::random::{prompt_ids as ids, random_gguf, smollm2_like};
 use ridge::nn::llama::timeline::greedy_step;
 use ridge::nn::{KvCache, Llama, fetch};
 
@@ -44,6 +45,14 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
     let file = if let Some(path) = common::value("--gguf") {
         // A file of the caller's (on the GPU machine: the random GGUF llama.cpp runs too).
         FileBytes::open(Path::new(&path)).unwrap_or_else(|e| common::fail(&format!("--gguf: {e}")))
+    } else if let Some(name) = common::value("--preset").filter(|_| random) {
+        let shape = ridge::model::decoder::DecoderShape::preset(&name)
+            .unwrap_or_else(|| common::fail(&format!("--preset {name}: no such decoder preset")));
+        let config = ridge::nn::llama::LlamaConfig::from_shape(&shape);
+        FileBytes::from_bytes(
+            Path::new("random"),
+            random_gguf(&config, QuantFormat::Q4_1, QuantFormat::Q8_0, 7),
+        )
     } else if random {
         FileBytes::from_bytes(Path::new("random"), smollm2_like(7))
     } else {
@@ -115,6 +124,8 @@ per-op GPU time against the roofline's prediction).
 
 cargo bench --bench generate -- [options]
   --random-weights       a GGUF of SmolLM2's shape and formats with seeded random weights (no download)
+  --preset NAME          with --random-weights: another decoder's shape (`ridge predict`'s presets,
+                         e.g. smollm2-1.7b, llama-3.2-1b), Q4_1 linear weights, Q8_0 embedding
   --gguf FILE            a GGUF file of the caller's instead of the cached real one
   --f16                  f16 activations and KV cache (tensor cores for prompts where present)
   --prompts 128,1024     prompt lengths (prefill; the longest is profiled op by op)
@@ -127,10 +138,20 @@ cargo bench --bench generate -- [options]
 fn main() {
     common::check_args(
         &["--random-weights", "--f16"],
-        &["--gguf", "--prompts", "--contexts", "--tokens", "--report"],
+        &[
+            "--gguf",
+            "--preset",
+            "--prompts",
+            "--contexts",
+            "--tokens",
+            "--report",
+        ],
         HELP,
     );
     let random = common::flag("--random-weights");
+    if common::value("--preset").is_some() && !random {
+        common::fail("--preset takes --random-weights (a file's own shape is its shape)");
+    }
     let dtype = if common::flag("--f16") {
         DType::F16
     } else {
@@ -157,7 +178,8 @@ fn main() {
         ));
     }
     println!(
-        "SmolLM2-135M on {} ({}, {dtype} activations), weights {:.1} MB loaded in {:.2} s",
+        "{} on {} ({}, {dtype} activations), weights {:.1} MB loaded in {:.2} s",
+        common::value("--preset").unwrap_or_else(|| "SmolLM2-135M".into()),
         ctx.describe(),
         match common::value("--gguf") {
             Some(path) => path,

@@ -21,8 +21,12 @@ Times y = x·Wᵀ for one row of x and a quantized W (Q8_0, Q4_0, Q4_1) of N row
   --launch 64/16/1,...     matrix-vector launch shapes to compare, each wg/tpr/rpt (invocations
                            a workgroup / sharing a row of W / rows of W an invocation), a
                            trailing w for lanes taking quant words instead of blocks
-                           (256/64/4w); default: the shape Ridge chooses
+                           (256/64/4w), a trailing q for x rounded to 8 bits and integer
+                           dot products (256/64/4q); default: the shape Ridge chooses
   --f16                    f16 activations (needs shader-f16)
+  --hot                    one copy of each matrix, reread from the GPU's cache where it fits
+                           (default: launches cycle through copies that together pass 128 MiB,
+                           as a forward streams each layer's weights once)
   --repeats 20             timed launches per product and round (the median of the fastest
                            of three interleaved rounds is reported)";
 
@@ -38,9 +42,13 @@ fn parse_pair(s: &str, sep: char, what: &str, form: &str, parts: usize) -> Vec<u
     }
 }
 
+/// Bytes of weight copies a product's launches cycle through (without `--hot`): past the
+/// H200's 50 MB L2 and any GPU's cache.
+const COLD_BYTES: usize = 128 << 20;
+
 fn main() {
     common::check_args(
-        &["--f16"],
+        &["--f16", "--hot"],
         &["--sizes", "--shapes", "--launch", "--repeats"],
         HELP,
     );
@@ -63,6 +71,7 @@ fn main() {
         Some(s) => s
             .split(',')
             .map(|l| {
+                let (l, int8_x) = l.strip_suffix('q').map_or((l, false), |l| (l, true));
                 let (l, words) = l.strip_suffix('w').map_or((l, false), |l| (l, true));
                 let [wg, tpr, rpt] = parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] else {
                     unreachable!("three parts")
@@ -72,6 +81,7 @@ fn main() {
                     tpr: tpr as u32,
                     rpt: rpt as u32,
                     words,
+                    int8_x,
                 };
                 if !shape.runs(false) {
                     eprintln!("--launch {l}: {}", MatvecShape::RULE);
@@ -111,18 +121,38 @@ fn main() {
             .collect();
         for format in QuantFormat::ALL {
             let bytes = quantize(format, &values).expect("q");
-            let w = std::rc::Rc::new(QuantMatrix::upload(&ctx, format, n, k, &bytes).expect("w"));
+            let copies = if common::flag("--hot") {
+                1
+            } else {
+                (COLD_BYTES.div_ceil(bytes.len())).max(1)
+            };
+            let w: std::rc::Rc<Vec<QuantMatrix>> = std::rc::Rc::new(
+                (0..copies)
+                    .map(|_| QuantMatrix::upload(&ctx, format, n, k, &bytes).expect("w"))
+                    .collect(),
+            );
             for &launch in &launches {
                 cases.push((n, k, format, launch, xt.clone(), w.clone(), y.clone()));
             }
         }
     }
     const ROUNDS: usize = 3;
+    println!(
+        "{}",
+        if common::flag("--hot") {
+            "one copy of each matrix (reread from cache where it fits)"
+        } else {
+            "launches cycle through copies of each matrix (together past 128 MiB: cold weights)"
+        }
+    );
     let mut best = vec![f64::INFINITY; cases.len()];
     for _ in 0..ROUNDS {
         for (i, (_, _, _, launch, x, w, y)) in cases.iter().enumerate() {
+            let next = std::cell::Cell::new(0);
             let run = |ctx: &ridge::core::Context| {
-                MatvecShape::forced(*launch, || QMatmul::new(1).run(ctx, x, w, y))
+                let copy = &w[next.get() % w.len()];
+                next.set(next.get() + 1);
+                MatvecShape::forced(*launch, || QMatmul::new(1).run(ctx, x, copy, y))
             };
             let start = std::time::Instant::now();
             while start.elapsed().as_secs_f64() < 0.005 {
@@ -134,9 +164,14 @@ fn main() {
         }
     }
     for ((n, k, format, launch, _, w, _), ms) in cases.iter().zip(best) {
-        let shape = launch
-            .unwrap_or_else(|| MatvecShape::for_product(*n, k / BLOCK, *format, dtype, false));
-        let words = if shape.words { "w" } else { "" };
+        let shape = launch.unwrap_or_else(|| {
+            MatvecShape::for_product(&ctx, *n, k / BLOCK, *format, dtype, false)
+        });
+        let words = match (shape.words, shape.int8_x) {
+            (true, _) => "w",
+            (false, true) => "q",
+            (false, false) => "",
+        };
         let label = format!(
             "{n}×{k} {format} {}/{}/{}{words}",
             shape.wg, shape.tpr, shape.rpt
@@ -149,7 +184,7 @@ fn main() {
         let gbps = bytes / (ms * 1e-3) / 1e9;
         println!(
             "  {label:<28} {ms:.4} ms, {:>6.2} MB packed, {gbps:>5.0} GB/s = {:.2}× copy",
-            w.bytes() as f64 / 1e6,
+            w[0].bytes() as f64 / 1e6,
             gbps / m.bandwidth_gbps
         );
     }

@@ -12,6 +12,12 @@
 //   (two for Q8_0).
 //   With WORDS a lane takes one quant word of a block at a time (4 or 8 weights), so that
 //   neighbouring lanes read neighbouring values of x.
+//   With INT8X (one row of x) the workgroup first rounds x's blocks to 8 bits in workgroup
+//   memory (ggml's Q8_0 rounding: d = max|x|/127, q = round(x/d)), and each block's product
+//   is d_w·d_x·Σ q_w·q_x by packed 4 × 8-bit integer dot products (dot4I8Packed: one
+//   instruction for four weights where the float path spends about four a weight), as
+//   llama.cpp's integer matrix-vector kernels do. The only rounding beyond the float path's
+//   is x's: at most d_x/2 a value.
 // matmul (prefill): BM × 64 tiles of y (BM = 64, or 32 where 64-row tiles would leave a
 //   large GPU's units idle), one block of K (32) per step: x's tile and W's dequantized
 //   tile staged in workgroup memory, a 4 × 4 register tile per invocation.
@@ -41,7 +47,8 @@
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG, BM,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
 // matvec invocation, with MROWS = 1), WORDS (with MROWS = 1: a row's lanes take its quant
-// words instead of its blocks), SGL (lanes of a row summed by subgroup shuffles: a power of
+// words instead of its blocks), INT8X and XB (with MROWS = 1 and not WORDS: x rounded to 8
+// bits, XB = K / 32 blocks of it in workgroup memory; XB = 1 otherwise), SGL (lanes of a row summed by subgroup shuffles: a power of
 // two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
 // rope_store, //@ROW_SHUFFLE the shuffles.
 
@@ -135,6 +142,29 @@ fn block_weights(b: u32) -> array<vec4<f32>, 8> {
     return w;
 }
 
+// Σ w·x over block b of W and a block of x rounded to 8 bits (INT8X): its packed values (words
+// 0–3 in xa, 4–7 in xb: values 4i..4i+3 in word i), and (d_x, d_x·Σ q_x). Q4 nibbles are 0–15,
+// the same as signed bytes, so Q4_0's −8 is taken once from Σ q_x.
+fn block_dot_i8(xa: vec4<u32>, xb: vec4<u32>, xs: vec2<f32>, b: u32) -> f32 {
+    let sm = scale_min(b);
+    var lo: vec4<u32>;
+    var hi: vec4<u32>;
+    if FORMAT == 0u {
+        lo = quants[2u * b];
+        hi = quants[2u * b + 1u];
+    } else {
+        let q = quants[b];
+        lo = q & vec4<u32>(0x0F0F0F0Fu);
+        hi = (q >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+    }
+    let qx = dot4I8Packed(lo.x, xa.x) + dot4I8Packed(lo.y, xa.y) + dot4I8Packed(lo.z, xa.z)
+        + dot4I8Packed(lo.w, xa.w) + dot4I8Packed(hi.x, xb.x) + dot4I8Packed(hi.y, xb.y)
+        + dot4I8Packed(hi.z, xb.z) + dot4I8Packed(hi.w, xb.w);
+    let v = xs.x * f32(qx);
+    if FORMAT == 1u { return sm.x * (v - 8.0 * xs.y); }
+    return sm.x * v + sm.y * xs.y;
+}
+
 fn silu(v: f32) -> f32 {
     return v / (1.0 + exp(-v));
 }
@@ -160,6 +190,40 @@ const ROWS_WG: u32 = (WG / TPR) * RPT;
 var<workgroup> partial: array<f32, MROWS * RPT * WG>;
 // NORM: partial Σ x² of each row of x, [row of x][invocation].
 var<workgroup> squares: array<f32, MROWS * WG>;
+// INT8X: x's blocks rounded to 8 bits (two vec4s of packed values a block), their (d, d·Σ q)
+// and, for NORM, their Σ x² (before γ).
+var<workgroup> x8: array<vec4<u32>, 2u * XB>;
+var<workgroup> x8_scale: array<vec2<f32>, XB>;
+var<workgroup> x8_squares: array<f32, XB>;
+
+// INT8X's prologue: block b of row `row` of x (times γ under NORM) rounded to 8 bits.
+fn round_x_block(row: u32, b: u32) {
+    var v: array<vec4<f32>, 8>;
+    var amax = 0.0;
+    var ss = 0.0;
+    for (var j = 0u; j < 8u; j++) {
+        let raw = vec4<f32>(x[row * (p.k / 4u) + b * 8u + j]);
+        ss += dot(raw, raw);
+        v[j] = raw;
+        if NORM { v[j] *= vec4<f32>(gamma[b * 8u + j]); }
+        let a = abs(v[j]);
+        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    // A block of zeros (or of values too small for 127/amax) rounds to zeros.
+    let inv = select(0.0, 127.0 / amax, amax > 1e-30);
+    var words: array<u32, 8>;
+    var sum = 0;
+    for (var j = 0u; j < 8u; j++) {
+        let q = vec4<i32>(round(v[j] * inv));
+        sum += q.x + q.y + q.z + q.w;
+        words[j] = pack4xI8Clamp(q);
+    }
+    x8[2u * b] = vec4<u32>(words[0], words[1], words[2], words[3]);
+    x8[2u * b + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
+    let d = amax / 127.0;
+    x8_scale[b] = vec2<f32>(d, d * f32(sum));
+    if NORM { x8_squares[b] = ss; }
+}
 
 // Block `kb` of row `row` of x (times γ under NORM), its Σ x² (before γ) and, for Q4_1, the
 // sum of its values (after γ).
@@ -196,7 +260,24 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     var ss: array<f32, MROWS>;
     for (var i = 0u; i < MROWS * RPT; i++) { acc[i] = 0.0; }
     for (var i = 0u; i < MROWS; i++) { ss[i] = 0.0; }
-    if MROWS == 1u && WORDS {
+    if INT8X {
+        for (var b = lid; b < p.blocks; b += WG) { round_x_block(m0, b); }
+        workgroupBarrier();
+    }
+    if MROWS == 1u && INT8X {
+        for (var b = lane; b < p.blocks; b += TPR) {
+            // x's block once from workgroup memory, dotted with RPT rows of W (rows past N
+            // read row N − 1, as below).
+            let xa = x8[2u * b];
+            let xb = x8[2u * b + 1u];
+            let xs = x8_scale[b];
+            if NORM { ss[0] += x8_squares[b]; }
+            for (var j = 0u; j < RPT; j++) {
+                let n = min(base + r * RPT + j, p.n - 1u);
+                acc[j] += block_dot_i8(xa, xb, xs, n * p.blocks + b);
+            }
+        }
+    } else if MROWS == 1u && WORDS {
         // Lanes take a row's quant words, not whole blocks: neighbouring lanes read
         // neighbouring vec4s of x (a warp's loads of x touch 4–8 cache lines, not 32 as with a
         // block a lane). Word i of block b: Q8_0 weights 4i..4i+3 (x's vec4 8b + i); Q4

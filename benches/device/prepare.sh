@@ -20,9 +20,10 @@ cp "$(ls -t target/release/deps/attention-* | grep -v '\.d$' | head -1)" .devbin
 cp "$(ls -t target/release/deps/transpose-* | grep -v '\.d$' | head -1)" .devbin/transpose
 cp "$(ls -t target/release/deps/registers-* | grep -v '\.d$' | head -1)" .devbin/registers
 cp "$(ls -t target/release/deps/generate-* | grep -v '\.d$' | head -1)" .devbin/generate
+cp "$(ls -t target/release/deps/qmatvec-* | grep -v '\.d$' | head -1)" .devbin/qmatvec
 cp "$gpu_test" .devbin/gpu-tests
-strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/gpu-tests
-cp benches/device/sweep.sh benches/device/decode.sh benches/device/decode_ab.sh benches/device/peers.sh benches/device/encoder.sh benches/device/encoder_ab.sh benches/device/calibration.sh benches/device/kernel_ab.sh benches/device/repeat.sh \
+strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/qmatvec .devbin/gpu-tests
+cp benches/device/sweep.sh benches/device/decode.sh benches/device/decode_ab.sh benches/device/peers.sh benches/device/encoder.sh benches/device/encoder_ab.sh benches/device/calibration.sh benches/device/kernel_ab.sh benches/device/repeat.sh benches/device/int8_ab.sh \
   benches/device/setup.sh benches/device/smollm2_torch.py benches/device/minilm_torch.py \
   benches/device/ratios.py ../shared/device/random_gguf.py .devbin/
 du -sh .devbin .gl

@@ -64,7 +64,7 @@ fn check(
     let want = op.reference(&xv, &wf, n, k, &y_old);
     let bounds = op.error_bounds(
         dtype,
-        op.on_tensor_cores(ctx, dtype, &w),
+        op.rounding(ctx, dtype, &w),
         &xv,
         &mag,
         n,
@@ -96,6 +96,8 @@ fn every_format_both_kernels_odd_shapes() {
                     // Past MATVEC_WIDE_N rows: four rows of W an invocation, a ragged last
                     // workgroup.
                     (1, ridge::kernels::qmatmul::MATVEC_WIDE_N + 3, 64),
+                    // Wide enough for x rounded to 8 bits, on GPUs (see the bounds' rounding).
+                    (1, ridge::kernels::qmatmul::MATVEC_WIDE_N + 3, 2048),
                     (3, 130, 96),
                     (MATVEC_ROWS + 1, 67, 160),
                     (MATVEC_MAX_M, 50, 64),
@@ -153,6 +155,7 @@ fn every_quant_code_decodes_exactly() {
                     tpr: 64,
                     rpt: 4,
                     words: true,
+                    int8_x: false,
                 });
                 for (m, columns, shape) in [
                     (1, vec![0, 17, 63], None),
@@ -194,25 +197,30 @@ fn every_quant_code_decodes_exactly() {
 #[test]
 fn every_matvec_launch_shape() {
     // The launch shapes Ridge chooses among for one row of x (invocations a workgroup /
-    // sharing a row of W / rows of W an invocation), each on K of 1, 7 and 37 blocks (fewer
-    // blocks than lanes, a ragged last stride) and N of 1, 13 and 261 (ragged last
+    // sharing a row of W / rows of W an invocation, lanes on words, x rounded to 8 bits), each
+    // on K of 1, 7 and 37 blocks (fewer blocks than lanes, a ragged last stride; with x
+    // rounded, fewer blocks than invocations and more) and N of 1, 13 and 261 (ragged last
     // workgroups), plain, with the residual and gated (normed: the RMSNorm test).
     on_every_adapter("qmatvec_launch_shapes", |ctx| {
         let mut seed = 300;
         let shapes = [
-            (64, 16, 1, false),
-            (64, 16, 4, true),
-            (256, 256, 4, false),
-            (256, 64, 2, true),
-            (256, 64, 4, true),
-            (128, 32, 1, false),
+            (64, 16, 1, false, false),
+            (64, 16, 4, true, false),
+            (256, 256, 4, false, false),
+            (256, 64, 2, true, false),
+            (256, 64, 4, true, false),
+            (128, 32, 1, false, false),
+            (256, 64, 4, false, true),
+            (64, 16, 1, false, true),
+            (32, 4, 2, false, true),
         ];
-        for (wg, tpr, rpt, words) in shapes {
+        for (wg, tpr, rpt, words, int8_x) in shapes {
             let shape = Some(MatvecShape {
                 wg,
                 tpr,
                 rpt,
                 words,
+                int8_x,
             });
             for format in QuantFormat::ALL {
                 for (n, k) in [(1, 32), (13, 224), (261, 1184)] {
@@ -235,7 +243,10 @@ fn every_matvec_launch_shape() {
                             .map_err(|e| {
                                 Error::invalid(
                                     "qmatvec",
-                                    format!("launch {wg}/{tpr}/{rpt} words {words}: {e}"),
+                                    format!(
+                                        "launch {wg}/{tpr}/{rpt} words {words} int8 x \
+                                         {int8_x}: {e}"
+                                    ),
                                 )
                             })?;
                     }
@@ -256,11 +267,66 @@ fn every_matvec_launch_shape() {
             tpr: 64,
             rpt: 1,
             words: false,
+            int8_x: false,
         });
         let refused = MatvecShape::forced(one_row, || glu.run(ctx, &x, &w, &y));
         expect_err("unpaired rows", refused, |e| {
             matches!(e, Error::InvalidArgument { .. })
         })?;
+        Ok(())
+    });
+}
+
+/// x rounded to 8 bits (ggml's Q8_0 rounding, integer dot products) against the exact product,
+/// on blocks that trap a rounding: all zeros, one spike among small values (they round to 0),
+/// values too small for 127 / max|x|, a block of equal values, negative maxima; every format,
+/// both launch widths, f32 and f16.
+#[test]
+fn int8_activations_within_their_bound() {
+    on_every_adapter("qmatvec_int8_x", |ctx| {
+        let mut seed = 900;
+        let k = 7 * 32;
+        let mut xs = random(17, k, -1.0, 1.0);
+        xs[32..64].iter_mut().for_each(|v| *v = 0.0);
+        xs[64..96].iter_mut().for_each(|v| *v *= 0.01);
+        xs[70] = 1000.0;
+        xs[96..128].iter_mut().for_each(|v| *v *= 1e-32);
+        xs[128..160].iter_mut().for_each(|v| *v = -0.375);
+        xs[160..192].iter_mut().for_each(|v| *v = -v.abs() * 3.0);
+        for dtype in dtypes(ctx) {
+            for format in QuantFormat::ALL {
+                for (wg, tpr, rpt, n) in [(64, 16, 1, 45), (256, 64, 4, 4099)] {
+                    seed += 1;
+                    let shape = Some(MatvecShape {
+                        wg,
+                        tpr,
+                        rpt,
+                        words: false,
+                        int8_x: true,
+                    });
+                    let bytes = weights(format, n, k, seed, 20.0);
+                    let w = QuantMatrix::upload(ctx, format, n, k, &bytes)?;
+                    let wf = quant::dequantize(format, &bytes)?;
+                    let mag = qmatmul::weight_magnitudes(format, &bytes)?;
+                    let (x, xv) = upload(ctx, &xs, &[1, k], dtype)?;
+                    let y = poisoned(ctx, &[1, n], dtype)?;
+                    let op = QMatmul::new(1);
+                    let rounding = MatvecShape::forced(shape, || {
+                        op.run(ctx, &x, &w, &y)?;
+                        Ok::<_, Error>(op.rounding(ctx, dtype, &w))
+                    })?;
+                    if rounding != qmatmul::OperandRounding::Int8X {
+                        return Err(Error::invalid("int8 x", format!("rounding {rounding:?}")));
+                    }
+                    let got = block(y.to_f32(ctx))?;
+                    let want = op.reference(&xv, &wf, n, k, &[]);
+                    let bounds = op.error_bounds(dtype, rounding, &xv, &mag, n, k, &[], &want);
+                    assert_close("int8 x", &got, &want, |i| bounds[i]).map_err(|e| {
+                        Error::invalid("int8 x", format!("{format} {wg}/{tpr}/{rpt} {dtype}: {e}"))
+                    })?;
+                }
+            }
+        }
         Ok(())
     });
 }
@@ -410,6 +476,17 @@ fn rms_norm_prologue_matches_norm_then_product() {
                         tpr,
                         rpt,
                         words: rpt > 1,
+                        int8_x: false,
+                    })
+                };
+                // x rounded to 8 bits after γ, its Σ x² taken before.
+                let int8 = |wg, tpr, rpt| {
+                    Some(MatvecShape {
+                        wg,
+                        tpr,
+                        rpt,
+                        words: false,
+                        int8_x: true,
                     })
                 };
                 for (m, glu, k, n, forced) in [
@@ -418,6 +495,8 @@ fn rms_norm_prologue_matches_norm_then_product() {
                     (1, false, 1120, 75, launch(256, 256, 4)),
                     (1, true, 1120, 134, launch(256, 64, 2)),
                     (1, false, 96, 75, launch(128, 32, 1)),
+                    (1, false, 1120, 75, int8(256, 64, 4)),
+                    (1, true, 96, 134, int8(64, 16, 1)),
                     (3, true, 96, 134, None),
                     (MATVEC_ROWS + 1, false, 1120, 75, None),
                     (40, true, 96, 134, None),
@@ -460,16 +539,8 @@ fn rms_norm_prologue_matches_norm_then_product() {
                         ..op
                     };
                     let want = plain.reference(&xn, &wf, n, k, &[]);
-                    let bounds = plain.error_bounds(
-                        dtype,
-                        op.on_tensor_cores(ctx, dtype, &w),
-                        &xn,
-                        &mag,
-                        n,
-                        k,
-                        &[],
-                        &want,
-                    );
+                    let rounding = MatvecShape::forced(forced, || op.rounding(ctx, dtype, &w));
+                    let bounds = plain.error_bounds(dtype, rounding, &xn, &mag, n, k, &[], &want);
                     let eps = ridge::kernels::check::gamma(k) + 8.0 * ridge::kernels::check::U32;
                     // Gated outputs are products of two scaled dots: twice the relative error.
                     let rel = if glu { 2.5 * eps } else { eps };
@@ -499,12 +570,21 @@ fn qkv_product_with_rope_in_its_epilogue() {
         let mut seed = 500;
         for dtype in dtypes(ctx) {
             for format in QuantFormat::ALL {
-                // SmolLM2's heads (9 over 3 of 64) at decode and in a prefill past the
-                // matrix-vector kernel; a small odd layout (3 over 1 of 8).
-                for (m, nh, nkv, dh, pos0, norm) in [
-                    (1, 9, 3, 64, 37, true),
-                    (5, 3, 1, 8, 0, false),
-                    (MATVEC_MAX_M + 3, 9, 3, 64, 4, true),
+                // SmolLM2's heads (9 over 3 of 64) at decode (also with x rounded to 8 bits)
+                // and in a prefill past the matrix-vector kernel; a small odd layout (3 over 1
+                // of 8).
+                let int8 = Some(MatvecShape {
+                    wg: 64,
+                    tpr: 16,
+                    rpt: 1,
+                    words: false,
+                    int8_x: true,
+                });
+                for (m, nh, nkv, dh, pos0, norm, forced) in [
+                    (1, 9, 3, 64, 37, true, None),
+                    (1, 9, 3, 64, 37, true, int8),
+                    (5, 3, 1, 8, 0, false, None),
+                    (MATVEC_MAX_M + 3, 9, 3, 64, 4, true, None),
                 ] {
                     seed += 1;
                     let k = 96;
@@ -533,7 +613,9 @@ fn qkv_product_with_rope_in_its_epilogue() {
                         kv_heads: nkv,
                         pos0,
                     };
-                    op.run_fused(ctx, &x, norm.then_some((&g, 1e-5)), Some(&append), &w, &q)?;
+                    MatvecShape::forced(forced, || {
+                        op.run_fused(ctx, &x, norm.then_some((&g, 1e-5)), Some(&append), &w, &q)
+                    })?;
                     // The reference: (norm), the product, then RoPE on adjacent pairs.
                     let xn = if norm {
                         ridge::kernels::Norm {
@@ -548,16 +630,8 @@ fn qkv_product_with_rope_in_its_epilogue() {
                     };
                     let plain = QMatmul::new(m);
                     let qkv = plain.reference(&xn, &wf, n, k, &[]);
-                    let bounds = plain.error_bounds(
-                        dtype,
-                        op.on_tensor_cores(ctx, dtype, &w),
-                        &xn,
-                        &mag,
-                        n,
-                        k,
-                        &[],
-                        &qkv,
-                    );
+                    let rounding = MatvecShape::forced(forced, || op.rounding(ctx, dtype, &w));
+                    let bounds = plain.error_bounds(dtype, rounding, &xn, &mag, n, k, &[], &qkv);
                     let rope = RopeQkv {
                         tokens: m,
                         heads: nh,
@@ -662,7 +736,8 @@ fn weights_past_f16_range_stay_off_the_tensor_cores() {
                 let got = block(y.to_f32(ctx))?;
                 let want = op.reference(&xv, &wf, n, k, &[]);
                 let mag = qmatmul::weight_magnitudes(format, &bytes)?;
-                let bounds = op.error_bounds(dtype, false, &xv, &mag, n, k, &[], &want);
+                let rounding = op.rounding(ctx, dtype, &w);
+                let bounds = op.error_bounds(dtype, rounding, &xv, &mag, n, k, &[], &want);
                 assert_close("out-of-range weights", &got, &want, |i| bounds[i])?;
             }
         }

@@ -44,6 +44,8 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
         .u32("MROWS", 1)
         .u32("RPT", 1)
         .bool("WORDS", false)
+        .bool("INT8X", false)
+        .u32("XB", 1)
         .u32("BM", TILE_SHORT as u32),
         params: Params::new()
             .u(launch::fits_u32(name, "ids", ids.numel())?)

@@ -4,7 +4,7 @@
 
 use ridge_core::{Context, DType};
 
-use crate::quant::QuantFormat;
+use crate::quant::{BLOCK, QuantFormat};
 
 /// Rows of `W` a matrix-vector invocation takes at once for one row of `x`, from
 /// [`MATVEC_WIDE_N`] rows of `W` on: `x`'s block loaded once for all of them, and that many
@@ -13,6 +13,12 @@ pub const MATVEC_RPT: usize = 4;
 /// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation (see
 /// [`MatvecShape::for_product`]).
 pub const MATVEC_WIDE_N: usize = 4096;
+/// Blocks of a row (K / 32) from which a product of [`MATVEC_WIDE_N`] rows or more rounds `x`
+/// to 8 bits on a GPU (see [`MatvecShape::for_product`]): K ≥ 2048.
+pub const INT8_MIN_BLOCKS: usize = 64;
+/// Lanes a row with `x` rounded to 8 bits: 32 rows a workgroup of 256, so that each
+/// workgroup's rounding of `x` serves 32 rows.
+pub const INT8_TPR: u32 = 32;
 /// Invocations per workgroup of the gather kernel and of the matrix-vector kernel for short
 /// prompts and narrow products.
 pub(super) const WG: u32 = 64;
@@ -34,6 +40,12 @@ pub struct MatvecShape {
     /// Lanes take a row's quant words (4 or 8 a block) instead of whole blocks, so that
     /// neighbouring lanes read neighbouring values of `x`.
     pub words: bool,
+    /// `x` rounded to 8 bits in blocks of 32 (ggml's Q8_0 rounding: `d = max|x| / 127`) in
+    /// workgroup memory first, and each block's product taken by packed 4 × 8-bit integer dot
+    /// products (WGSL's `dot4I8Packed`, as llama.cpp's integer matrix-vector kernels do): an
+    /// error of at most `d / 2` a value of `x` ([`super::QMatmul::error_bounds`]), and
+    /// `K / 32` × 44 bytes of workgroup memory. Lanes on blocks only (not `words`).
+    pub int8_x: bool,
 }
 
 thread_local! {
@@ -59,10 +71,18 @@ impl MatvecShape {
         f()
     }
 
+    /// Workgroup memory of this launch over rows of `k` values: the lanes' partial sums and
+    /// Σ x², and with [`MatvecShape::int8_x`] the rounded `x` (44 bytes a block of 32: 32
+    /// values, d, d·Σ q and Σ x²), in bytes.
+    pub fn shared_bytes(&self, k: usize) -> usize {
+        let x_blocks = if self.int8_x { k / BLOCK } else { 1 };
+        4 * (self.rpt as usize + 1) * self.wg as usize + 44 * x_blocks
+    }
+
     /// What [`MatvecShape::runs`] asks, in words.
     pub const RULE: &str = "tpr must be a power of two dividing wg (at most 256), rpt 1 to 8, \
-                            and a workgroup must hold an even number of rows where the \
-                            epilogue pairs them";
+                            a workgroup must hold an even number of rows where the epilogue \
+                            pairs them, and lanes on words cannot take x rounded to 8 bits";
 
     /// Whether the kernel runs this shape ([`MatvecShape::RULE`]); `paired` as in
     /// [`MatvecShape::for_product`].
@@ -73,6 +93,7 @@ impl MatvecShape {
             && self.wg.is_multiple_of(self.tpr)
             && (1..=8).contains(&self.rpt)
             && (!paired || (self.wg / self.tpr * self.rpt).is_multiple_of(2))
+            && !(self.words && self.int8_x)
     }
 
     /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row in
@@ -92,7 +113,18 @@ impl MatvecShape {
     /// products 0–11 % faster in place (run 123: gate/up 0.313 → 0.280 ms a token); with f16
     /// ones its O and down projections lost 8 % in place (though not alone), and Q8_0's
     /// eight words a block lost 0–5 % alone.
+    ///
+    /// From [`MATVEC_WIDE_N`] rows and [`INT8_MIN_BLOCKS`] blocks a row on, on a GPU (not a
+    /// CPU driver) whose workgroup memory holds it, `x` is rounded to 8 bits
+    /// ([`MatvecShape::int8_x`]) in workgroups of 256 with [`INT8_TPR`] lanes a row and
+    /// [`MATVEC_RPT`] rows an invocation. Measured on the H200 (benches/NOTES.md, runs 146–147,
+    /// weights cold): 8192² and a Llama-3-8B MLP's products 1.2–2.0× faster than the float
+    /// kernel (best of six launch shapes but at 4096 × 14336, 2 % behind 256/32/2); decode of
+    /// SmolLM2-1.7B's and Llama-3.2-1B's shapes 18–38 % faster; SmolLM2-135M's products
+    /// (K = 576 or 1536) no faster in place, and its decode 3× slower on lavapipe, where every
+    /// workgroup's rounding of `x` is the CPU's work.
     pub fn for_product(
+        ctx: &Context,
         n: usize,
         blocks: usize,
         format: QuantFormat,
@@ -103,12 +135,27 @@ impl MatvecShape {
             return s;
         }
         let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
+        if n >= MATVEC_WIDE_N && blocks >= INT8_MIN_BLOCKS {
+            let int8 = Self {
+                wg: 256,
+                tpr: INT8_TPR,
+                rpt: MATVEC_RPT as u32,
+                words: false,
+                int8_x: true,
+            };
+            let fits = int8.shared_bytes(blocks * BLOCK)
+                <= ctx.limits().max_compute_workgroup_storage_size as usize;
+            if fits && ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu {
+                return int8;
+            }
+        }
         if n >= MATVEC_WIDE_N {
             return Self {
                 wg: 4 * lanes,
                 tpr: lanes,
                 rpt: MATVEC_RPT as u32,
                 words: false,
+                int8_x: false,
             };
         }
         let mut tpr = lanes;
@@ -120,6 +167,7 @@ impl MatvecShape {
             tpr,
             rpt: 1,
             words: format != QuantFormat::Q8_0 && dtype == DType::F32,
+            int8_x: false,
         }
     }
 }

@@ -28,7 +28,7 @@ mod gather;
 mod matvec;
 
 pub use gather::{gather_cost, gather_rows};
-pub use matvec::{MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
+pub use matvec::{INT8_MIN_BLOCKS, INT8_TPR, MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
 use matvec::{TPR, WG, lanes, shuffled_lanes};
 
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
@@ -51,6 +51,17 @@ const TILE_SHORT: usize = 32;
 /// 1 %; a threshold of 512 (short tiles for the 240- and 384-tile products too) lost 11 % at
 /// 512 tokens.
 const MIN_TILES: usize = 192;
+
+/// How a product rounds its operands before its f32 accumulation ([`QMatmul::rounding`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperandRounding {
+    /// Neither: the weights dequantized and `x` read as stored.
+    None,
+    /// Weights and normalized activations rounded to f16 for the tensor cores.
+    TensorCores,
+    /// `x` rounded to 8 bits in blocks of 32 ([`MatvecShape::int8_x`]).
+    Int8X,
+}
 
 /// `y = x·Wᵀ` with a quantized `W`, optionally accumulated into `y` or gated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +201,22 @@ impl QMatmul {
             .collect()
     }
 
+    /// How a launch of this product rounds its operands before the f32 accumulation (as
+    /// [`QMatmul::run`] would launch it on `ctx` now, a [`MatvecShape::forced`] shape
+    /// included).
+    pub fn rounding(&self, ctx: &Context, dtype: DType, w: &QuantMatrix) -> OperandRounding {
+        if self.on_tensor_cores(ctx, dtype, w) {
+            return OperandRounding::TensorCores;
+        }
+        let paired = self.glu || self.rope;
+        if self.m == 1
+            && MatvecShape::for_product(ctx, w.rows, w.cols / BLOCK, w.format, dtype, paired).int8_x
+        {
+            return OperandRounding::Int8X;
+        }
+        OperandRounding::None
+    }
+
     /// Per-element error bounds against [`QMatmul::reference`] (`want` its result). A dot
     /// product of K terms in f32 is within γ_{K+2}·Σ|x|·|w| (Higham, Lemma 3.1; +2 for the
     /// block scale's product and the sum of block partials), where `w_magnitude` is the
@@ -197,14 +224,16 @@ impl QMatmul {
     /// [`weight_magnitudes`]), plus the ggml dequantization's own rounding of `d·q + m` (u per
     /// weight). A residual adds u·|y_old|; SwiGLU propagates the gate's error through silu
     /// (|silu′| ≤ 1.1) times |up|, the up's through |silu(gate)|, and 4u of rounding (exp, add,
-    /// divide, multiply); the final rounding to the storage type is added last. On the tensor
-    /// cores (`tensor_cores`: [`QMatmul::on_tensor_cores`]) each term also carries the f16
-    /// rounding of its weight and of its normalized activation: 2u₁₆ (u₁₆ = 2⁻¹¹).
+    /// divide, multiply); the final rounding to the storage type is added last. `rounding`
+    /// ([`QMatmul::rounding`]): on the tensor cores each term also carries the f16 rounding of
+    /// its weight and of its normalized activation, 2u₁₆ (u₁₆ = 2⁻¹¹); with `x` rounded to 8
+    /// bits each value of a block moves by at most d/2 (d = max|x| / 127 over the block, round
+    /// to nearest; a few ulps more for d's own rounding), so a row gains Σ_blocks d/2·Σ|w|.
     #[allow(clippy::too_many_arguments)]
     pub fn error_bounds(
         &self,
         dtype: DType,
-        tensor_cores: bool,
+        rounding: OperandRounding,
         x: &[f32],
         w_magnitude: &[f32],
         n: usize,
@@ -213,19 +242,41 @@ impl QMatmul {
         want: &[f32],
     ) -> Vec<f64> {
         let u = crate::check::U32;
-        let rounding = if tensor_cores {
+        let f16_terms = if rounding == OperandRounding::TensorCores {
             2.0 * crate::check::U16
         } else {
             0.0
         };
-        let g = crate::check::gamma(k + 2) + u + rounding;
+        let g = crate::check::gamma(k + 2) + u + f16_terms;
+        // With x rounded to 8 bits: how far each block's values may move.
+        let x_moves: Vec<f64> = if rounding == OperandRounding::Int8X {
+            x.chunks(BLOCK)
+                .map(|b| {
+                    let amax = b.iter().fold(0.0f64, |m, v| m.max(v.abs() as f64));
+                    if amax > 1e-30 {
+                        amax / 127.0 * (0.5 + 1e-5)
+                    } else {
+                        amax
+                    }
+                })
+                .collect()
+        } else {
+            vec![]
+        };
         let err: Vec<f64> = (0..self.m * n)
             .map(|o| {
                 let (i, j) = (o / n, o % n);
                 let mag: f64 = (0..k)
                     .map(|c| (x[i * k + c].abs() * w_magnitude[j * k + c]) as f64)
                     .sum();
-                g * mag
+                let moved: f64 = x_moves
+                    .get(i * k / BLOCK..(i + 1) * k / BLOCK)
+                    .unwrap_or(&[])
+                    .iter()
+                    .zip(w_magnitude[j * k..(j + 1) * k].chunks(BLOCK))
+                    .map(|(d, ws)| d * ws.iter().map(|&v| v as f64).sum::<f64>())
+                    .sum();
+                g * (mag + moved) + moved
             })
             .collect();
         (0..want.len())
@@ -446,13 +497,14 @@ impl QMatmul {
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || rope.is_some();
         let shape = if self.m == 1 {
-            MatvecShape::for_product(n, k / BLOCK, w.format, x.dtype(), paired)
+            MatvecShape::for_product(ctx, n, k / BLOCK, w.format, x.dtype(), paired)
         } else {
             MatvecShape {
                 wg: WG,
                 tpr: TPR,
                 rpt: 1,
                 words: false,
+                int8_x: false,
             }
         };
         if !shape.runs(paired) {
@@ -460,6 +512,11 @@ impl QMatmul {
                 name,
                 format!("matrix-vector launch {shape:?}: {}", MatvecShape::RULE),
             ));
+        }
+        // x rounded to 8 bits: K / 32 blocks of it in workgroup memory.
+        let x_blocks = if shape.int8_x { k / BLOCK } else { 1 };
+        if shape.int8_x {
+            launch::check_workgroup(ctx, name, shape.wg, shape.shared_bytes(k) as u32)?;
         }
         let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
         let bm = if matvec || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
@@ -479,14 +536,14 @@ impl QMatmul {
             norm.is_some(),
             rope.is_some(),
             mrows,
-            (shape, sgl),
+            (shape, sgl, x_blocks),
             bm,
             coop,
         );
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows, (shape, sgl), bm, coop)| {
+            |&(dtype, format, residual, glu, norm, rope, mrows, (shape, sgl, xb), bm, coop)| {
                 let d = defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -504,6 +561,8 @@ impl QMatmul {
                 .u32("MROWS", mrows as u32)
                 .u32("RPT", shape.rpt)
                 .bool("WORDS", shape.words)
+                .bool("INT8X", shape.int8_x)
+                .u32("XB", xb as u32)
                 .u32("BM", bm as u32)
             },
         );
@@ -655,27 +714,36 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 norm,
                 rope,
             );
-            // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes), and
-            // short prompts'.
+            // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes, x's
+            // 8-bit blocks), and short prompts'.
             let wide = MATVEC_RPT as u32;
-            for (mrows, wg, tpr, rpt, sgl, words) in [
-                (1, WG, TPR, 1, 1, false),
-                (1, WG, TPR, 1, TPR, true),
-                (1, WG, 64, 1, 32, false),
-                (1, 256, 64, wide, 1, true),
-                (1, 256, 64, wide, 32, false),
-                (1, 256, 64, wide, 32, true),
-                (MATVEC_ROWS, WG, TPR, 1, 8, false),
+            for (mrows, wg, tpr, rpt, sgl, words, x_blocks) in [
+                (1, WG, TPR, 1, 1, false, 0),
+                (1, WG, TPR, 1, TPR, true, 0),
+                (1, WG, 64, 1, 32, false, 0),
+                (1, WG, TPR, 1, 1, false, 18),
+                (1, 256, 64, wide, 1, true, 0),
+                (1, 256, 64, wide, 32, false, 0),
+                (1, 256, 64, wide, 32, true, 0),
+                (1, 256, 64, wide, 32, false, 128),
+                (MATVEC_ROWS, WG, TPR, 1, 8, false, 0),
             ] {
                 let d = lanes(d.clone(), wg, tpr, sgl)
                     .u32("MROWS", mrows as u32)
                     .u32("RPT", rpt)
                     .bool("WORDS", words)
+                    .bool("INT8X", x_blocks > 0)
+                    .u32("XB", x_blocks.max(1))
                     .u32("BM", TILE_SHORT as u32);
                 v.push((&QMATMUL, "matvec", d));
             }
             let d = lanes(d, WG, TPR, 1);
-            let d = d.u32("MROWS", 1).u32("RPT", 1).bool("WORDS", false);
+            let d = d
+                .u32("MROWS", 1)
+                .u32("RPT", 1)
+                .bool("WORDS", false)
+                .bool("INT8X", false)
+                .u32("XB", 1);
             for bm in [TILE, TILE_SHORT] {
                 v.push((&QMATMUL, "matmul", d.clone().u32("BM", bm as u32)));
             }
