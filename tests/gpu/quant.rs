@@ -98,6 +98,7 @@ fn every_format_both_kernels_odd_shapes() {
                     (1, ridge::kernels::qmatmul::MATVEC_WIDE_N + 3, 64),
                     // Wide enough for x rounded to 8 bits, on GPUs (see the bounds' rounding).
                     (1, ridge::kernels::qmatmul::MATVEC_WIDE_N + 3, 2048),
+                    (1, 131, 2048),
                     (3, 130, 96),
                     (MATVEC_ROWS + 1, 67, 160),
                     (MATVEC_MAX_M, 50, 64),

@@ -103,6 +103,7 @@ pub struct Context {
     features: wgpu::Features,
     pipelines: PipelineCache,
     coop_f16: bool,
+    int8_dot: bool,
     placeholder: crate::Tensor,
     buffers: Arc<crate::pool::BufferPool>,
     pub(crate) recorder: Mutex<Recorder>,
@@ -264,6 +265,14 @@ impl Context {
                     && p.ab_type == wgpu::CooperativeScalarType::F16
                     && p.cr_type == wgpu::CooperativeScalarType::F32
             });
+        // naga implements WGSL's packed 4 × 8-bit dot products for every native backend; a
+        // browser says whether its WGSL has them.
+        #[cfg(target_arch = "wasm32")]
+        let int8_dot = instance()
+            .wgsl_language_features()
+            .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
+        #[cfg(not(target_arch = "wasm32"))]
+        let int8_dot = true;
         #[cfg(not(target_arch = "wasm32"))]
         let driver_cache = {
             let dir = options
@@ -295,6 +304,7 @@ impl Context {
             features,
             pipelines: PipelineCache::new(driver_cache, checks),
             coop_f16,
+            int8_dot,
             placeholder,
             buffers: Arc::default(),
             recorder: Mutex::new(Recorder::default()),
@@ -384,6 +394,12 @@ impl Context {
     /// needs.
     pub fn has_coop_f16(&self) -> bool {
         self.coop_f16
+    }
+    /// Whether WGSL's packed 4 × 8-bit integer dot products (`dot4I8Packed`, the language
+    /// feature `packed_4x8_integer_dot_product`) compile here: always natively (naga), where
+    /// the browser has them on the web.
+    pub fn has_int8_dot(&self) -> bool {
+        self.int8_dot
     }
     /// Whether WGSL subgroup operations are available.
     pub fn has_subgroups(&self) -> bool {

@@ -13,12 +13,9 @@ pub const MATVEC_RPT: usize = 4;
 /// Rows of `W` from which one row of `x` takes [`MATVEC_RPT`] rows an invocation (see
 /// [`MatvecShape::for_product`]).
 pub const MATVEC_WIDE_N: usize = 4096;
-/// Blocks of a row (K / 32) from which a product of [`MATVEC_WIDE_N`] rows or more rounds `x`
-/// to 8 bits on a GPU (see [`MatvecShape::for_product`]): K ≥ 2048.
+/// Blocks of a row (K / 32) from which a one-row product rounds `x` to 8 bits on a GPU (see
+/// [`MatvecShape::for_product`]): K ≥ 2048 (below it, SmolLM2-135M's products gained nothing).
 pub const INT8_MIN_BLOCKS: usize = 64;
-/// Lanes a row with `x` rounded to 8 bits: 32 rows a workgroup of 256, so that each
-/// workgroup's rounding of `x` serves 32 rows.
-pub const INT8_TPR: u32 = 32;
 /// Invocations per workgroup of the gather kernel and of the matrix-vector kernel for short
 /// prompts and narrow products.
 pub(super) const WG: u32 = 64;
@@ -114,15 +111,18 @@ impl MatvecShape {
     /// ones its O and down projections lost 8 % in place (though not alone), and Q8_0's
     /// eight words a block lost 0–5 % alone.
     ///
-    /// From [`MATVEC_WIDE_N`] rows and [`INT8_MIN_BLOCKS`] blocks a row on, on a GPU (not a
-    /// CPU driver) whose workgroup memory holds it, `x` is rounded to 8 bits
-    /// ([`MatvecShape::int8_x`]) in workgroups of 256 with [`INT8_TPR`] lanes a row and
-    /// [`MATVEC_RPT`] rows an invocation. Measured on the H200 (benches/NOTES.md, runs 146–147,
-    /// weights cold): 8192² and a Llama-3-8B MLP's products 1.2–2.0× faster than the float
-    /// kernel (best of six launch shapes but at 4096 × 14336, 2 % behind 256/32/2); decode of
+    /// From [`INT8_MIN_BLOCKS`] blocks a row on (K ≥ 2048), on a GPU (not a CPU driver) whose
+    /// WGSL has packed integer dot products ([`Context::has_int8_dot`]) and whose workgroup
+    /// memory holds it, `x` is rounded to 8 bits ([`MatvecShape::int8_x`]) in
+    /// workgroups of 256: 256/32/4 (32 rows a workgroup) from 8192 rows, 256/32/2 from 4096,
+    /// 256/64/2 below (so that a workgroup's rounding of `x` serves as many rows as keep
+    /// ~256 workgroups running). Measured on the H200 (benches/NOTES.md, runs 146–149, weights
+    /// cold; the first or within 3 % of the first of six to nine launch shapes for each):
+    /// 8192², 4096² and a Llama-3-8B MLP's products 1.2–2.0× faster than the float kernel,
+    /// SmolLM2-1.7B's down projection (2048 × 8192) 1.5–2.0×, 2048² 1.1–1.3×; decode of
     /// SmolLM2-1.7B's and Llama-3.2-1B's shapes 18–38 % faster; SmolLM2-135M's products
-    /// (K = 576 or 1536) no faster in place, and its decode 3× slower on lavapipe, where every
-    /// workgroup's rounding of `x` is the CPU's work.
+    /// (K = 576 or 1536) no faster, its decode 3× slower on lavapipe, where every workgroup's
+    /// rounding of `x` is the CPU's work.
     pub fn for_product(
         ctx: &Context,
         n: usize,
@@ -135,17 +135,23 @@ impl MatvecShape {
             return s;
         }
         let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
-        if n >= MATVEC_WIDE_N && blocks >= INT8_MIN_BLOCKS {
+        if blocks >= INT8_MIN_BLOCKS {
+            let (tpr, rpt) = match n {
+                8192.. => (32, 4),
+                MATVEC_WIDE_N.. => (32, 2),
+                _ => (64, 2),
+            };
             let int8 = Self {
                 wg: 256,
-                tpr: INT8_TPR,
-                rpt: MATVEC_RPT as u32,
+                tpr,
+                rpt,
                 words: false,
                 int8_x: true,
             };
             let fits = int8.shared_bytes(blocks * BLOCK)
                 <= ctx.limits().max_compute_workgroup_storage_size as usize;
-            if fits && ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu {
+            let gpu = ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu;
+            if fits && gpu && ctx.has_int8_dot() {
                 return int8;
             }
         }

@@ -28,7 +28,7 @@ mod gather;
 mod matvec;
 
 pub use gather::{gather_cost, gather_rows};
-pub use matvec::{INT8_MIN_BLOCKS, INT8_TPR, MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
+pub use matvec::{INT8_MIN_BLOCKS, MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
 use matvec::{TPR, WG, lanes, shuffled_lanes};
 
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
