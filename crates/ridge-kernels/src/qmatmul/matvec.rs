@@ -118,11 +118,12 @@ impl MatvecShape {
     /// 256/64/2 below (so that a workgroup's rounding of `x` serves as many rows as keep
     /// ~256 workgroups running). Measured on the H200 (benches/NOTES.md, runs 146–149, weights
     /// cold; the first or within 3 % of the first of six to nine launch shapes for each):
-    /// 8192², 4096² and a Llama-3-8B MLP's products 1.2–2.0× faster than the float kernel,
+    /// 8192², 4096² and a Llama-3-8B MLP's products 1.1–2.0× faster than the float kernel,
     /// SmolLM2-1.7B's down projection (2048 × 8192) 1.5–2.0×, 2048² 1.1–1.3×; decode of
-    /// SmolLM2-1.7B's and Llama-3.2-1B's shapes 18–38 % faster; SmolLM2-135M's products
-    /// (K = 576 or 1536) no faster, its decode 3× slower on lavapipe, where every workgroup's
-    /// rounding of `x` is the CPU's work.
+    /// SmolLM2-1.7B's and Llama-3.2-1B's shapes 1.5–1.7× faster; SmolLM2-135M's decode (K =
+    /// 576 or 1536) no faster with every product rounding `x` (its launch-bound products
+    /// ±5 %, its LM head 8–28 % faster, ~1 % of a token) and 3× slower on lavapipe, where every
+    /// workgroup's rounding of `x` is the CPU's work.
     pub fn for_product(
         ctx: &Context,
         n: usize,
