@@ -46,8 +46,16 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
         // A file of the caller's (on the GPU machine: the random GGUF llama.cpp runs too).
         FileBytes::open(Path::new(&path)).unwrap_or_else(|e| common::fail(&format!("--gguf: {e}")))
     } else if let Some(name) = common::value("--preset").filter(|_| random) {
-        let shape = ridge::model::decoder::DecoderShape::preset(&name)
-            .unwrap_or_else(|| common::fail(&format!("--preset {name}: no such decoder preset")));
+        let shape = ridge::model::decoder::DecoderShape::preset(&name).unwrap_or_else(|| {
+            let names: Vec<String> = ridge::model::decoder::DecoderShape::presets()
+                .into_iter()
+                .map(|p| p.name)
+                .collect();
+            common::fail(&format!(
+                "--preset {name}: no such decoder preset (presets: {})",
+                names.join(", ")
+            ))
+        });
         let config = ridge::nn::llama::LlamaConfig::from_shape(&shape);
         FileBytes::from_bytes(
             Path::new("random"),

@@ -36,7 +36,7 @@ fn parse_pair(s: &str, sep: char, what: &str, form: &str, parts: usize) -> Vec<u
     match v {
         Some(v) if v.len() == parts && v.iter().all(|&x| x > 0) => v,
         _ => {
-            eprintln!("{what} {s:?}: expected {form}, positive numbers");
+            eprintln!("{what}: expected {form}, positive numbers");
             std::process::exit(2);
         }
     }
@@ -56,7 +56,7 @@ fn main() {
         Some(s) => s
             .split(',')
             .map(|p| {
-                let [n, k] = parse_pair(p, 'x', "--shapes", "NxK", 2)[..] else {
+                let [n, k] = parse_pair(p, 'x', &format!("--shapes {p:?}"), "NxK", 2)[..] else {
                     unreachable!("two parts")
                 };
                 (n, k)
@@ -70,10 +70,15 @@ fn main() {
     let launches: Vec<Option<MatvecShape>> = match common::value("--launch") {
         Some(s) => s
             .split(',')
-            .map(|l| {
-                let (l, int8_x) = l.strip_suffix('q').map_or((l, false), |l| (l, true));
+            .map(|given| {
+                let (l, int8_x) = given
+                    .strip_suffix('q')
+                    .map_or((given, false), |l| (l, true));
                 let (l, words) = l.strip_suffix('w').map_or((l, false), |l| (l, true));
-                let [wg, tpr, rpt] = parse_pair(l, '/', "--launch", "wg/tpr/rpt", 3)[..] else {
+                let form = "wg/tpr/rpt with an optional w or q";
+                let [wg, tpr, rpt] =
+                    parse_pair(l, '/', &format!("--launch {given:?}"), form, 3)[..]
+                else {
                     unreachable!("three parts")
                 };
                 let shape = MatvecShape {
@@ -83,8 +88,15 @@ fn main() {
                     words,
                     int8_x,
                 };
+                if words && int8_x {
+                    eprintln!(
+                        "--launch {given:?}: lanes on quant words (w) cannot take x rounded to \
+                         8 bits (q); take one"
+                    );
+                    std::process::exit(2);
+                }
                 if !shape.runs(false) {
-                    eprintln!("--launch {l}: {}", MatvecShape::RULE);
+                    eprintln!("--launch {given:?}: {}", MatvecShape::RULE);
                     std::process::exit(2);
                 }
                 Some(shape)
