@@ -110,6 +110,7 @@ fn main() {
         DType::F32
     };
     let repeats = common::list("--repeats", &[20])[0];
+    let hot = common::flag("--hot");
     let ctx = common::context();
     let m = pollster::block_on(ceilings::measure(&ctx, 1 << 30, 5)).expect("ceilings");
     println!(
@@ -133,7 +134,7 @@ fn main() {
             .collect();
         for format in QuantFormat::ALL {
             let bytes = quantize(format, &values).expect("q");
-            let copies = if common::flag("--hot") {
+            let copies = if hot {
                 1
             } else {
                 (COLD_BYTES.div_ceil(bytes.len())).max(1)
@@ -151,7 +152,7 @@ fn main() {
     const ROUNDS: usize = 3;
     println!(
         "{}",
-        if common::flag("--hot") {
+        if hot {
             "one copy of each matrix (reread from cache where it fits)"
         } else {
             "launches cycle through copies of each matrix (together past 128 MiB: cold weights)"

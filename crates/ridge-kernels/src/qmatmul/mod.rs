@@ -208,13 +208,28 @@ impl QMatmul {
         if self.on_tensor_cores(ctx, dtype, w) {
             return OperandRounding::TensorCores;
         }
-        let paired = self.glu || self.rope;
-        if self.m == 1
-            && MatvecShape::for_product(ctx, w.rows, w.cols / BLOCK, w.format, dtype, paired).int8_x
-        {
+        if self.matvec_shape(ctx, dtype, w).int8_x {
             return OperandRounding::Int8X;
         }
         OperandRounding::None
+    }
+
+    /// The matrix-vector kernel's launch shape for this product of `W` with `x` in `dtype`:
+    /// [`MatvecShape::for_product`]'s (or the [`MatvecShape::forced`] one) for one row of `x`,
+    /// the short prompts' fixed shape for more. SwiGLU and RoPE epilogues take rows of W in
+    /// pairs within a workgroup.
+    fn matvec_shape(&self, ctx: &Context, dtype: DType, w: &QuantMatrix) -> MatvecShape {
+        if self.m == 1 {
+            let paired = self.glu || self.rope;
+            return MatvecShape::for_product(ctx, w.rows, w.cols / BLOCK, w.format, dtype, paired);
+        }
+        MatvecShape {
+            wg: WG,
+            tpr: TPR,
+            rpt: 1,
+            words: false,
+            int8_x: false,
+        }
     }
 
     /// Per-element error bounds against [`QMatmul::reference`] (`want` its result). A dot
@@ -495,18 +510,8 @@ impl QMatmul {
         let matvec = self.m <= MATVEC_MAX_M;
         let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
-        let paired = self.glu || rope.is_some();
-        let shape = if self.m == 1 {
-            MatvecShape::for_product(ctx, n, k / BLOCK, w.format, x.dtype(), paired)
-        } else {
-            MatvecShape {
-                wg: WG,
-                tpr: TPR,
-                rpt: 1,
-                words: false,
-                int8_x: false,
-            }
-        };
+        let paired = self.glu || self.rope;
+        let shape = self.matvec_shape(ctx, x.dtype(), w);
         if !shape.runs(paired) {
             return Err(Error::invalid(
                 name,
