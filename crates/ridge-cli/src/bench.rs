@@ -27,7 +27,11 @@ pub struct Args {
     /// rms_qmatvec_swiglu, rms_qmatvec_rope (decode), qmatmul, rms_qmatmul_swiglu,
     /// rms_qmatmul_rope (prompts), kv_attention (decode up to 512 keys), kv_attention_split
     /// (longer), kv_attention_prefill (prompts), attention_causal (prompts from 1024 tokens:
-    /// dense) (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B widths, Q4_1 weights). The Linear and
+    /// dense) (SmolLM2-135M/360M/1.7B and Qwen2.5-0.5B widths, Q4_1 weights), and where the
+    /// adapter rounds x to 8 bits for one-token products from K = 2048 (GPUs with packed dot
+    /// products) those as kinds of their own: qmatvec_int8, rms_qmatvec_int8,
+    /// rms_qmatvec_swiglu_int8, rms_qmatvec_rope_int8 (the full sweep adds Qwen2.5-1.5B,
+    /// Llama-3.2-1B/3B and Llama-3-8B widths). The Linear and
     /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter
     /// has `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium
     /// sweeps or when named so do the norms, softmax, gelu, add and attention (the f16
@@ -317,8 +321,9 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
     say(format!(
         "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency) + depth × time per step.\n\
          The fixed cost is fitted for kinds with {MIN_ROWS_FOR_LATENCY} or more runs, the time per step of reduction depth (K of a product, \
-         keys of attention) for compute-bound kinds with one more (— otherwise); an efficiency above 100 % \
-         means faster than the measured roof (a working set held in cache).\n\
+         keys of attention) for compute-bound kinds with one more, and for memory-bound ones where it predicts \
+         their runs held out better (— otherwise: an efficiency of — is no work term, the time following the depth); \
+         an efficiency above 100 % means faster than the measured roof (a working set held in cache).\n\
          Errors are median factors (1.00× exact); held out = each run predicted by a fit without it; * above the {GOAL}× goal:",
         c.overhead_s * 1e6
     ));
@@ -343,12 +348,17 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         } else {
             "—".into()
         };
+        let efficiency = if k.efficiency >= ridge_model::calibrate::NO_WORK_TERM {
+            "—".into()
+        } else {
+            format!("{:.1}%", 100.0 * k.efficiency)
+        };
         say(format!(
-            "  {:<24} {:>4} {:>8} {:>6.1}% {:>11} {:>10} {:>8.2}× {:>6.2}× {:>13}",
+            "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>8.2}× {:>6.2}× {:>13}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
-            100.0 * k.efficiency,
+            efficiency,
             fixed,
             step,
             k.roofline_error,

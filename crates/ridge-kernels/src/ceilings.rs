@@ -218,6 +218,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         dispatch_overhead_us,
         host_overhead_us,
         stream_dispatch_us,
+        int8_storage_bytes: crate::qmatmul::MatvecShape::int8_storage(ctx),
     })
 }
 

@@ -59,7 +59,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 25] = [
+pub const OPS: [&str; 29] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -85,6 +85,10 @@ pub const OPS: [&str; 25] = [
     "kv_attention_prefill",
     "kv_attention_split",
     "attention_causal",
+    "qmatvec_int8",
+    "rms_qmatvec_int8",
+    "rms_qmatvec_swiglu_int8",
+    "rms_qmatvec_rope_int8",
 ];
 
 /// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
@@ -104,7 +108,10 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// the profile names it `attention`) — swept in the full sweep, or when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
-/// predicted from its own kinds.
+/// predicted from its own kinds. The matrix-vector products that round `x` to 8 bits on the
+/// adapter ([`crate::QMatmul::kind`]: from K = 2048 on GPUs with packed dot products) are
+/// kinds of their own (`…_int8`), swept at the widths of Llama-3.2-1B and -3B and Llama-3-8B
+/// too in the full sweep.
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The quantization of the decoder cases' weights.
@@ -125,12 +132,27 @@ const DECODER_WIDTHS: [(usize, usize, usize, usize); 4] = [
     (896, 4864, 14, 2),
 ];
 
-/// The decoder cases. Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for SwiGLU);
-/// with RoPE `[m, heads, kv_heads, k]`. Attention: `[tokens, heads, kv_heads, head_dim, pos0]`.
-fn decoder_cases(dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
+/// Qwen2.5-1.5B's, Llama-3.2-1B's and -3B's and Llama-3-8B's (hidden, MLP, query heads, KV
+/// heads), in the full sweep: decode products past K = 2048, so that where the adapter rounds
+/// `x` there, each kind of the integer kernel ([`crate::QMatmul::kind`]) and of the float one
+/// has four widths or more.
+const LARGER_WIDTHS: [(usize, usize, usize, usize); 4] = [
+    (1536, 8960, 12, 2),
+    (2048, 8192, 32, 8),
+    (3072, 8192, 24, 8),
+    (4096, 14336, 32, 8),
+];
+
+/// The decoder cases on an adapter whose products may round `x` with `int8` bytes of workgroup
+/// memory ([`crate::qmatmul::MatvecShape::int8_storage`]). Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for
+/// SwiGLU); with RoPE `[m, heads, kv_heads, k]`; named by the kind they launch as
+/// ([`crate::QMatmul::kind`]: `…_int8` where the adapter rounds `x`). Attention: `[tokens,
+/// heads, kv_heads, head_dim, pos0]`.
+fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
     let mut v = Vec::new();
-    for &(h, f, nh, nkv) in &DECODER_WIDTHS {
+    let larger: &[_] = if full { &LARGER_WIDTHS } else { &[] };
+    for &(h, f, nh, nkv) in DECODER_WIDTHS.iter().chain(larger) {
         // Decode: one row of x. The output and down projections (with the residual), the
         // normed gate/up and Q/K/V products, the LM head over 49,152 rows.
         v.push(spec("qmatvec", &[1, h, h], dtype));
@@ -138,6 +160,14 @@ fn decoder_cases(dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
         v.push(spec("rms_qmatvec_swiglu", &[1, 2 * f, h], dtype));
         v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
         v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
+    }
+    // Each decode product named by the kind it launches as.
+    for c in &mut v {
+        let (q, n, k) = decoder_product(&c.op, &c.shape);
+        let rounds = int8.is_some_and(|bytes| {
+            crate::qmatmul::MatvecShape::rounds_x(n, k / crate::quant::BLOCK, bytes)
+        });
+        c.op = q.kind(rounds).to_string();
     }
     // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).
@@ -166,19 +196,28 @@ fn decoder_cases(dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
             &[600, 1024, 1536, 2048, 4096, 8191],
         )
     };
-    for &ctx in one_pass {
-        v.push(spec(
-            "kv_attention",
-            &[1, 9, 3, DECODER_HEAD_DIM, ctx],
-            dtype,
-        ));
-    }
-    for &ctx in split {
-        v.push(spec(
-            "kv_attention_split",
-            &[1, 9, 3, DECODER_HEAD_DIM, ctx],
-            dtype,
-        ));
+    // One workgroup a KV head walks a decode step's keys (a span of them where split): the
+    // full sweep adds SmolLM2-360M's, Llama-3's and SmolLM2-1.7B's heads at two depths each,
+    // so that a fit tells the walk's time (its depth) from the bytes read (its heads).
+    let more_heads: &[(usize, usize)] = if full {
+        &[(15, 5), (32, 8), (32, 32)]
+    } else {
+        &[]
+    };
+    let heads = std::iter::once((9, 3, one_pass, split)).chain(
+        more_heads
+            .iter()
+            .map(|&(nh, nkv)| (nh, nkv, &[128, 511][..], &[2048, 8191][..])),
+    );
+    for (nh, nkv, one_pass, split) in heads {
+        for &ctx in one_pass {
+            let shape = [1, nh, nkv, DECODER_HEAD_DIM, ctx];
+            v.push(spec("kv_attention", &shape, dtype));
+        }
+        for &ctx in split {
+            let shape = [1, nh, nkv, DECODER_HEAD_DIM, ctx];
+            v.push(spec("kv_attention_split", &shape, dtype));
+        }
     }
     let prompts: &[usize] = if full {
         &[128, 256, 512, 1024, 2048, 4096]
@@ -255,9 +294,9 @@ fn is_decoder_product(op: &str) -> bool {
 fn decoder_product(op: &str, s: &[usize]) -> (crate::qmatmul::QMatmul, usize, usize) {
     let q = crate::qmatmul::QMatmul {
         residual: !op.starts_with("rms_"),
-        glu: op.ends_with("_swiglu"),
+        glu: op.contains("_swiglu"),
         rms_norm: op.starts_with("rms_"),
-        rope: op.ends_with("_rope"),
+        rope: op.contains("_rope"),
         ..crate::qmatmul::QMatmul::new(s[0])
     };
     if q.rope {
@@ -422,9 +461,10 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
     if all_kinds || DECODER_OPS.iter().any(named) {
         // Named decoder kinds on a quick sweep take the full sweep's sizes (as before).
         let size = if medium { size } else { SweepSize::Full };
-        v.extend(decoder_cases(f32, size));
+        let int8 = crate::qmatmul::MatvecShape::int8_storage(ctx);
+        v.extend(decoder_cases(int8, f32, size));
         if ctx.has_f16() {
-            v.extend(decoder_cases(DType::F16, size));
+            v.extend(decoder_cases(int8, DType::F16, size));
         }
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
@@ -718,21 +758,38 @@ mod tests {
 
     /// The decoder's slice of the op list starts at its first product, and every decoder case
     /// is priced (the cost needs no GPU); the full and medium sweeps each give every decoder
-    /// kind at least four launches (a fixed cost and a depth term over-determined).
+    /// kind the adapter runs at least four launches (a fixed cost and a depth term
+    /// over-determined): the integer kernel's kinds on an adapter that rounds `x` (the H200's
+    /// 48 KiB of workgroup memory, WebGPU's default 16 KiB) in the full sweep, none elsewhere.
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 11);
-        for (dtype, size) in [DType::F32, DType::F16]
-            .into_iter()
-            .flat_map(|d| [(d, SweepSize::Full), (d, SweepSize::Medium)])
-        {
-            let cases = decoder_cases(dtype, size);
+        assert_eq!(DECODER_OPS.len(), 15);
+        let is_int8 = |op: &str| op.ends_with("_int8");
+        for (dtype, size, int8) in [DType::F32, DType::F16].into_iter().flat_map(|d| {
+            [
+                (d, SweepSize::Full, None),
+                (d, SweepSize::Full, Some(49152)),
+                (d, SweepSize::Full, Some(16384)),
+                (d, SweepSize::Medium, None),
+            ]
+        }) {
+            let cases = decoder_cases(int8, dtype, size);
             for op in DECODER_OPS {
-                assert!(
-                    cases.iter().filter(|c| c.op == *op).count() >= 4,
-                    "{op} {size:?}"
-                );
+                let n = cases.iter().filter(|c| c.op == *op).count();
+                if is_int8(op) && int8.is_none() {
+                    assert_eq!(n, 0, "{op} {size:?}");
+                } else {
+                    assert!(n >= 4, "{op} {size:?} {int8:?}: {n}");
+                }
+            }
+            // Each product named as it launches.
+            for c in cases.iter().filter(|c| is_decoder_product(&c.op)) {
+                let (q, n, k) = decoder_product(&c.op, &c.shape);
+                let rounds = int8.is_some_and(|b| {
+                    crate::qmatmul::MatvecShape::rounds_x(n, k / crate::quant::BLOCK, b)
+                });
+                assert_eq!(is_int8(&c.op), rounds && q.m == 1, "{c:?}");
             }
             for c in &cases {
                 let cost = cost(c).unwrap();

@@ -40,6 +40,12 @@ pub struct Measured {
     /// pays (reports from before this field read as `None`).
     #[serde(default)]
     pub stream_dispatch_us: Option<f64>,
+    /// Where the adapter's one-row quantized products may round `x` to 8 bits (a GPU whose
+    /// WGSL has packed integer dot products: `ridge_kernels::qmatmul::MatvecShape::int8_storage`),
+    /// its workgroup memory in bytes, which decides which products do; `None` where none do
+    /// (CPU drivers, browsers without the feature) or the report predates the field.
+    #[serde(default)]
+    pub int8_storage_bytes: Option<u32>,
 }
 
 impl Measured {
@@ -112,7 +118,7 @@ pub fn tensor_core_op(op: &str) -> bool {
 /// 20, a navy, a purple and a green; no black or white, so that every colour reads on a light
 /// page and on the dashboard's dark one. Yellow is moved away from orange so that no two ops
 /// of the same kind (layer_norm and add) get look-alike colours.
-pub const OP_COLOURS: [(&str, [u8; 3]); 25] = [
+pub const OP_COLOURS: [(&str, [u8; 3]); 29] = [
     ("gemm", [0x4e, 0x79, 0xa7]),
     ("linear", [0x17, 0xbe, 0xcf]),
     ("linear_residual", [0x2e, 0x5e, 0x8e]),
@@ -138,6 +144,10 @@ pub const OP_COLOURS: [(&str, [u8; 3]); 25] = [
     ("kv_attention_prefill", [0x1f, 0x2a, 0x6b]),
     ("kv_attention_split", [0x5a, 0x2d, 0x82]),
     ("attention_causal", [0x00, 0x80, 0x60]),
+    ("qmatvec_int8", [0x4d, 0x4d, 0x00]),
+    ("rms_qmatvec_int8", [0x5b, 0x8d, 0xb8]),
+    ("rms_qmatvec_swiglu_int8", [0xd9, 0x8c, 0x3a]),
+    ("rms_qmatvec_rope_int8", [0x4f, 0x9a, 0x44]),
 ];
 
 /// The colour of op kind `op` ([`OP_COLOURS`]); `None` for a name that is no sweep kind.

@@ -17,7 +17,8 @@ use ridge_nn::llama::{DecoderPlan, LlamaConfig, PlannedOp, price_ops};
 use super::time;
 
 /// The plan of `model` (a GGUF file's formats, or a preset or config.json in `quant`, Q4_0
-/// when not given) in `dtype`, with tensor cores where the report measured them.
+/// when not given) in `dtype`, with tensor cores where the report measured them and products
+/// rounding `x` to 8 bits where its adapter does.
 ///
 /// Errors: a GGUF Ridge cannot run (its message names the tensor), a format Ridge's kernels
 /// do not run.
@@ -53,6 +54,7 @@ fn plan(
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
     Ok(DecoderPlan {
         tensor_cores,
+        int8_storage: cal.report.measured.int8_storage_bytes,
         ..plan
     })
 }
@@ -208,6 +210,7 @@ pub fn run(
         let doc = serde_json::json!({
             "model": shape, "adapter": adapter, "report": report, "dtype": args.dtype,
             "tensor_cores": plan.tensor_cores, "formats": formats,
+            "int8_storage_bytes": plan.int8_storage,
             "prompt": prompt, "generate": generate,
             "prefill_tokens_per_s": prompt as f64 / prefill.calibrated_s,
             "decode_tokens_per_s": generate as f64 / decode_s,
@@ -232,11 +235,16 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{} on Ridge's kernels, {} activations{}: {formats}",
+        "{} on Ridge's kernels, {} activations{}{}: {formats}",
         shape.name,
         args.dtype,
         if plan.tensor_cores {
             ", prompts on the tensor cores"
+        } else {
+            ""
+        },
+        if plan.int8_storage.is_some() {
+            ", one token's products from K = 2048 on x rounded to 8 bits (the `_int8` kinds)"
         } else {
             ""
         }

@@ -93,6 +93,41 @@ impl MatvecShape {
             && !(self.words && self.int8_x)
     }
 
+    /// The integer kernel's shape for `n` rows of `W` ([`MatvecShape::int8_x`]): 256/32/4
+    /// from 8192 rows, 256/32/2 from [`MATVEC_WIDE_N`], 256/64/2 below (see
+    /// [`MatvecShape::for_product`]).
+    fn int8(n: usize) -> Self {
+        let (tpr, rpt) = match n {
+            8192.. => (32, 4),
+            MATVEC_WIDE_N.. => (32, 2),
+            _ => (64, 2),
+        };
+        Self {
+            wg: 256,
+            tpr,
+            rpt,
+            words: false,
+            int8_x: true,
+        }
+    }
+
+    /// The workgroup memory, bytes, of an adapter whose one-row products may round `x` to 8
+    /// bits: a GPU (not a CPU driver: lavapipe decoded 3× slower so) whose WGSL has packed
+    /// integer dot products ([`Context::has_int8_dot`]); `None` elsewhere.
+    pub fn int8_storage(ctx: &Context) -> Option<u32> {
+        let gpu = ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu;
+        (gpu && ctx.has_int8_dot()).then(|| ctx.limits().max_compute_workgroup_storage_size)
+    }
+
+    /// Whether one row of `x` against an `n`-row `W` of `blocks` blocks a row rounds `x` to 8
+    /// bits on an adapter with `storage` bytes of workgroup memory that may
+    /// ([`MatvecShape::int8_storage`]): from [`INT8_MIN_BLOCKS`] blocks, where the rounded
+    /// `x` fits ([`MatvecShape::shared_bytes`]). The rule of [`MatvecShape::for_product`],
+    /// for plans priced without a GPU.
+    pub fn rounds_x(n: usize, blocks: usize, storage: u32) -> bool {
+        blocks >= INT8_MIN_BLOCKS && Self::int8(n).shared_bytes(blocks * BLOCK) <= storage as usize
+    }
+
     /// The shape for one row of `x` against an `n`-row `W` of `blocks` blocks a row in
     /// `format` (unless [`MatvecShape::forced`]). A row's lanes: one per block, rounded up to
     /// a power of two, 16 to 64. From [`MATVEC_WIDE_N`] rows on, [`MATVEC_RPT`] rows an
@@ -136,25 +171,8 @@ impl MatvecShape {
             return s;
         }
         let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
-        if blocks >= INT8_MIN_BLOCKS {
-            let (tpr, rpt) = match n {
-                8192.. => (32, 4),
-                MATVEC_WIDE_N.. => (32, 2),
-                _ => (64, 2),
-            };
-            let int8 = Self {
-                wg: 256,
-                tpr,
-                rpt,
-                words: false,
-                int8_x: true,
-            };
-            let fits = int8.shared_bytes(blocks * BLOCK)
-                <= ctx.limits().max_compute_workgroup_storage_size as usize;
-            let gpu = ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu;
-            if fits && gpu && ctx.has_int8_dot() {
-                return int8;
-            }
+        if Self::int8_storage(ctx).is_some_and(|bytes| Self::rounds_x(n, blocks, bytes)) {
+            return Self::int8(n);
         }
         if n >= MATVEC_WIDE_N {
             return Self {

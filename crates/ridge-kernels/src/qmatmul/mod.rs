@@ -101,6 +101,17 @@ pub struct RopeAppend<'a> {
     pub pos0: usize,
 }
 
+/// The matrix-vector products' kinds with `x` rounded to 8 bits ([`QMatmul::kind`]), each
+/// beside its float kernel's.
+pub const INT8_KINDS: [(&str, &str); 6] = [
+    ("qmatvec", "qmatvec_int8"),
+    ("qmatvec_swiglu", "qmatvec_swiglu_int8"),
+    ("qmatvec_rope", "qmatvec_rope_int8"),
+    ("rms_qmatvec", "rms_qmatvec_int8"),
+    ("rms_qmatvec_swiglu", "rms_qmatvec_swiglu_int8"),
+    ("rms_qmatvec_rope", "rms_qmatvec_rope_int8"),
+];
+
 impl QMatmul {
     /// A plain product over `m` rows.
     pub fn new(m: usize) -> Self {
@@ -132,6 +143,18 @@ impl QMatmul {
             (true, true, true) => "rms_qmatvec_swiglu",
             (true, false, false) => "rms_qmatmul",
             (true, false, true) => "rms_qmatmul_swiglu",
+        }
+    }
+
+    /// The kind a launch of this product is swept and priced as
+    /// (`ridge_model::calibrate`): its [`QMatmul::name`], but `…_int8` for one row of `x`
+    /// rounded to 8 bits (`rounds_x`: [`MatvecShape::int8_x`], [`MatvecShape::rounds_x`]),
+    /// a kernel of its own with its own fitted terms ([`INT8_KINDS`]).
+    pub fn kind(&self, rounds_x: bool) -> &'static str {
+        let name = self.name();
+        match INT8_KINDS.iter().find(|(float, _)| *float == name) {
+            Some((_, int8)) if rounds_x && self.m == 1 => int8,
+            _ => name,
         }
     }
 

@@ -143,6 +143,7 @@ impl Llama {
                 dtype,
                 plan.config.head_dim,
             ),
+            int8_storage: ridge_kernels::qmatmul::MatvecShape::int8_storage(ctx),
             ..plan
         };
         let c = &plan.config;

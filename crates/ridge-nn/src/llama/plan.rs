@@ -12,7 +12,8 @@
 
 use ridge_core::DType;
 use ridge_kernels::QMatmul;
-use ridge_kernels::quant::QuantFormat;
+use ridge_kernels::qmatmul::MatvecShape;
+use ridge_kernels::quant::{BLOCK, QuantFormat};
 use ridge_model::calibrate::Calibrated;
 use ridge_model::{Ceilings, OpCost};
 
@@ -121,6 +122,11 @@ pub struct DecoderPlan {
     /// Whether prompts' attention runs on the tensor cores (f16 on an adapter with
     /// cooperative matrices: [`ridge_kernels::KvAttention::tensor_cores_fit`]).
     pub tensor_cores: bool,
+    /// Where one token's products may round `x` to 8 bits (a GPU with packed dot products:
+    /// [`MatvecShape::int8_storage`]), the adapter's workgroup memory in bytes, which decides
+    /// which do ([`MatvecShape::rounds_x`]); those are priced as the integer kernel's kinds
+    /// ([`QMatmul::kind`]). `None`: none do.
+    pub int8_storage: Option<u32>,
     /// The token embedding's format.
     pub embed: QuantFormat,
     /// The output projection's (the embedding's when tied).
@@ -143,13 +149,15 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
+            int8_storage: None,
             embed: format,
             output: format,
         }
     }
 
-    /// The plan of a parsed GGUF file run with `dtype` activations (no tensor cores: set
-    /// [`DecoderPlan::tensor_cores`] for an adapter that has them). Reads the metadata and
+    /// The plan of a parsed GGUF file run with `dtype` activations (no tensor cores, no
+    /// products rounding `x`: set [`DecoderPlan::tensor_cores`] and
+    /// [`DecoderPlan::int8_storage`] for an adapter that has them). Reads the metadata and
     /// the tensors' types only.
     ///
     /// Errors: as [`LlamaConfig::from_gguf`]; [`Error::Weights`] naming the tensor when one is
@@ -193,6 +201,7 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
+            int8_storage: None,
             embed,
             output,
             layers,
@@ -205,7 +214,15 @@ impl DecoderPlan {
         let (t, dt, c) = (tokens, self.dtype, &self.config);
         let (h, kv) = (c.hidden, c.kv_heads * c.head_dim);
         let mut ops: Vec<PlannedOp> = Vec::new();
-        let mut op = |name: &'static str, cost: OpCost| {
+        // A product over W's `n` rows of `k` values, its name, kind (rounding x where one row
+        // of x may: [`QMatmul::kind`]) and cost.
+        let matmul = |q: QMatmul, format, n: usize, k: usize| {
+            let rounds = self
+                .int8_storage
+                .is_some_and(|bytes| MatvecShape::rounds_x(n, k / BLOCK, bytes));
+            (q.name(), q.kind(rounds), q.cost(format, n, k, dt))
+        };
+        let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
             let priced = match name {
                 "kv_attention" if t > 1 => Some(("kv_attention_prefill", cost)),
                 "attention" => Some(("attention_causal", cost)),
@@ -214,7 +231,7 @@ impl DecoderPlan {
                     split.priced = Some(("kv_attention_split", split.cost + cost));
                     None
                 }
-                _ => Some((name, cost)),
+                _ => Some((kind, cost)),
             };
             ops.push(PlannedOp { name, cost, priced });
         };
@@ -225,27 +242,44 @@ impl DecoderPlan {
             rms_norm: norm,
             rope,
         };
-        op(
-            "qembedding",
-            ridge_kernels::qmatmul::gather_cost(self.embed, t, h, dt),
-        );
+        let embed = ridge_kernels::qmatmul::gather_cost(self.embed, t, h, dt);
+        op(("qembedding", "qembedding", embed));
         let attention = Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores);
         for l in &self.layers {
-            let qkv = product(t, false, false, true, true);
-            op(qkv.name(), qkv.cost(l.qkv, h + 2 * kv, h, dt));
+            op(matmul(
+                product(t, false, false, true, true),
+                l.qkv,
+                h + 2 * kv,
+                h,
+            ));
             for (name, cost) in attention.ops(dt) {
-                op(name, cost);
+                op((name, name, cost));
             }
-            let out = product(t, true, false, false, false);
-            op(out.name(), out.cost(l.out, h, h, dt));
-            let gate_up = product(t, false, true, true, false);
-            op(gate_up.name(), gate_up.cost(l.gate_up, 2 * c.ffn, h, dt));
-            let down = product(t, true, false, false, false);
-            op(down.name(), down.cost(l.down, h, c.ffn, dt));
+            op(matmul(product(t, true, false, false, false), l.out, h, h));
+            op(matmul(
+                product(t, false, true, true, false),
+                l.gate_up,
+                2 * c.ffn,
+                h,
+            ));
+            op(matmul(
+                product(t, true, false, false, false),
+                l.down,
+                h,
+                c.ffn,
+            ));
         }
-        let logits = product(1, false, false, true, false);
-        op(logits.name(), logits.cost(self.output, c.vocab, h, dt));
-        op("argmax", ridge_kernels::argmax::cost(1, c.vocab, dt));
+        op(matmul(
+            product(1, false, false, true, false),
+            self.output,
+            c.vocab,
+            h,
+        ));
+        op((
+            "argmax",
+            "argmax",
+            ridge_kernels::argmax::cost(1, c.vocab, dt),
+        ));
         ops
     }
 
@@ -348,6 +382,83 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Where the adapter rounds one row of `x` to 8 bits, the products it rounds (K ≥ 2048,
+    /// where the rounded `x` fits its workgroup memory) are priced as the integer kernel's
+    /// kinds under their own names; a prompt's products (many rows of `x`) are not, its LM
+    /// head (one row) is; without the adapter's storage, none are.
+    #[test]
+    fn products_rounding_x_are_priced_as_the_integer_kinds() {
+        let config = |hidden, ffn| LlamaConfig {
+            hidden,
+            ffn,
+            heads: hidden / 64,
+            kv_heads: 8,
+            head_dim: 64,
+            ..tiny()
+        };
+        let kinds = |hidden, ffn, storage, tokens| {
+            let plan = DecoderPlan {
+                int8_storage: storage,
+                ..DecoderPlan::uniform(config(hidden, ffn), QuantFormat::Q4_1, DType::F32)
+            };
+            let ops = plan.ops(tokens, 10);
+            for o in &ops {
+                if o.kind().ends_with("_int8") {
+                    assert_eq!(o.kind(), format!("{}_int8", o.name));
+                }
+            }
+            // Layer 0's four products, then the LM head.
+            let products: Vec<_> = ops.iter().filter(|o| o.name.contains("qmat")).collect();
+            let last = products.len() - 1;
+            [0, 1, 2, 3, last].map(|i| products[i].kind())
+        };
+        let int8 = Some(49152);
+        assert_eq!(
+            kinds(2048, 8192, int8, 1),
+            [
+                "rms_qmatvec_rope_int8",
+                "qmatvec_int8",
+                "rms_qmatvec_swiglu_int8",
+                "qmatvec_int8",
+                "rms_qmatvec_int8"
+            ]
+        );
+        assert_eq!(
+            kinds(2048, 8192, None, 1),
+            [
+                "rms_qmatvec_rope",
+                "qmatvec",
+                "rms_qmatvec_swiglu",
+                "qmatvec",
+                "rms_qmatvec"
+            ]
+        );
+        // SmolLM2-360M's width: only the down projection (K = 2560) rounds.
+        assert_eq!(
+            kinds(960, 2560, int8, 1),
+            [
+                "rms_qmatvec_rope",
+                "qmatvec",
+                "rms_qmatvec_swiglu",
+                "qmatvec_int8",
+                "rms_qmatvec"
+            ]
+        );
+        // Llama-3-8B's down projection (K = 14336) needs 22,784 bytes: not in 16 KiB.
+        assert_eq!(kinds(4096, 14336, Some(16384), 1)[3], "qmatvec");
+        assert_eq!(kinds(4096, 14336, int8, 1)[3], "qmatvec_int8");
+        assert_eq!(
+            kinds(2048, 8192, int8, 40),
+            [
+                "rms_qmatmul_rope",
+                "qmatmul",
+                "rms_qmatmul_swiglu",
+                "qmatmul",
+                "rms_qmatvec_int8"
+            ]
+        );
     }
 
     /// A report that fitted the split attention's kind prices the split kernel with its merge
