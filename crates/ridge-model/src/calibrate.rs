@@ -797,7 +797,7 @@ mod tests {
     /// The CPU drivers' reports (`ridge bench --size medium` on lavapipe, Vulkan, and on
     /// llvmpipe, OpenGL, 2 cores; benches/NOTES.md "the CPU drivers calibrated"): every kind
     /// of the full sweep in its storage types; the median kind held out within the 1.15×
-    /// goal (1.08× and 1.12×) where the median kind's roofline is 3.9× and 7.7× off; no
+    /// goal (1.06× and 1.10×) where the median kind's roofline is 3.9× and 7.7× off; no
     /// kind beyond 1.5× (the decode products, four widths taking two launch shapes, are the
     /// worst); the Linear kinds within 1.12× and the GEMMs within 1.25× once their launches
     /// are priced by the whole 128-row tiles the CPU kernel computes (a Linear layer of 16, 64
