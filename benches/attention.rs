@@ -14,7 +14,7 @@ mod common;
 
 use ridge::core::{Context, DType, Tensor};
 use ridge::kernels::attention::{Attention, HeadLayout, SparseLayout, SplitPlan, TiledConfig};
-use ridge::kernels::ceilings::warm_median_ms;
+use ridge::kernels::ceilings::{WARM_LAUNCHES, warm_median_ms};
 use ridge::kernels::check::compare;
 use ridge::kernels::sweep::bigbird_with_block;
 use ridge::model::sparsity::BlockLayout;
@@ -69,7 +69,7 @@ fn time(ctx: &Context, att: Attention, layout: Option<(&BlockLayout, usize)>) ->
     let sparse = layout.map(|(l, c)| SparseLayout::upload_split(ctx, l.clone(), c).unwrap());
     let ([q, k, v, o], _) = tensors(ctx, &att);
     let launch = |ctx: &Context| att.run(ctx, &q, &k, &v, None, sparse.as_ref(), &o);
-    pollster::block_on(warm_median_ms(ctx, REPEATS, &launch)).expect("timing")
+    pollster::block_on(warm_median_ms(ctx, REPEATS, WARM_LAUNCHES, &launch)).expect("timing")
 }
 
 fn tflops(att: &Attention, layout: Option<&BlockLayout>, ms: f64) -> f64 {
@@ -206,7 +206,8 @@ fn minilm(ctx: &Context) {
             let att = at(32);
             let (qkv, o) = tensors(&att);
             let launch = |ctx: &Context| att.run(ctx, &qkv, &qkv, &qkv, None, None, &o);
-            let ms = pollster::block_on(warm_median_ms(ctx, REPEATS, &launch)).expect("timing");
+            let ms = pollster::block_on(warm_median_ms(ctx, REPEATS, WARM_LAUNCHES, &launch))
+                .expect("timing");
             println!(
                 "minilm  {dtype} batch 32 × 128, 12 heads of 32, tiling {bq:>3} × {bkv:>2}  {ms:>8.4} ms {:>6.2} TFLOP/s",
                 tflops(&att, None, ms)

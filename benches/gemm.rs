@@ -16,7 +16,7 @@
 mod common;
 
 use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::ceilings::{self, warm_median_ms};
+use ridge::kernels::ceilings::{self, WARM_LAUNCHES, warm_median_ms};
 use ridge::kernels::check::compare;
 use ridge::kernels::{Gemm, GemmConfig, GemmKernel, Unary, unary};
 
@@ -140,7 +140,7 @@ fn main() {
                 let (b, _) = upload(&ctx, &values(k * n, 4), &g.b_dims(), dtype);
                 let c = Tensor::empty(&ctx, &[m, n], dtype).unwrap();
                 let launch = |ctx: &Context| g.run_with(ctx, kernel, &a, &b, None, &c);
-                match pollster::block_on(warm_median_ms(&ctx, 10, &launch)) {
+                match pollster::block_on(warm_median_ms(&ctx, 10, WARM_LAUNCHES, &launch)) {
                     Ok(ms) => format!("{:.1}", 2.0 * (m * n * k) as f64 / ms / 1e9),
                     Err(e) => format!("failed: {e}"),
                 }
@@ -193,7 +193,8 @@ fn layer_forms(ctx: &Context, shapes: &[(usize, usize, usize)]) {
             for (name, g, with_bias) in forms {
                 let b = if g.trans_b { &b_nk } else { &b_kn };
                 let launch = |ctx: &Context| g.run(ctx, &a, b, with_bias.then_some(&bias), &c);
-                let ms = pollster::block_on(warm_median_ms(ctx, 20, &launch)).expect("timed");
+                let ms = pollster::block_on(warm_median_ms(ctx, 20, WARM_LAUNCHES, &launch))
+                    .expect("timed");
                 line.push_str(&format!("  {name} {:.1} µs", ms * 1e3));
             }
             println!("{line}");
@@ -252,7 +253,7 @@ fn gelu_epilogue(ctx: &Context) {
             unary(ctx, Unary::Gelu, &up, &act)
         };
         let ms = |f: &dyn Fn(&Context) -> ridge::core::Result<()>| {
-            pollster::block_on(warm_median_ms(ctx, 20, f)).expect("timed")
+            pollster::block_on(warm_median_ms(ctx, 20, WARM_LAUNCHES, f)).expect("timed")
         };
         // Alternated twice, the faster of each kept: neither gets the colder GPU.
         let (mut fused_ms, mut separate_ms) = (f64::MAX, f64::MAX);

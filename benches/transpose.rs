@@ -8,7 +8,7 @@
 mod common;
 
 use ridge::core::{Context, DType, Tensor};
-use ridge::kernels::ceilings::{self, warm_median_ms};
+use ridge::kernels::ceilings::{self, WARM_LAUNCHES, warm_median_ms};
 use ridge::kernels::layout::{self, NCHW_TO_NHWC, NHWC_TO_NCHW, TransposeTiling};
 
 /// (tile, rows per pass, width): single elements, then vec4s.
@@ -77,7 +77,7 @@ fn main() {
             let src = Tensor::from_slice(&ctx, &values(n), shape).unwrap();
             let dst = Tensor::empty(&ctx, shape, DType::F32).unwrap();
             let launch = |ctx: &Context| ceilings::stream_copy(ctx, &src, &dst);
-            pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing")
+            pollster::block_on(warm_median_ms(&ctx, 20, WARM_LAUNCHES, &launch)).expect("timing")
         })
         .collect();
     for ((what, shape, _), ms) in cases.iter().zip(&copies) {
@@ -107,7 +107,8 @@ fn main() {
             )
             .unwrap();
             let launch = |ctx: &Context| layout::permute_with(ctx, &x, perm, &out, tiling);
-            let ms = pollster::block_on(warm_median_ms(&ctx, 20, &launch)).expect("timing");
+            let ms = pollster::block_on(warm_median_ms(&ctx, 20, WARM_LAUNCHES, &launch))
+                .expect("timing");
             println!(
                 "tile {tile:>2} × {rows_per_pass:>2}, width {width} ({:>2} per invocation)  {what:<16} {ms:>8.4} ms {:>7.0} GB/s {:>5.2}× copy",
                 tile / rows_per_pass * width,

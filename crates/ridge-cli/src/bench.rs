@@ -165,10 +165,11 @@ pub fn run(args: Args) -> crate::CliResult {
         "bound",
         "%roof"
     ));
-    // Two passes over every case, each time after warming the GPU, keeping the faster: an
-    // NVIDIA GPU that saw a host-side gap can run the next ~0.5 s at idle clocks (the H200
-    // logged SM 480 MHz for 0.75 s mid-bench and those rows ran exactly 4x slow;
-    // benches/NOTES.md), which one pass cannot tell from a slow kernel.
+    // Two passes over every case, each time after warming the GPU (up to 200 ms of launches:
+    // `ceilings::SWEEP_WARM_LAUNCHES`), keeping the faster: an NVIDIA GPU that saw a
+    // host-side gap can run the next ~0.5 s at idle clocks (the H200 logged SM 480 MHz for
+    // 0.75 s mid-bench and those rows ran exactly 4x slow; benches/NOTES.md), which one pass
+    // cannot tell from a slow kernel.
     let cases = sweep::cases(&ctx, size, &args.op);
     let mut fastest: Vec<Option<f64>> = vec![None; cases.len()];
     let mut costs = Vec::with_capacity(cases.len());
@@ -191,6 +192,7 @@ pub fn run(args: Args) -> crate::CliResult {
             let t = pollster::block_on(ceilings::warm_median_ms(
                 &ctx,
                 args.repeats,
+                ceilings::SWEEP_WARM_LAUNCHES,
                 &prepared.launch,
             ))
             .ok();

@@ -28,19 +28,31 @@ pub async fn median_ms(
 /// GPU time [`warm_median_ms`] keeps the GPU busy before it counts, ms. An H200 that had
 /// idled logged 480–525 MHz SM clocks for up to ≈ 0.75 s of following work (sampled every
 /// 0.25 s); 20 ms of warm-up did not cover that, 200 ms is the compromise with bench time.
-/// At most 2000 warm-up launches: shorter kernels are bound by host recording anyway.
 const WARM_MS: f64 = 200.0;
+/// Warm-up launches at most where candidates or shapes are timed one right after another
+/// (the autotuner, the kernel benches): shorter kernels are bound by host recording anyway.
+pub const WARM_LAUNCHES: usize = 2000;
+/// Warm-up launches at most in `ridge bench`'s sweep, whose every case follows the host's
+/// preparation of its tensors (cold weight copies: up to a second) while the GPU idles: 200
+/// ms of a 4 µs kernel. With [`WARM_LAUNCHES`] (20 ms of a 10 µs kernel) the H200's decoder
+/// sweep timed whole widths' products 2–3× slower than they run alone or in a decode step,
+/// its SM clock logged at 345 MHz for a third of the sweep, and 6 of its 30 kinds fit worse
+/// than 1.25× held out; with this, every product kind within 1.10× (benches/NOTES.md, runs
+/// 152–154).
+pub const SWEEP_WARM_LAUNCHES: usize = 50_000;
 
 /// As [`median_ms`], but when the launches are shorter than [`WARM_MS`] together, enough
-/// untimed launches to fill it run first and the launches are timed again: an idle GPU runs
-/// its first launches at idle clocks (on the H200 the autotuner, comparing candidates one
-/// after another from idle, timed 1024³ GEMMs 3–5× slower than the bench did;
-/// benches/NOTES.md). For comparisons of short kernels.
+/// untimed launches to fill it (at most `max_warm`: [`WARM_LAUNCHES`] or
+/// [`SWEEP_WARM_LAUNCHES`]) run first and the launches are timed again: an idle GPU runs its
+/// first launches at idle clocks (on the H200 the autotuner, comparing candidates one after
+/// another from idle, timed 1024³ GEMMs 3–5× slower than the bench did; benches/NOTES.md).
+/// For comparisons of short kernels.
 ///
 /// Errors: as [`median_ms`].
 pub async fn warm_median_ms(
     ctx: &Context,
     repeats: usize,
+    max_warm: usize,
     launch: &dyn Fn(&Context) -> Result<()>,
 ) -> Result<f64> {
     let first = median_ms(ctx, repeats, launch).await?;
@@ -48,7 +60,7 @@ pub async fn warm_median_ms(
     if first * repeats as f64 >= WARM_MS {
         return Ok(first);
     }
-    let warm = (WARM_MS / first.max(1e-3)).ceil().min(2000.0) as usize;
+    let warm = ((WARM_MS / first.max(1e-3)).ceil() as usize).min(max_warm);
     for _ in 0..warm {
         launch(ctx)?;
     }
@@ -158,7 +170,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         let dst = Tensor::empty(ctx, &[n * 4], DType::F32)?;
         let copy = |ctx: &Context| copy_launch(ctx, &src, &dst, n as u32)?.run(ctx);
         let mut ms = if bandwidth_curve.is_empty() {
-            warm_median_ms(ctx, repeats, &copy).await?
+            warm_median_ms(ctx, repeats, WARM_LAUNCHES, &copy).await?
         } else {
             median_ms(ctx, repeats, &copy).await?
         };

@@ -267,9 +267,9 @@ impl Model {
     }
 
     /// The model of a kind's fit, where its launches have a depth: with the depth term for a
-    /// compute-bound kind; for a memory-bound one, the work term alone unless a model with
-    /// the depth term (instead of the work term, then beside it) predicts the kind's launches
-    /// held out [`BETTER_BY`] better than the model before (a decode step's attention over the KV cache: one
+    /// compute-bound kind; for a memory-bound one of five launches or more, the work term
+    /// alone unless a model with the depth term (instead of the work term, then beside it)
+    /// predicts the kind's launches held out [`BETTER_BY`] better than the model before (a decode step's attention over the KV cache: one
     /// workgroup a KV head walks the keys tile after tile, its time following the keys and not
     /// the bytes of its heads, which take SMs of their own: 1.20–1.22× → 1.07–1.08× held out
     /// on the H200's run 152; a product streams its bytes, and a model without them, though
@@ -282,7 +282,15 @@ impl Model {
         if bound == Bound::Compute {
             return Model::WorkAndDepth;
         }
-        // From the fewest terms: a model with more takes over only where it is clearly better.
+        // Held out, every model's fullest fit must be over-determined (a kind of four launches
+        // would compare the three-term model's fallbacks with the others' full fits).
+        let fullest = Model::WorkAndDepth.columns()[0].len();
+        if samples.len() < fullest + 2 {
+            return Model::Work;
+        }
+        // The work term alone, then the depth term instead, then both (fewest terms first):
+        // each takes over only where it is clearly better, so a kind keeps its bytes unless
+        // its launches' times plainly do not follow them.
         let error = |m| held_out_error(samples, overhead_s, m).unwrap_or(f64::INFINITY);
         let mut best = (Model::Work, error(Model::Work));
         for m in [Model::Depth, Model::WorkAndDepth] {
@@ -716,32 +724,22 @@ mod tests {
         assert!(f16.roofline_error > 2.5 && f16.held_out_error.unwrap() < 1.15);
     }
 
-    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 152:
+    /// The decoder's kernels on the H200 (`ridge bench --op` of every decoder kind, run 154:
     /// the integer matrix-vector kernel's kinds and a decode step's attention at four head
-    /// counts new): the median kind held out within the 1.15×; each kind within 1.3×
-    /// of its own launches and held out, but those whose launches the sweep timed unlike the
-    /// kernel runs elsewhere, within 2.5×: the f16 SwiGLU and RoPE products (Qwen2.5-0.5B's
-    /// width 2–3× slower in the sweep than alone or in a decode step, run 153), the LM head
-    /// (its launches move by 2× between rounds, runs 143–145) and the integer SwiGLU
-    /// (Llama-3-8B's gate/up at 1.0–1.2 TB/s against 1.2–1.8 for the other widths, not
-    /// checked alone); every fit better than its roofline; the f32 prompt kinds within 1.2×;
-    /// the one-pass decode attention priced by its keys, without a work term, within 1.1×
-    /// (1.20–1.22× by its bytes); the tensor-core kinds held against the tensor cores' roof.
-    /// (The end-to-end check, decoders priced against the wall clock of the same call, is
-    /// the CLI's `predict_prices_ridges_decoder_plan_with_a_reports_terms`.)
+    /// counts new, each case after up to 200 ms of warm-up): the median kind held out within
+    /// the 1.15×; every kind within 1.3× of its own launches and held out, the decode
+    /// products within 1.25× (the LM head's f16 kind 1.20×, the others 1.01–1.13×; run 152,
+    /// warmed by 2000 launches at most, had 6 of 30 kinds past 1.25×, up to 2.42×: whole
+    /// widths timed 2–3× slow at idle clocks); every fit better than its roofline; the f32 prompt kinds within 1.2×; the one-pass decode attention priced by
+    /// its keys, without a work term, within 1.1× (1.20–1.22× by its bytes in run 152); the
+    /// tensor-core kinds held against the tensor cores' roof. (The end-to-end check, decoders
+    /// priced against the wall clock of the same call, is the CLI's
+    /// `predict_prices_ridges_decoder_plan_with_a_reports_terms`.)
     #[test]
     fn decoder_kinds_fit_their_launches() {
         let r = shipped("h200-decoder");
         let fit = Calibration::fit(&r);
         assert_eq!(fit.kinds.len(), 30, "15 decoder kinds × f32, f16");
-        let unsettled = [
-            ("rms_qmatvec_swiglu", "f16"),
-            ("rms_qmatvec_rope", "f16"),
-            ("rms_qmatvec", "f16"),
-            ("rms_qmatvec_int8", "f16"),
-            ("rms_qmatvec_swiglu_int8", "f16"),
-            ("rms_qmatvec_swiglu_int8", "f32"),
-        ];
         for k in &fit.kinds {
             println!(
                 "{} {}: efficiency {:.3}, fixed {:.2} µs, {:.2} ns per depth, roofline {:.2}×, fitted {:.2}×, held out {:.2}×",
@@ -754,11 +752,7 @@ mod tests {
                 k.fitted_error,
                 k.held_out_error.unwrap_or(f64::NAN)
             );
-            let limit = if unsettled.contains(&(k.op.as_str(), k.dtype.as_str())) {
-                2.5
-            } else {
-                1.3
-            };
+            let limit = if k.op.contains("qmatvec") { 1.25 } else { 1.3 };
             assert!(
                 k.fitted_error <= limit,
                 "{} {}: {:.3}×",

@@ -509,7 +509,7 @@ async fn measure(
 ) -> std::result::Result<f64, String> {
     let (launch, _, _) =
         build(ctx, &pr.op, &pr.shape, pr.dtype, false).map_err(|e| e.to_string())?;
-    ceilings::warm_median_ms(ctx, opts.repeats, &launch)
+    ceilings::warm_median_ms(ctx, opts.repeats, ceilings::WARM_LAUNCHES, &launch)
         .await
         .map_err(|e| e.to_string())
 }
