@@ -110,8 +110,9 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds. The matrix-vector products that round `x` to 8 bits on the
 /// adapter ([`crate::QMatmul::kind`]: from K = 2048 on GPUs with packed dot products) are
-/// kinds of their own (`…_int8`), swept at the widths of Llama-3.2-1B and -3B and Llama-3-8B
-/// too in the full sweep.
+/// kinds of their own (`…_int8`); the full sweep adds the widths of Qwen2.5-1.5B,
+/// Llama-3.2-1B and -3B and Llama-3-8B, and a decode step's attention at 15/5, 32/8 and
+/// 32/32 heads.
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The quantization of the decoder cases' weights.
@@ -143,11 +144,11 @@ const LARGER_WIDTHS: [(usize, usize, usize, usize); 4] = [
     (4096, 14336, 32, 8),
 ];
 
-/// The decoder cases on an adapter whose products may round `x` with `int8` bytes of workgroup
-/// memory ([`crate::qmatmul::MatvecShape::int8_storage`]). Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for
-/// SwiGLU); with RoPE `[m, heads, kv_heads, k]`; named by the kind they launch as
-/// ([`crate::QMatmul::kind`]: `…_int8` where the adapter rounds `x`). Attention: `[tokens,
-/// heads, kv_heads, head_dim, pos0]`.
+/// The decoder cases on an adapter whose products may round `x` with `int8` bytes of
+/// workgroup memory ([`crate::qmatmul::MatvecShape::int8_storage`]). Products: `[m, n, k]`
+/// (`n` the rows of W: 2× the MLP width for SwiGLU); with RoPE `[m, heads, kv_heads, k]`;
+/// named by the kind they launch as ([`crate::QMatmul::kind`]: `…_int8` where the adapter
+/// rounds `x`). Attention: `[tokens, heads, kv_heads, head_dim, pos0]`.
 fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
     let mut v = Vec::new();

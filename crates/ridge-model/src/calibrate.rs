@@ -269,12 +269,13 @@ impl Model {
     /// The model of a kind's fit, where its launches have a depth: with the depth term for a
     /// compute-bound kind; for a memory-bound one of five launches or more, the work term
     /// alone unless a model with the depth term (instead of the work term, then beside it)
-    /// predicts the kind's launches held out [`BETTER_BY`] better than the model before (a decode step's attention over the KV cache: one
-    /// workgroup a KV head walks the keys tile after tile, its time following the keys and not
-    /// the bytes of its heads, which take SMs of their own: 1.20–1.22× → 1.07–1.08× held out
-    /// on the H200's run 152; a product streams its bytes, and a model without them, though
-    /// as good on the sweep's launches, would price a wider one as a narrow one). Choosing by
-    /// the held-out error flatters that error a little.
+    /// predicts the kind's launches held out [`BETTER_BY`] better than the model before (a
+    /// decode step's attention over the KV cache: one workgroup a KV head walks the keys tile
+    /// after tile, its time following the keys and not the bytes of its heads, which take SMs
+    /// of their own: 1.20–1.22× → 1.06–1.08× held out on the H200's runs 152 and 154; a
+    /// product streams its bytes, and a model without them, though as good on the sweep's
+    /// launches, would price a wider one as a narrow one). Choosing by the held-out error
+    /// flatters that error a little.
     fn of(bound: Bound, samples: &[Sample], overhead_s: f64) -> Self {
         if !samples.iter().any(|s| s.depth > 0.0) {
             return Model::Work;
@@ -730,9 +731,10 @@ mod tests {
     /// the 1.15×; every kind within 1.3× of its own launches and held out, the decode
     /// products within 1.25× (the LM head's f16 kind 1.20×, the others 1.01–1.13×; run 152,
     /// warmed by 2000 launches at most, had 6 of 30 kinds past 1.25×, up to 2.42×: whole
-    /// widths timed 2–3× slow at idle clocks); every fit better than its roofline; the f32 prompt kinds within 1.2×; the one-pass decode attention priced by
-    /// its keys, without a work term, within 1.1× (1.20–1.22× by its bytes in run 152); the
-    /// tensor-core kinds held against the tensor cores' roof. (The end-to-end check, decoders
+    /// widths timed 2–3× slow at idle clocks); every fit better than its roofline; the f32
+    /// prompt kinds within 1.2×; the one-pass decode attention priced by its keys, without a
+    /// work term, within 1.1× (1.20–1.22× by its bytes in run 152); the tensor-core kinds
+    /// held against the tensor cores' roof. (The end-to-end check, decoders
     /// priced against the wall clock of the same call, is the CLI's
     /// `predict_prices_ridges_decoder_plan_with_a_reports_terms`.)
     #[test]
