@@ -43,7 +43,7 @@ fn llm_panel() {
     let shape = DecoderShape::preset(&s.model).unwrap();
     let w = ModelWeights::of(&shape, Quant::parse(&s.quant).unwrap());
     let gpu = ridge_model::hardware::find(&s.gpu).unwrap();
-    let p = predict::predict(&shape, &w, &gpu, s.batch, s.prompt, s.generate);
+    let p = predict::predict(&shape, &w, &gpu, None, s.batch, s.prompt, s.generate);
     let checked = predict::check_published();
     let decode =
         predict::median_error(checked.iter().filter(|c| c.phase == Phase::Decode)).unwrap();

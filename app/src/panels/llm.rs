@@ -145,7 +145,15 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
     );
     state.generate = state.generate.min(most.saturating_sub(state.prompt).max(1));
     let w = ModelWeights::of(&shape, quant);
-    let p = predict::predict(&shape, &w, gpu, state.batch, state.prompt, state.generate);
+    let p = predict::predict(
+        &shape,
+        &w,
+        gpu,
+        None,
+        state.batch,
+        state.prompt,
+        state.generate,
+    );
     let context = state.prompt + state.generate;
     let mem = DecoderMemory::of(&shape, &w, state.batch, context);
     let budget = usable_bytes(gpu);

@@ -323,6 +323,28 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
         "--json",
     ]);
     assert_eq!(big["memory_bytes"]["fits"], false);
+    // A backend with published rows on the vendor's GPUs has terms of its own: AMD's GPUs
+    // prefill on ROCm and on Vulkan at different fractions of their peak.
+    let on = |backend: &str| {
+        json_without_gpu(&[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--quant",
+            "Q4_0",
+            "--adapter",
+            "RX 7900 XTX",
+            "--backend",
+            backend,
+            "--json",
+        ])
+    };
+    let (vulkan, rocm) = (on("vulkan"), on("ROCm"));
+    assert_eq!(vulkan["efficiency"]["backend"], "Vulkan");
+    assert_eq!(rocm["efficiency"]["backend"], "ROCm");
+    assert_ne!(vulkan["prefill_tokens_per_s"], rocm["prefill_tokens_per_s"]);
+    // None published for it: the vendor's terms.
+    assert_eq!(on("CUDA")["efficiency"]["backend"], serde_json::Value::Null);
     let check = json_without_gpu(&["predict", "--validate", "--json"]);
     assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
     assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);
@@ -355,4 +377,8 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
         "not a format or mix",
     );
     fails(&["predict", "--model", "nothing.gguf"], "nothing.gguf");
+    fails(
+        &["predict", "--model", "llama-2-7b", "--backend", "OpenCL"],
+        "not a llama.cpp backend",
+    );
 }

@@ -115,7 +115,8 @@ pub fn lookup(vendor_id: u32, device_id: u32, name: &str) -> Option<GpuSpec> {
 }
 
 /// The spec row `query` names (for `--adapter "NVIDIA H200"`): its exact name (any case);
-/// else the only row whose name holds the query's words in order (`"M2 Max"`); else the row an
+/// else the only row whose name holds the query's words in order (`"M2 Max"`), or of several
+/// such the only one whose name ends with them (`"RX 6800"`, not the 6800 XT); else the row an
 /// adapter of that name would get ([`lookup`]: `"NVIDIA H100 80GB HBM3"`).
 ///
 /// Errors: a message listing the candidates when several rows' names hold the query (`"H100"`:
@@ -131,6 +132,15 @@ pub fn find(query: &str) -> Result<GpuSpec, String> {
         .iter()
         .filter(|r| name_matches(&r.name, query))
         .collect();
+    // Among several, the one whose name ends with the query ("RX 6800", not the 6800 XT).
+    let q_words = words(query);
+    let ending: Vec<&&GpuSpec> = named
+        .iter()
+        .filter(|r| words(&r.name).ends_with(&q_words))
+        .collect();
+    if let ([_, _, ..], [one]) = (named.as_slice(), ending.as_slice()) {
+        return Ok((**one).clone());
+    }
     match named.as_slice() {
         [one] => return Ok((*one).clone()),
         [] => {}
@@ -177,6 +187,11 @@ mod tests {
             find("NVIDIA H100 80GB HBM3").unwrap().name,
             "NVIDIA H100 SXM5"
         );
+        // A name that is the start of another's: the row it ends.
+        assert_eq!(find("RX 6800").unwrap().name, "AMD Radeon RX 6800");
+        assert_eq!(find("RX 6800 XT").unwrap().name, "AMD Radeon RX 6800 XT");
+        assert_eq!(find("RX 7900 XT").unwrap().name, "AMD Radeon RX 7900 XT");
+        assert_eq!(find("Radeon VII").unwrap().name, "AMD Radeon VII");
         for (query, both) in [("H100", ["SXM5", "PCIe"]), ("A100", ["80GB", "40GB"])] {
             let e = find(query).unwrap_err();
             assert!(both.iter().all(|b| e.contains(b)), "{query}: {e}");

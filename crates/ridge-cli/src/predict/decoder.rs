@@ -154,7 +154,15 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     let gpu = hardware::find(&args.adapter)?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
-    let p = predict::predict(s, &w, &gpu, batch, args.prompt, args.generate);
+    let p = predict::predict(
+        s,
+        &w,
+        &gpu,
+        args.backend.as_deref(),
+        batch,
+        args.prompt,
+        args.generate,
+    );
     let mem = DecoderMemory::of(s, &w, batch, context);
     let budget = usable_bytes(&gpu);
     let fits = budget.map(|b| mem.total() <= b);

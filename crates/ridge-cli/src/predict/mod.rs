@@ -44,6 +44,12 @@ pub struct Args {
     /// GGUF file's own tensor types are used instead.
     #[arg(long, value_parser = parse_quant)]
     quant: Option<Quant>,
+    /// Decoders: the llama.cpp backend to predict for (CUDA, Metal, ROCm, SYCL, Vulkan): the
+    /// efficiency terms fitted to the published rows of that backend on the GPU's vendor,
+    /// where there are enough of them; without it (or without such rows) the vendor's terms
+    /// over all its backends.
+    #[arg(long, value_parser = parse_backend)]
+    backend: Option<String>,
     /// Print the decoder model's predictions against every published measurement
     /// (crates/ridge-model/data/published.json) and its median error per vendor and phase.
     #[arg(long)]
@@ -64,6 +70,15 @@ pub struct Args {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_backend(s: &str) -> Result<String, String> {
+    use ridge_model::decoder::predict::BACKENDS;
+    BACKENDS
+        .iter()
+        .find(|b| b.eq_ignore_ascii_case(s))
+        .map(|b| b.to_string())
+        .ok_or_else(|| format!("not a llama.cpp backend; one of {}", BACKENDS.join(", ")))
 }
 
 fn parse_quant(s: &str) -> Result<Quant, String> {
@@ -88,6 +103,11 @@ pub fn run(args: Args) -> crate::CliResult {
         eprintln!(
             "warning: --adapter {:?} is not used with --report: the report's adapter prices the model",
             args.adapter
+        );
+    }
+    if args.report.is_some() && args.backend.is_some() {
+        eprintln!(
+            "warning: --backend is not used with --report: Ridge's own kernels, priced by the report, run the model"
         );
     }
     match (decoder::source(&args.model)?, &args.report) {

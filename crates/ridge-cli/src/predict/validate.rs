@@ -90,7 +90,9 @@ pub fn run(json: bool) -> crate::CliResult {
             pct(*hp)
         );
     }
-    println!("\nefficiency terms per vendor, fitted to all rows (no per-GPU term):");
+    println!(
+        "\nefficiency terms per vendor and per backend on a vendor's GPUs, fitted to all rows (no per-GPU term):"
+    );
     for e in Efficiency::fitted() {
         println!("  {e}");
     }

@@ -1,6 +1,7 @@
 //! Predicted prefill and decode times of a decoder on a GPU of the spec table: the roofline
-//! of every op ([`super::phase`]) with three efficiency terms per GPU vendor, fitted to
-//! published llama.cpp measurements (`data/published.json`).
+//! of every op ([`super::phase`]) with three efficiency terms per GPU vendor (and per
+//! llama.cpp backend on a vendor's GPUs), fitted to published llama.cpp measurements
+//! (`data/published.json`).
 //!
 //! The terms, the same for every GPU of a vendor (never per GPU):
 //! - `bandwidth`: the fraction of the datasheet bandwidth a memory-bound op reaches;
@@ -9,13 +10,22 @@
 //! - `layer_overhead_s`: a fixed time per layer and forward pass (kernel launches and
 //!   synchronisation: about ten kernels per layer).
 //!
-//! Fitting ([`Efficiency::fit`]): for each vendor with at least [`MIN_ROWS`] decode rows,
-//! `bandwidth` and `layer_overhead_s` minimise the summed squared log error of its decode rows
-//! over a grid (bandwidth 0.20–1.00 by 0.01, overhead 0–500 µs by 2.5 µs: every fifth point,
-//! then all points near the best); then `compute` minimises that of its prefill rows
-//! (0.05–1.00 by 0.01, the same way; one row suffices for this one term). A vendor with too few rows for a term takes that term from the fit of all rows
-//! together. A decode of N tokens is N steps at the mean context (the costs
-//! grow linearly with the context, so the mean step is exact while the bound holds).
+//! Groups: all vendors' rows; each vendor's over all its backends; each backend's on one
+//! vendor's GPUs (AMD on ROCm and on Vulkan, Intel on SYCL and on Vulkan: the same GPU
+//! prefills 2× faster on one than on the other), where the vendor's rows name more than one
+//! backend. A prediction takes the terms of its backend on its vendor where given and fitted,
+//! else its vendor's, else all vendors'.
+//!
+//! Fitting ([`Efficiency::fit_all`]): a group with at least [`MIN_ROWS`] decode rows from
+//! [`MIN_GPUS`] GPUs fits `bandwidth` and `layer_overhead_s` to them, minimising the summed
+//! absolute log error of its decode rows over a grid (bandwidth 0.20–1.00 by 0.01, overhead
+//! 0–500 µs by 2.5 µs: every fifth point, then all points near the best); then, with prefill
+//! rows from [`MIN_GPUS`] GPUs, `compute` minimises that of its prefill rows (0.05–1.00 by
+//! 0.01, the same way). A group with too few rows or GPUs for a term takes it from the group
+//! above. The absolute (not squared) log error keeps a row published 2–5× off its peers (an
+//! early driver, a regressed build) from dragging its group's terms: the median error is what
+//! the model is judged by. A decode of N tokens is N steps at the mean context (the costs grow
+//! linearly with the context, so the mean step is exact while the bound holds).
 
 use std::sync::OnceLock;
 
@@ -25,14 +35,26 @@ use super::phase::{Step, step_ops};
 use super::{DecoderShape, ModelWeights, Quant};
 use crate::hardware::{self, GpuSpec};
 
-/// Fewest decode rows a vendor needs for a fit of its own.
+/// Fewest decode rows a vendor (or a backend on a vendor's GPUs) needs for bandwidth and
+/// overhead terms of its own.
 pub const MIN_ROWS: usize = 3;
 
-/// The efficiency terms of one vendor.
+/// Fewest GPUs whose rows a group needs for a term of its own: the terms of fewer GPUs are
+/// theirs, not their vendor's or backend's (one GPU's rows left out, two still remain).
+pub const MIN_GPUS: usize = 3;
+
+/// llama.cpp's backends a published row may name, as spelled there.
+pub const BACKENDS: [&str; 5] = ["CUDA", "Metal", "ROCm", "SYCL", "Vulkan"];
+
+/// The efficiency terms of one vendor, or of one backend on a vendor's GPUs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Efficiency {
     /// Vendor (`NVIDIA`, `AMD`, `Apple`, `Intel`) or `all vendors`.
     pub vendor: String,
+    /// llama.cpp's backend for terms of one backend on the vendor's GPUs (`Vulkan`,
+    /// `SYCL`, …); `None` for the vendor's terms over all its backends.
+    #[serde(default)]
+    pub backend: Option<String>,
     /// Published rows the terms were fitted to (decode, prefill).
     pub rows: (usize, usize),
     /// Fraction of the datasheet bandwidth.
@@ -41,6 +63,13 @@ pub struct Efficiency {
     pub compute: f64,
     /// Fixed time per layer and forward pass, seconds.
     pub layer_overhead_s: f64,
+    /// Whether bandwidth and overhead were fitted to this group's own decode rows (else taken
+    /// from the group above: a backend's from its vendor's, a vendor's from all vendors').
+    #[serde(default)]
+    pub own_decode_terms: bool,
+    /// Whether the compute term was fitted to this group's own prefill rows.
+    #[serde(default)]
+    pub own_compute_term: bool,
 }
 
 /// One published measurement (`data/published.json`).
@@ -225,16 +254,19 @@ pub struct DecoderPrediction {
     pub efficiency: Efficiency,
 }
 
-/// Predicts `batch` sequences: a prefill of `prompt` tokens, then `generate` decode steps.
+/// Predicts `batch` sequences: a prefill of `prompt` tokens, then `generate` decode steps,
+/// with the terms of llama.cpp's `backend` on `gpu`'s vendor where the published rows have
+/// them, else the vendor's ([`Efficiency::for_gpu`]).
 pub fn predict(
     s: &DecoderShape,
     w: &ModelWeights,
     gpu: &GpuSpec,
+    backend: Option<&str>,
     batch: usize,
     prompt: usize,
     generate: usize,
 ) -> DecoderPrediction {
-    let e = Efficiency::for_gpu(gpu);
+    let e = Efficiency::for_gpu(gpu, backend);
     let (units, steps) = phase_units(s, w, gpu, Phase::Prefill, [batch, prompt, 0]);
     let prefill = phase_time(&units, steps, (batch * prompt) as f64, s.layers, &e);
     let (units, steps) = phase_units(s, w, gpu, Phase::Decode, [batch, generate, prompt]);
@@ -291,129 +323,184 @@ fn row_units(r: &Published) -> Option<(Phase, String, RowUnits)> {
 
 impl std::fmt::Display for Efficiency {
     /// `NVIDIA, fitted to 11 decode + 11 prefill rows: 94 % of bandwidth, 87 % of compute,
-    /// 85 µs per layer and pass`.
+    /// 85 µs per layer and pass`; `AMD on Vulkan, …` for a backend's terms.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "{}, fitted to {} decode + {} prefill rows: {:.0} % of bandwidth, {:.0} % of compute, {:.0} µs per layer and pass",
-            self.vendor,
+            self.group(),
             self.rows.0,
             self.rows.1,
             100.0 * self.bandwidth,
             100.0 * self.compute,
             1e6 * self.layer_overhead_s
         )?;
-        if self.rows.0 < MIN_ROWS {
-            write!(
-                f,
-                " (bandwidth and overhead from all vendors' rows: too few of its own)"
-            )?;
-        }
-        Ok(())
+        let above = match self.backend {
+            Some(_) => format!("{}'s rows", self.vendor),
+            None => "all vendors' rows".into(),
+        };
+        let borrowed = match (self.own_decode_terms, self.own_compute_term) {
+            (false, false) => "every term",
+            (false, true) => "bandwidth and overhead",
+            (true, false) => "compute",
+            (true, true) => return Ok(()),
+        };
+        write!(
+            f,
+            " ({borrowed} from {above}: too few rows or GPUs of its own)"
+        )
     }
 }
 
 impl Efficiency {
-    /// The terms for `gpu`'s vendor ([`Efficiency::fitted`]).
-    pub fn for_gpu(gpu: &GpuSpec) -> Efficiency {
-        Self::of_vendor(Self::fitted(), vendor(gpu))
-            .cloned()
-            .expect("the pooled fit always exists")
+    /// `NVIDIA`, or `NVIDIA on Vulkan` for a backend's terms.
+    pub fn group(&self) -> String {
+        match &self.backend {
+            Some(b) => format!("{} on {b}", self.vendor),
+            None => self.vendor.clone(),
+        }
     }
 
-    /// `vendor`'s terms among `fits`, else the pooled ones.
-    fn of_vendor<'a>(fits: &'a [Efficiency], vendor: &str) -> Option<&'a Efficiency> {
-        fits.iter()
-            .find(|e| e.vendor == vendor)
-            .or_else(|| fits.iter().find(|e| e.vendor == "all vendors"))
+    /// The terms for `gpu` ([`Efficiency::fitted`]): those of `backend` on its vendor's GPUs
+    /// where the published rows have them, else its vendor's over all backends, else those of
+    /// all vendors.
+    pub fn for_gpu(gpu: &GpuSpec, backend: Option<&str>) -> Efficiency {
+        Self::of(Self::fitted(), vendor(gpu), backend).clone()
     }
 
-    /// Every vendor's fit and the pooled one (`all vendors`), computed once from the
-    /// published rows (module docs).
+    /// The terms of `backend` on `vendor`'s GPUs among `fits`, else `vendor`'s, else the
+    /// pooled ones (always among a [`Efficiency::fit_all`]'s).
+    fn of<'a>(fits: &'a [Efficiency], vendor: &str, backend: Option<&str>) -> &'a Efficiency {
+        let find = |v: &str, b: Option<&str>| {
+            fits.iter().find(|e| {
+                e.vendor == v
+                    && e.backend.as_deref().map(str::to_lowercase) == b.map(str::to_lowercase)
+            })
+        };
+        backend
+            .and_then(|b| find(vendor, Some(b)))
+            .or_else(|| find(vendor, None))
+            .or_else(|| find("all vendors", None))
+            .expect("fit_all always fits all vendors' rows")
+    }
+
+    /// Every fit, computed once from the published rows (module docs).
     pub fn fitted() -> &'static [Efficiency] {
         static FITS: OnceLock<Vec<Efficiency>> = OnceLock::new();
         FITS.get_or_init(|| Self::fit_all(&fit_rows(|_| true)))
     }
 
-    /// Every vendor's fit over `rows`, then the pooled one (`all vendors`).
+    /// The fits over `rows`: every vendor's over all its backends, every backend's on a
+    /// vendor's GPUs, then the pooled one (`all vendors`). A group with fewer than
+    /// [`MIN_ROWS`] decode rows takes bandwidth and overhead from the group above it (a
+    /// backend's from its vendor's, a vendor's from all vendors'), one without prefill rows
+    /// its compute term.
     fn fit_all(rows: &[FitRow]) -> Vec<Efficiency> {
-        let mut vendors: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+        let pooled = Self::fit("all vendors", None, rows.iter().collect(), None);
+        let mut vendors: Vec<&str> = rows.iter().map(|r| r.vendor.as_str()).collect();
         vendors.sort();
         vendors.dedup();
-        let pooled = Self::fit("all vendors", rows.iter().collect());
-        let mut fits: Vec<Efficiency> = vendors
-            .iter()
-            .map(|v| {
-                let own: Vec<_> = rows.iter().filter(|r| &r.1 == v).collect();
-                let decode = own.iter().filter(|r| r.0 == Phase::Decode).count();
-                let prefill = own.iter().filter(|r| r.0 == Phase::Prefill).count();
-                let fit = Self::fit(v, own);
-                // Two decode terms need MIN_ROWS rows; the prefill term one row.
-                let decode_terms = if decode >= MIN_ROWS { &fit } else { &pooled };
-                Efficiency {
-                    vendor: v.clone(),
-                    rows: fit.rows,
-                    bandwidth: decode_terms.bandwidth,
-                    layer_overhead_s: decode_terms.layer_overhead_s,
-                    compute: if prefill > 0 {
-                        fit.compute
-                    } else {
-                        pooled.compute
-                    },
-                }
-            })
-            .collect();
+        let mut fits = Vec::new();
+        for v in vendors {
+            let own: Vec<&FitRow> = rows.iter().filter(|r| r.vendor == v).collect();
+            let vendor_fit = Self::fit(v, None, own.clone(), Some(&pooled));
+            let mut backends: Vec<&str> = own.iter().map(|r| r.backend.as_str()).collect();
+            backends.sort();
+            backends.dedup();
+            // A vendor of one backend: its terms are that backend's.
+            for b in backends.iter().filter(|_| backends.len() > 1) {
+                let mine: Vec<&FitRow> = own.iter().copied().filter(|r| r.backend == *b).collect();
+                fits.push(Self::fit(v, Some(b), mine, Some(&vendor_fit)));
+            }
+            fits.push(vendor_fit);
+        }
         fits.push(pooled);
         fits
     }
 
-    /// The fit over `rows` (module docs).
-    fn fit(vendor: &str, rows: Vec<&FitRow>) -> Efficiency {
+    /// The fit over `rows` (module docs), terms its rows cannot fit taken from `above`.
+    fn fit(
+        vendor: &str,
+        backend: Option<&str>,
+        rows: Vec<&FitRow>,
+        above: Option<&Efficiency>,
+    ) -> Efficiency {
         let error = |e: &Efficiency, phase: Phase| -> f64 {
             rows.iter()
-                .filter(|r| r.0 == phase)
-                .map(|(_, _, (units, steps, tokens, layers), published)| {
+                .filter(|r| r.phase == phase)
+                .map(|r| {
+                    let (units, steps, tokens, layers) = &r.units;
                     let t = phase_time(units, *steps, *tokens, *layers, e);
-                    (t.tokens_per_s / published).ln().powi(2)
+                    (t.tokens_per_s / r.published).ln().abs()
                 })
                 .sum()
         };
-        let count = |phase: Phase| rows.iter().filter(|r| r.0 == phase).count();
+        let count = |phase: Phase| rows.iter().filter(|r| r.phase == phase).count();
+        let (decode, prefill) = (count(Phase::Decode), count(Phase::Prefill));
+        let gpus = |phase: Phase| {
+            let mut g: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.phase == phase)
+                .map(|r| r.gpu.as_str())
+                .collect();
+            g.sort();
+            g.dedup();
+            g.len()
+        };
+        let own_decode = decode >= MIN_ROWS && gpus(Phase::Decode) >= MIN_GPUS;
+        let own_prefill = gpus(Phase::Prefill) >= MIN_GPUS;
         let mut best = Efficiency {
             vendor: vendor.into(),
-            rows: (count(Phase::Decode), count(Phase::Prefill)),
+            backend: backend.map(str::to_string),
+            rows: (decode, prefill),
             bandwidth: 1.0,
             compute: 1.0,
             layer_overhead_s: 0.0,
+            own_decode_terms: above.is_none() || own_decode,
+            own_compute_term: above.is_none() || own_prefill,
         };
-        // Bandwidth in hundredths (20..=100) and overhead in steps of 2.5 µs (0..=200): every
-        // fifth point of the grid first, then every point within one coarse step of the best.
-        let decode_err = |b: i32, o: i32| {
-            let e = Efficiency {
-                bandwidth: b as f64 / 100.0,
-                layer_overhead_s: o as f64 * 2.5e-6,
-                ..best.clone()
-            };
-            (error(&e, Phase::Decode), e)
-        };
-        let coarse = (20..=100)
-            .step_by(5)
-            .flat_map(|b| (0..=200).step_by(5).map(move |o| (b, o)));
-        let (b0, o0) = min_by_error(coarse, |(b, o)| decode_err(b, o).0);
-        let fine = ((b0 - 4).max(20)..=(b0 + 4).min(100))
-            .flat_map(|b| ((o0 - 4).max(0)..=(o0 + 4).min(200)).map(move |o| (b, o)));
-        let (b, o) = min_by_error(fine, |(b, o)| decode_err(b, o).0);
-        best = decode_err(b, o).1;
-        let prefill_err = |c: i32| {
-            let e = Efficiency {
-                compute: c as f64 / 100.0,
-                ..best.clone()
-            };
-            (error(&e, Phase::Prefill), e)
-        };
-        let c0 = min_by_error((5..=100).step_by(5), |c| prefill_err(c).0);
-        let c = min_by_error((c0 - 4).max(5)..=(c0 + 4).min(100), |c| prefill_err(c).0);
-        best = prefill_err(c).1;
+        match above.filter(|_| !own_decode) {
+            Some(a) => {
+                best.bandwidth = a.bandwidth;
+                best.layer_overhead_s = a.layer_overhead_s;
+            }
+            None => {
+                // Bandwidth in hundredths (20..=100) and overhead in steps of 2.5 µs
+                // (0..=200): every fifth point of the grid first, then every point within
+                // one coarse step of the best.
+                let decode_err = |b: i32, o: i32| {
+                    let e = Efficiency {
+                        bandwidth: b as f64 / 100.0,
+                        layer_overhead_s: o as f64 * 2.5e-6,
+                        ..best.clone()
+                    };
+                    (error(&e, Phase::Decode), e)
+                };
+                let coarse = (20..=100)
+                    .step_by(5)
+                    .flat_map(|b| (0..=200).step_by(5).map(move |o| (b, o)));
+                let (b0, o0) = min_by_error(coarse, |(b, o)| decode_err(b, o).0);
+                let fine = ((b0 - 4).max(20)..=(b0 + 4).min(100))
+                    .flat_map(|b| ((o0 - 4).max(0)..=(o0 + 4).min(200)).map(move |o| (b, o)));
+                let (b, o) = min_by_error(fine, |(b, o)| decode_err(b, o).0);
+                best = decode_err(b, o).1;
+            }
+        }
+        match above.filter(|_| !own_prefill) {
+            Some(a) => best.compute = a.compute,
+            None => {
+                let prefill_err = |c: i32| {
+                    let e = Efficiency {
+                        compute: c as f64 / 100.0,
+                        ..best.clone()
+                    };
+                    (error(&e, Phase::Prefill), e)
+                };
+                let c0 = min_by_error((5..=100).step_by(5), |c| prefill_err(c).0);
+                let c = min_by_error((c0 - 4).max(5)..=(c0 + 4).min(100), |c| prefill_err(c).0);
+                best = prefill_err(c).1;
+            }
+        }
         best
     }
 }
@@ -426,9 +513,17 @@ fn min_by_error<P: Copy>(grid: impl Iterator<Item = P>, error: impl Fn(P) -> f64
         .1
 }
 
-/// A published row as the fit uses it: phase, vendor, unit-efficiency op times, published
-/// tokens/s.
-type FitRow = (Phase, String, RowUnits, f64);
+/// A published row as the fit uses it.
+struct FitRow {
+    phase: Phase,
+    gpu: String,
+    vendor: String,
+    backend: String,
+    /// Unit-efficiency op times, steps, tokens, layers.
+    units: RowUnits,
+    /// Published tokens/s.
+    published: f64,
+}
 
 /// The published rows that `keep` keeps, ready to fit.
 fn fit_rows(keep: impl Fn(&Published) -> bool) -> Vec<FitRow> {
@@ -436,20 +531,27 @@ fn fit_rows(keep: impl Fn(&Published) -> bool) -> Vec<FitRow> {
         .iter()
         .filter(|r| keep(r))
         .filter_map(|r| {
-            let (p, v, u) = row_units(r)?;
-            Some((p, v, u, r.tokens_per_s))
+            let (phase, vendor, units) = row_units(r)?;
+            Some(FitRow {
+                phase,
+                gpu: r.gpu.clone(),
+                vendor,
+                backend: r.backend.clone(),
+                units,
+                published: r.tokens_per_s,
+            })
         })
         .collect()
 }
 
 /// Every published row the model can place, with its prediction under `fits` (the terms of
-/// its vendor, else the pooled ones).
+/// its backend on its vendor's GPUs, else of its vendor, else the pooled ones).
 fn check_with(rows: Vec<Published>, fits: impl Fn(&Published) -> Vec<Efficiency>) -> Vec<Checked> {
     rows.into_iter()
         .filter_map(|r| {
             let (phase, vendor, (units, steps, tokens, layers)) = row_units(&r)?;
             let fits = fits(&r);
-            let e = Efficiency::of_vendor(&fits, &vendor)?;
+            let e = Efficiency::of(&fits, &vendor, Some(&r.backend));
             let predicted = phase_time(&units, steps, tokens, layers, e).tokens_per_s;
             Some(Checked {
                 row: r,
@@ -565,12 +667,66 @@ mod tests {
     #[test]
     fn rows_of_gpus_left_out_of_the_fit_meet_the_overall_goals() {
         // Each GPU's rows predicted with terms fitted without them: decode ≤ 20 %, prefill
-        // ≤ 35 % median error over all rows (measured: 9 % and 9 %).
+        // ≤ 35 % median error over all rows (measured: 9 % and 14 %, 96 rows of 28 GPUs).
         let held = check_held_out();
         assert_eq!(held.len(), published().len());
         let of = |phase: Phase| median_error(held.iter().filter(|c| c.phase == phase)).unwrap();
         assert!(of(Phase::Decode) <= 0.20, "{}", of(Phase::Decode));
         assert!(of(Phase::Prefill) <= 0.35, "{}", of(Phase::Prefill));
+    }
+
+    #[test]
+    fn a_backends_terms_serve_where_fitted_else_its_vendors() {
+        let gpu = |name: &str| hardware::find(name).unwrap();
+        let group =
+            |name: &str, backend: Option<&str>| Efficiency::for_gpu(&gpu(name), backend).group();
+        // AMD's rows name ROCm and Vulkan: each has terms of its own, and a prefill on one
+        // is priced apart from the other.
+        assert_eq!(group("RX 7900 XTX", Some("vulkan")), "AMD on Vulkan");
+        assert_eq!(group("RX 7900 XTX", Some("ROCm")), "AMD on ROCm");
+        let amd = |b| Efficiency::for_gpu(&gpu("RX 7900 XTX"), b);
+        assert_ne!(amd(Some("Vulkan")).compute, amd(Some("ROCm")).compute);
+        // No rows of that backend, or none named: the vendor's terms over all its backends.
+        assert_eq!(group("RX 7900 XTX", Some("CUDA")), "AMD");
+        assert_eq!(group("RX 7900 XTX", None), "AMD");
+        // Apple's rows name one backend: its vendor's terms are that backend's.
+        assert_eq!(group("M2 Max", Some("Metal")), "Apple");
+        let fits = Efficiency::fitted();
+        assert!(
+            !fits
+                .iter()
+                .any(|e| e.vendor == "Apple" && e.backend.is_some())
+        );
+        assert!(fits.iter().any(|e| e.vendor == "all vendors"));
+    }
+
+    #[test]
+    fn a_row_far_off_its_peers_barely_moves_its_groups_terms() {
+        // AMD's decode rows, then the same with one row published 5× slower (a regressed
+        // build): under the absolute log error the first row's prediction stays within 3 %
+        // (it does not move); under a squared one it followed the outlier by 10 %.
+        let rows = fit_rows(|r| r.gpu.contains("AMD"));
+        let fit = |rows: &[FitRow]| Efficiency::fit("AMD", None, rows.iter().collect(), None);
+        let before = fit(&rows);
+        let mut with = fit_rows(|r| r.gpu.contains("AMD"));
+        let first = with
+            .iter()
+            .position(|r| r.phase == Phase::Decode)
+            .expect("AMD decode rows");
+        let mut slow = fit_rows(|r| r.gpu.contains("AMD")).swap_remove(first);
+        slow.published /= 5.0;
+        with.push(slow);
+        let after = fit(&with);
+        let tokens_per_s = |e: &Efficiency| {
+            let r = &rows[first];
+            let (units, steps, tokens, layers) = &r.units;
+            phase_time(units, *steps, *tokens, *layers, e).tokens_per_s
+        };
+        let moved = tokens_per_s(&after) / tokens_per_s(&before);
+        assert!(
+            moved > 0.97 && moved <= 1.0,
+            "{moved}: {before:?} → {after:?}"
+        );
     }
 
     #[test]
@@ -587,11 +743,11 @@ mod tests {
         let s = DecoderShape::preset("llama-3-8b").unwrap();
         let w = ModelWeights::of(&s, Quant::Q4_K_M);
         let gpu = hardware::find("RTX 4090").unwrap();
-        let p = predict(&s, &w, &gpu, 1, 512, 128);
+        let p = predict(&s, &w, &gpu, None, 1, 512, 128);
         assert!(p.prefill.compute_bound_share > 0.8, "{:?}", p.prefill);
         assert!(p.decode.compute_bound_share < 0.1, "{:?}", p.decode);
         // Batch walks decode toward the ridge point: 64 sequences share each weight read.
-        let batched = predict(&s, &w, &gpu, 64, 512, 128);
+        let batched = predict(&s, &w, &gpu, None, 64, 512, 128);
         assert!(batched.decode.tokens_per_s > 10.0 * p.decode.tokens_per_s);
         assert!(p.decode.tokens_per_s < p.decode.roofline_tokens_per_s);
     }
