@@ -20,6 +20,8 @@ pub struct State {
     pub quant: String,
     /// The GPU, by spec-table name.
     pub gpu: String,
+    /// llama.cpp's backend whose fitted terms price it, or `any` (the vendor's terms).
+    pub backend: String,
     /// Prompt tokens.
     pub prompt: usize,
     /// Generated tokens.
@@ -36,6 +38,7 @@ impl Default for State {
             model: "llama-3-8b".into(),
             quant: "Q4_K_M".into(),
             gpu: "NVIDIA GeForce RTX 4090".into(),
+            backend: ANY_BACKEND.into(),
             prompt: 512,
             generate: 128,
             batch: 1,
@@ -43,6 +46,9 @@ impl Default for State {
         }
     }
 }
+
+/// The backend choice that prices a GPU by its vendor's terms over all backends.
+const ANY_BACKEND: &str = "any backend";
 
 /// Vendors' colours on the published-rows plot.
 fn vendor_color(v: &str) -> egui::Color32 {
@@ -118,6 +124,13 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
                     ui.selectable_value(&mut state.gpu, g.name.clone(), &g.name);
                 }
             });
+        egui::ComboBox::from_label("llama.cpp backend")
+            .selected_text(&state.backend)
+            .show_ui(ui, |ui| {
+                for b in std::iter::once(ANY_BACKEND).chain(predict::BACKENDS) {
+                    ui.selectable_value(&mut state.backend, b.to_string(), b);
+                }
+            });
     });
     let (Some(shape), Some(quant), Some(gpu)) = (
         DecoderShape::preset(&state.model),
@@ -149,7 +162,7 @@ pub fn show(ui: &mut egui::Ui, state: &mut State) {
         &shape,
         &w,
         gpu,
-        None,
+        Some(state.backend.as_str()).filter(|b| *b != ANY_BACKEND),
         state.batch,
         state.prompt,
         state.generate,
