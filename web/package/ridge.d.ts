@@ -23,6 +23,33 @@ export interface SuiteCase {
   cost: { flops: number; bytes: number };
 }
 
+/** A `ridge bench --json` report (fields beyond these: see crates/ridge-model/src/report.rs). */
+export interface BenchReport {
+  adapter: string;
+  backend: string;
+  timing: string;
+  measured: { bandwidth_gbps: number; f32_tflops: number; f16_tflops: number | null };
+  rows: {
+    op: string;
+    shape: number[];
+    dtype: string;
+    flops: number;
+    bytes: number;
+    measured_ms: number | null;
+    predicted_measured_ms: number;
+  }[];
+  calibration: {
+    kinds: {
+      op: string;
+      dtype: string;
+      rows: number;
+      roofline_error: number;
+      fitted_error: number;
+      held_out_error: number | null;
+    }[];
+  };
+}
+
 export declare class Ridge {
   /** Starts Ridge's worker and opens this browser's WebGPU adapter. */
   static create(options?: { workerUrl?: string | URL }): Promise<Ridge>;
@@ -33,6 +60,12 @@ export declare class Ridge {
     repeats?: number;
     onProgress?: (p: { done: number; total: number; step: string }) => void;
   }): Promise<SuiteCase[]>;
+  bench(options?: {
+    size?: "quick" | "medium" | "full";
+    ops?: string;
+    repeats?: number;
+    onProgress?: (p: { done: number; total: number; case: string }) => void;
+  }): Promise<BenchReport>;
   tune(options?: {
     ops?: string;
     budgetSeconds?: number;

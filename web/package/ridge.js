@@ -74,6 +74,18 @@ export class Ridge {
   }
 
   /**
+   * `ridge bench` on this browser's adapter: its ceilings measured, every case of the
+   * `size` sweep ("quick", "medium" or "full"; `ops`, comma separated, keeps those ops)
+   * timed in two passes of `repeats` launches, and the per-op model fitted on the runs.
+   * `onProgress({ done, total, case })` follows it.
+   * @returns {Promise<object>} the report, as `ridge bench --json` writes it (`rows`, `measured`,
+   *   `calibration.kinds`: each kind's fitted terms and its error held out)
+   */
+  bench({ size = "quick", ops = "", repeats = 10, onProgress } = {}) {
+    return this.#call("bench", { size, ops, repeats }, (e) => onProgress?.(e.bench));
+  }
+
+  /**
    * The autotuner: times every variant of `ops` (comma separated; empty: all) on this
    * adapter, stores the fastest in localStorage and installs them.
    * @returns {Promise<{ key: string, entries: number }>}

@@ -5,7 +5,8 @@
 // Messages out: { id, ok, value | error }, and while a call runs { id, event } with
 //               { progress: { file, loaded, total } } (model downloads), { tuning: { done,
 //               total, problem } } (the autotuner), { suite: { done, total, step } } (the
-//               kernel suite) or { token: { id, text } } (generation).
+//               kernel suite), { bench: { done, total, case } } (the bench's sweep) or
+//               { token: { id, text } } (generation).
 
 import init, { Ridge } from "./ridge_web.js";
 
@@ -40,6 +41,11 @@ const commands = {
   async suite({ repeats = 3 }, event) {
     const report = (done, total, step) => event({ suite: { done, total, step } });
     return JSON.parse(await ridge.run_suite(repeats, report));
+  },
+
+  async bench({ size = "quick", ops = "", repeats = 10 }, event) {
+    const report = (done, total, c) => event({ bench: { done, total, case: c } });
+    return JSON.parse(await ridge.bench(size, ops, repeats, report));
   },
 
   async tune({ ops = "", budget_s = 30 }, event) {

@@ -223,6 +223,77 @@ impl Ridge {
         })
     }
 
+    /// `ridge bench` in the browser: measures this adapter's ceilings (copy bandwidth, FMA
+    /// peaks, dispatch overhead), times every case of the `size` sweep (`quick`, `medium` or
+    /// `full`; `ops`, comma separated, keeps those ops only, as `ridge bench --op`) in two
+    /// passes of `repeats` launches, and resolves to the report as JSON: the file
+    /// `ridge bench --json` writes, which `ridge predict --report` and the dashboard read,
+    /// its per-op model fitted on these runs (`calibration`: each kind's error, held out).
+    /// `on_progress(done, total, case)` is called as each case starts.
+    ///
+    /// Errors: an unknown size or op; GPU errors.
+    pub fn bench(
+        &self,
+        size: String,
+        ops: String,
+        repeats: usize,
+        on_progress: js_sys::Function,
+    ) -> Promise {
+        use ridge_kernels::{bench, ceilings, sweep};
+        let ctx = self.ctx.clone();
+        future_to_promise(async move {
+            let size = match size.as_str() {
+                "quick" => sweep::SweepSize::Quick,
+                "medium" => sweep::SweepSize::Medium,
+                "full" => sweep::SweepSize::Full,
+                other => {
+                    return Err(js_err(format!(
+                        "sweep size {other:?}: one of quick, medium, full"
+                    )));
+                }
+            };
+            let ops: Vec<String> = ops
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            if let Some(bad) = ops.iter().find(|o| !sweep::OPS.contains(&o.as_str())) {
+                return Err(js_err(format!(
+                    "op {bad:?}: one of {}",
+                    sweep::OPS.join(", ")
+                )));
+            }
+            let repeats = repeats.clamp(1, 1000);
+            let m = ceilings::measure(&ctx, 64 << 20, repeats)
+                .await
+                .map_err(js_err)?;
+            let cases = sweep::cases(&ctx, size, &ops);
+            let total = 2 * cases.len();
+            let mut done = 0;
+            let timed = bench::time_cases(&ctx, cases, repeats, 2, |_, case| {
+                done += 1;
+                let _ = on_progress.call3(
+                    &JsValue::NULL,
+                    &(done as f64).into(),
+                    &(total as f64).into(),
+                    &format!("{} {:?} {}", case.op, case.shape, case.dtype).into(),
+                );
+            })
+            .await
+            .map_err(js_err)?;
+            let spec = bench::spec(&ctx);
+            let rows = timed
+                .iter()
+                .map(|t| bench::row(&ctx, t, &m, spec.as_ref()))
+                .collect();
+            let report = bench::report(&ctx, m, rows);
+            Ok(serde_json::to_string_pretty(&report)
+                .map_err(js_err)?
+                .into())
+        })
+    }
+
     /// The files of a model folder to fetch (absent ones may be left out).
     pub fn model_files() -> Vec<String> {
         ridge_nn::source::MODEL_FILES.map(String::from).to_vec()

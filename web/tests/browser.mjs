@@ -23,7 +23,7 @@
 // dashboard after its sweep: docs/screenshots/roofline-web.png)
 
 import { readFileSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 import { PNG } from "pngjs";
 
 const base = process.argv[2];
@@ -42,29 +42,7 @@ const check = (ok, what) => {
   if (!ok) failures.push(what);
 };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--enable-unsafe-webgpu", // the only adapter here is a CPU one, blocklisted otherwise
-    // A WebGPU canvas (the dashboard) needs the compositor on Vulkan-SwiftShader too: with
-    // the headless default (GL) Chromium cannot share the swap-chain image and loses the
-    // device ("Device was destroyed") at the first getCurrentTexture. Compute needs none
-    // of these.
-    "--use-angle=swiftshader",
-    "--enable-unsafe-swiftshader",
-    "--ignore-gpu-blocklist",
-    "--enable-gpu",
-    "--enable-features=Vulkan",
-    "--use-vulkan=swiftshader",
-    "--no-sandbox",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launchChromium();
 const context = await browser.newContext();
 
 async function open(query) {

@@ -301,6 +301,36 @@ fn ensure_browser() -> Result {
     ensure_node_modules()
 }
 
+/// `cargo xtask bench-browser [--size S] [--out FILE]`: `ridge bench` in headless Chromium
+/// (SwiftShader's WebGPU): `web/bench.html` runs the sweep (default `medium`) and
+/// `web/tests/bench.mjs` writes its report (default `benches/reports/swiftshader.json`).
+pub fn bench_browser(args: &[String]) -> Result {
+    let (mut size, mut out) = (
+        "medium".to_string(),
+        "benches/reports/swiftshader.json".to_string(),
+    );
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match (flag.as_str(), it.next()) {
+            ("--size", Some(s)) if ["quick", "medium", "full"].contains(&s.as_str()) => {
+                size = s.clone()
+            }
+            ("--out", Some(f)) => out = f.clone(),
+            _ => {
+                return Err(
+                    "usage: cargo xtask bench-browser [--size quick|medium|full] [--out FILE]"
+                        .into(),
+                );
+            }
+        }
+    }
+    ensure_browser()?;
+    ensure_wasm_tools()?;
+    build()?;
+    let (url, _server) = serve(0, Models::fetch()?)?;
+    run("node", &["web/tests/bench.mjs", &url, &size, &out])
+}
+
 /// The browser tests: headless Chromium (SwiftShader's WebGPU) loads the page from a server
 /// on an ephemeral port; `web/tests/browser.mjs` checks the suite, MiniLM against the
 /// fixture, and the error for a missing model.

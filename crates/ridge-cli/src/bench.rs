@@ -5,11 +5,9 @@ use std::process::ExitCode;
 
 use clap::builder::PossibleValuesParser;
 
-use ridge_core::DType;
-use ridge_kernels::{Gemm, GemmKernel, ceilings, sweep};
+use ridge_kernels::{bench, ceilings, sweep};
 use ridge_model::calibrate::Calibration;
-use ridge_model::report::{Accuracy, BenchReport, Row};
-use ridge_model::{Precision, hardware};
+use ridge_model::report::{Accuracy, Row};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -107,8 +105,7 @@ pub fn run(args: Args) -> crate::CliResult {
     let m = pollster::block_on(ceilings::measure(&ctx, max_copy, args.repeats))?;
     bar.finish_and_clear();
     let measured_ceilings = m.ceilings(false);
-    let fp = ctx.fingerprint();
-    let spec = hardware::lookup(fp.vendor_id, fp.device_id, &fp.name);
+    let spec = bench::spec(&ctx);
     say(format!(
         "measured ceilings: {:.1} GB/s copy, {:.3} TFLOP/s f32 FMA{}{}, {} µs GPU time per dispatch ({} µs in a stream of dependent ones, {} µs of host time); ridge point {:.2} FLOP/B",
         m.bandwidth_gbps,
@@ -165,14 +162,8 @@ pub fn run(args: Args) -> crate::CliResult {
         "bound",
         "%roof"
     ));
-    // Two passes over every case, each time after warming the GPU (up to 200 ms of launches:
-    // `ceilings::SWEEP_WARM_LAUNCHES`), keeping the faster: an NVIDIA GPU that saw a
-    // host-side gap can run the next ~0.5 s at idle clocks (the H200 logged SM 480 MHz for
-    // 0.75 s mid-bench and those rows ran exactly 4x slow; benches/NOTES.md), which one pass
-    // cannot tell from a slow kernel.
+    // Two passes, the faster kept (`ridge_kernels::bench::time_cases`: an idle-clock gap).
     let cases = sweep::cases(&ctx, size, &args.op);
-    let mut fastest: Vec<Option<f64>> = vec![None; cases.len()];
-    let mut costs = Vec::with_capacity(cases.len());
     let bar = indicatif::ProgressBar::new(2 * cases.len() as u64).with_style(
         indicatif::ProgressStyle::with_template(
             "pass {prefix}/2 {msg:<32} [{bar:30}] {pos}/{len} runs, {elapsed}, about {eta} left",
@@ -180,61 +171,21 @@ pub fn run(args: Args) -> crate::CliResult {
         .expect("template")
         .progress_chars("=> "),
     );
-    for pass in 0..2 {
-        bar.set_prefix((pass + 1).to_string());
-        for (case, best) in cases.iter().zip(fastest.iter_mut()) {
+    let timed = pollster::block_on(bench::time_cases(
+        &ctx,
+        cases,
+        args.repeats,
+        2,
+        |pass, case| {
+            bar.set_prefix((pass + 1).to_string());
             bar.set_message(format!("{} {:?} {}", case.op, case.shape, case.dtype));
             bar.inc(1);
-            let prepared = sweep::prepare(&ctx, case)?;
-            if pass == 0 {
-                costs.push(prepared.cost);
-            }
-            let t = pollster::block_on(ceilings::warm_median_ms(
-                &ctx,
-                args.repeats,
-                ceilings::SWEEP_WARM_LAUNCHES,
-                &prepared.launch,
-            ))
-            .ok();
-            *best = match (*best, t) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-    }
+        },
+    ))?;
     bar.finish_and_clear();
     let mut rows = Vec::new();
-    for ((case, cost), measured_ms) in cases.into_iter().zip(costs).zip(fastest) {
-        let f16 = case.dtype == DType::F16;
-        // A launch on the tensor cores is set against their measured peak, not the FMA
-        // units'.
-        let tensor = match case.op.as_str() {
-            "gemm" => matches!(
-                Gemm::new(case.shape[0], case.shape[1], case.shape[2]).kernel(&ctx, case.dtype),
-                GemmKernel::Coop(_)
-            ),
-            op => ridge_model::report::tensor_core_op(op) && f16 && ctx.has_coop_f16(),
-        };
-        let ceil = m.ceilings_for(f16, tensor);
-        let pred = ceil.predict(&cost);
-        let precision = if f16 { Precision::F16 } else { Precision::F32 };
-        let spec_ms = spec
-            .as_ref()
-            .map(|s| s.ceilings(precision).predict(&cost).seconds * 1e3);
-        let row = Row {
-            op: case.op.clone(),
-            shape: case.shape.clone(),
-            dtype: case.dtype.to_string(),
-            flops: cost.flops,
-            bytes: cost.bytes,
-            depth: cost.depth,
-            tiled_flops: cost.tiled_flops,
-            measured_ms,
-            predicted_spec_ms: spec_ms,
-            predicted_measured_ms: pred.seconds * 1e3,
-            bound: pred.bound,
-            roofline_fraction: measured_ms.and_then(|t| ceil.fraction_of_roofline(&cost, t * 1e-3)),
-        };
+    for t in &timed {
+        let row = bench::row(&ctx, t, &m, spec.as_ref());
         say(format!(
             "{:<20} {:<20} {:<4} {:>10.3e} {:>10.3e} {:>8.2} {:>10} {:>10} {:>10} {:>8} {:<7} {:>6}",
             row.op,
@@ -258,8 +209,7 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 
     print_sparse_vs_dense(&rows, &say);
-    let accuracy_measured = Accuracy::of(&rows, |r| Some(r.predicted_measured_ms));
-    let accuracy_spec = Accuracy::of(&rows, |r| r.predicted_spec_ms);
+    let report = bench::report(&ctx, m, rows);
     let fmt = |a: &Accuracy| {
         let f =
             |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} ({:.2}×)", 2f64.powf(v)));
@@ -271,32 +221,17 @@ pub fn run(args: Args) -> crate::CliResult {
         )
     };
     say("\nmodel accuracy, median |log2(measured ÷ predicted)| (goal for memory-bound with measured ceilings: ≤ 0.32, i.e. 1.25×):".to_string());
-    say(format!("  measured ceilings: {}", fmt(&accuracy_measured)));
-    say(format!("  spec ceilings:     {}", fmt(&accuracy_spec)));
-
-    let mut report = BenchReport {
-        ridge_version: env!("CARGO_PKG_VERSION").into(),
-        adapter: fp.name.clone(),
-        backend: fp.backend.clone(),
-        vendor_id: fp.vendor_id,
-        device_id: fp.device_id,
-        driver: fp.driver.clone(),
-        timing: if ctx.has_timestamps() {
-            "GPU timestamps".into()
-        } else {
-            "wall clock".into()
-        },
-        spec,
-        measured: m,
-        measured_ceilings,
-        rows,
-        accuracy_measured,
-        accuracy_spec,
-        calibration: None,
-    };
-    let calibration = Calibration::fit(&report);
-    print_calibration(&calibration, &say);
-    report.calibration = Some(calibration);
+    say(format!(
+        "  measured ceilings: {}",
+        fmt(&report.accuracy_measured)
+    ));
+    say(format!(
+        "  spec ceilings:     {}",
+        fmt(&report.accuracy_spec)
+    ));
+    if let Some(c) = &report.calibration {
+        print_calibration(c, &say);
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
         match json_file {

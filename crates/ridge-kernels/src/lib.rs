@@ -5,6 +5,7 @@
 
 pub mod argmax;
 pub mod attention;
+pub mod bench;
 pub mod ceilings;
 pub mod check;
 pub mod elementwise;

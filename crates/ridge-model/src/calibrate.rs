@@ -533,6 +533,7 @@ mod tests {
             "h200-decoder" => include_str!("../../../benches/reports/h200-decoder.json"),
             "lavapipe" => include_str!("../../../benches/reports/lavapipe.json"),
             "llvmpipe" => include_str!("../../../benches/reports/llvmpipe.json"),
+            "swiftshader" => include_str!("../../../benches/reports/swiftshader.json"),
             other => panic!("no shipped report {other}"),
         };
         serde_json::from_str(text).unwrap()
@@ -838,6 +839,36 @@ mod tests {
                 tiles < 1.1 && flops > 1.2,
                 "{name}: {tiles:.3}× against {flops:.3}×"
             );
+        }
+    }
+
+    /// The browser's adapter (`cargo xtask bench-browser`: the medium sweep in headless
+    /// Chromium's WebGPU on SwiftShader, 2 cores, GPU timestamps; benches/NOTES.md): 25 kinds
+    /// in f32 (no `shader-f16`), the median kind held out within the 1.15× goal (1.11×) where
+    /// its roofline is 14× off. The row kinds fit worst (1.6–1.75×): SwiftShader runs a
+    /// workgroup (a row) on a CPU thread at ~35 µs whatever its bytes, so 4096 rows of 1024
+    /// took 1.2× the time of 4096 of 384 where their bytes are 2.7×, which no bytes or depth
+    /// term follows; the decode products next (1.25–1.41×).
+    #[test]
+    fn browser_adapter_report_held_out() {
+        let r = shipped("swiftshader");
+        assert!(r.adapter.contains("swiftshader"), "{}", r.adapter);
+        let fit = Calibration::fit(&r);
+        assert_eq!(fit.kinds.len(), 25);
+        let median = fit.median_held_out().unwrap();
+        assert!(median <= 1.15, "median kind {median:.3}× held out");
+        let mut roofline: Vec<f64> = fit.kinds.iter().map(|k| k.roofline_error).collect();
+        roofline.sort_by(f64::total_cmp);
+        assert!(roofline[roofline.len() / 2] > 5.0, "{roofline:?}");
+        for k in &fit.kinds {
+            let held = k.held_out_error.unwrap();
+            let bound = if k.op.ends_with("norm") || k.op == "softmax" {
+                1.8
+            } else {
+                1.45
+            };
+            assert!(held <= bound, "{} {}: {held:.3}×", k.op, k.dtype);
+            assert!(held < k.roofline_error, "{k:?}");
         }
     }
 
