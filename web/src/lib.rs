@@ -99,6 +99,15 @@ fn js_err(e: impl std::fmt::Display) -> JsValue {
     JsError::new(&e.to_string()).into()
 }
 
+/// The ops of a comma-separated list (`"gemm, softmax"`), empty entries dropped.
+fn op_list(ops: &str) -> Vec<String> {
+    ops.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// A Ridge context on the browser's WebGPU adapter, and the model once loaded.
 #[wasm_bindgen]
 pub struct Ridge {
@@ -156,12 +165,7 @@ impl Ridge {
         let ctx = self.ctx.clone();
         let key = self.tuning_key();
         future_to_promise(async move {
-            let ops: Vec<String> = ops
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect();
+            let ops = op_list(&ops);
             let opts = TuneOptions {
                 ops: ops.clone(),
                 budget: std::time::Duration::from_secs_f64(budget_s.max(0.0)),
@@ -252,12 +256,7 @@ impl Ridge {
                     )));
                 }
             };
-            let ops: Vec<String> = ops
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect();
+            let ops = op_list(&ops);
             if let Some(bad) = ops.iter().find(|o| !sweep::OPS.contains(&o.as_str())) {
                 return Err(js_err(format!(
                     "op {bad:?}: one of {}",
