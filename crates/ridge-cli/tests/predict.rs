@@ -345,6 +345,10 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
     assert_ne!(vulkan["prefill_tokens_per_s"], rocm["prefill_tokens_per_s"]);
     // None published for it: the vendor's terms.
     assert_eq!(on("CUDA")["efficiency"]["backend"], serde_json::Value::Null);
+    // An encoder has no published llama.cpp rows: the flag is said to be unused.
+    let encoder = ridge(&["predict", "--backend", "vulkan"], &[]);
+    assert!(encoder.status.success());
+    assert!(String::from_utf8_lossy(&encoder.stderr).contains("warning: --backend"));
     let check = json_without_gpu(&["predict", "--validate", "--json"]);
     assert!(check["median_error"]["decode"].as_f64().unwrap() <= 0.20);
     assert!(check["median_error"]["prefill"].as_f64().unwrap() <= 0.35);

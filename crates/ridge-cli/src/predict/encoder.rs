@@ -26,6 +26,11 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     if args.quant.is_some() {
         eprintln!("warning: --quant prices a decoder's weights; an encoder is priced in --dtype");
     }
+    if args.backend.is_some() {
+        eprintln!(
+            "warning: --backend picks the terms fitted to llama.cpp's published decoder rows; an encoder is priced by the roofline (or --report)"
+        );
+    }
     let batch = args.batch.unwrap_or(32);
     if args.seq > s.max_positions {
         return Err(format!(
