@@ -345,6 +345,38 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
     assert_ne!(vulkan["prefill_tokens_per_s"], rocm["prefill_tokens_per_s"]);
     // None published for it: the vendor's terms.
     assert_eq!(on("CUDA")["efficiency"]["backend"], serde_json::Value::Null);
+    // No rows of that backend on the vendor: said, and the vendor's terms taken.
+    let apple = ridge(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--adapter",
+            "M2 Max",
+            "--backend",
+            "rocm",
+        ],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&apple.stderr).contains("no published rows of ROCm on Apple"));
+    // A batch whose KV cache cannot fit beside the weights is not blamed on the weights.
+    let huge = ridge(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--adapter",
+            "RTX 4090",
+            "--batch",
+            "100000",
+        ],
+        &[],
+    );
+    let said = String::from_utf8_lossy(&huge.stdout);
+    assert!(
+        said.contains("not one token of context fits") && !said.contains("weights alone"),
+        "{said}"
+    );
     // An encoder has no published llama.cpp rows: the flag is said to be unused.
     let encoder = ridge(&["predict", "--backend", "vulkan"], &[]);
     assert!(encoder.status.success());

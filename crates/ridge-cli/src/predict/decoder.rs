@@ -154,6 +154,9 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     let gpu = hardware::find(&args.adapter)?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
+    if let Some(b) = &args.backend {
+        backend_note(&gpu, b);
+    }
     let p = predict::predict(
         s,
         &w,
@@ -243,8 +246,14 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         gb(mem.total())
     );
     match (budget, largest_context, largest_batch) {
-        (Some(b), Some(0), _) => println!(
+        (Some(b), Some(0), _) if mem.weights > b => println!(
             "does NOT fit the {:.1} GB usable on {}: the weights alone take {:.1} GB (the times above assume it did)",
+            gb(b),
+            gpu.name,
+            gb(mem.weights)
+        ),
+        (Some(b), Some(0), Some(lb)) => println!(
+            "does NOT fit the {:.1} GB usable on {}: at batch {batch} not one token of context fits beside the {:.1} GB of weights (KV cache and activations); at {context} tokens a batch of up to {lb} (the times above assume it did)",
             gb(b),
             gpu.name,
             gb(mem.weights)
@@ -262,4 +271,37 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         _ => println!("{}'s memory varies with the system: not checked", gpu.name),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns where `--backend` has no terms of its own on `gpu`'s vendor (the prediction then
+/// takes the vendor's over all its backends); silent where the vendor's rows name that
+/// backend alone (its terms are the vendor's).
+fn backend_note(gpu: &hardware::GpuSpec, backend: &str) {
+    let vendor = predict::vendor(gpu);
+    let table = hardware::table();
+    let mut named: Vec<String> = predict::published()
+        .into_iter()
+        .filter(|r| {
+            table
+                .iter()
+                .any(|g| g.name == r.gpu && predict::vendor(g) == vendor)
+        })
+        .map(|r| r.backend)
+        .collect();
+    named.sort();
+    named.dedup();
+    let own = predict::Efficiency::fitted()
+        .iter()
+        .any(|e| e.vendor == vendor && e.backend.as_deref() == Some(backend));
+    let why = if named == [backend] || own {
+        return;
+    } else if named.iter().any(|n| n == backend) {
+        format!("too few published rows or GPUs of {backend} on {vendor} GPUs")
+    } else {
+        format!(
+            "no published rows of {backend} on {vendor} GPUs (they name {})",
+            named.join(", ")
+        )
+    };
+    eprintln!("warning: {why}: the prediction takes {vendor}'s terms over all its backends");
 }

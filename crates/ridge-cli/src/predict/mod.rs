@@ -88,6 +88,11 @@ fn parse_quant(s: &str) -> Result<Quant, String> {
 
 pub fn run(args: Args) -> crate::CliResult {
     if args.validate {
+        if args.backend.is_some() {
+            eprintln!(
+                "warning: --backend is not used with --validate: each published row is priced with the terms of its own backend"
+            );
+        }
         return validate::run(args.json);
     }
     if args.model == "list" {

@@ -37,7 +37,7 @@ pub fn run(json: bool) -> crate::CliResult {
     if json {
         let as_json = |m: &[(String, Option<f64>, Option<f64>)]| {
             m.iter()
-                .map(|(v, d, p)| serde_json::json!({ "rows": v, "decode": d, "prefill": p }))
+                .map(|(v, d, p)| serde_json::json!({ "vendor": v, "decode": d, "prefill": p }))
                 .collect::<Vec<_>>()
         };
         let doc = serde_json::json!({
