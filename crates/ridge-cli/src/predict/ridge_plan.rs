@@ -284,13 +284,15 @@ pub fn run(
         "{:<8} {generate:>7} {:>11} {:>12} {:>14.1} {:>16.1}",
         "decode",
         middle.dispatches,
-        time(decode_s / generate as f64),
+        time(decode_s),
         generate as f64 / decode_s,
         generate as f64 / decode_roofline_s
     );
     println!(
-        "time to first token {} (the prefill, its logits and argmax); decode per token at depth {}–{}{}",
+        "time to first token {} (the prefill, its logits and argmax); a decode token {} ({} dispatches) at depth {}–{}{}",
         time(prefill.calibrated_s),
+        time(decode_s / generate as f64),
+        middle.dispatches,
         prompt,
         prompt + generate - 1,
         if fitted {
