@@ -246,15 +246,12 @@ impl Ridge {
         use ridge_kernels::{bench, ceilings, sweep};
         let ctx = self.ctx.clone();
         future_to_promise(async move {
-            let size = match size.as_str() {
-                "quick" => sweep::SweepSize::Quick,
-                "medium" => sweep::SweepSize::Medium,
-                "full" => sweep::SweepSize::Full,
-                other => {
-                    return Err(js_err(format!(
-                        "sweep size {other:?}: one of quick, medium, full"
-                    )));
-                }
+            let Some(size) = sweep::SweepSize::parse(&size) else {
+                let names: Vec<&str> = sweep::SweepSize::NAMES.iter().map(|(n, _)| *n).collect();
+                return Err(js_err(format!(
+                    "sweep size {size:?}: one of {}",
+                    names.join(", ")
+                )));
             };
             let ops = op_list(&ops);
             if let Some(bad) = ops.iter().find(|o| !sweep::OPS.contains(&o.as_str())) {

@@ -64,10 +64,8 @@ fn ms(v: Option<f64>) -> String {
 pub fn run(args: Args) -> crate::CliResult {
     let ctx = crate::context()?;
     let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
-    let size = match args.size.as_deref() {
-        Some("full") => sweep::SweepSize::Full,
-        Some("medium") => sweep::SweepSize::Medium,
-        Some(_) => sweep::SweepSize::Quick,
+    let size = match args.size.as_deref().and_then(sweep::SweepSize::parse) {
+        Some(size) => size,
         None if cpu => sweep::SweepSize::Quick,
         None => sweep::SweepSize::Full,
     };
@@ -88,11 +86,7 @@ pub fn run(args: Args) -> crate::CliResult {
     say(format!(
         "ridge bench on {} ({} sweep, median of {} launch{}, the faster of two passes)",
         ctx.describe(),
-        match size {
-            sweep::SweepSize::Full => "full",
-            sweep::SweepSize::Medium => "medium",
-            sweep::SweepSize::Quick => "quick",
-        },
+        size.name(),
         args.repeats,
         if args.repeats == 1 { "" } else { "es" }
     ));

@@ -27,6 +27,32 @@ pub enum SweepSize {
     Full,
 }
 
+impl SweepSize {
+    /// Every size by its name, as `ridge bench --size` and the browser's `Ridge.bench` take it.
+    pub const NAMES: [(&'static str, SweepSize); 3] = [
+        ("quick", SweepSize::Quick),
+        ("medium", SweepSize::Medium),
+        ("full", SweepSize::Full),
+    ];
+
+    /// The size named `name` ([`SweepSize::NAMES`]), `None` for any other.
+    pub fn parse(name: &str) -> Option<SweepSize> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map(|(n, _)| *n)
+            .expect("every size is named")
+    }
+}
+
 /// One benchmark case: an op, its problem shape and storage type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseSpec {

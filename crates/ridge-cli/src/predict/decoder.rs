@@ -154,9 +154,6 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     let gpu = hardware::find(&args.adapter)?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
-    if let Some(b) = &args.backend {
-        backend_note(&gpu, b);
-    }
     let p = predict::predict(
         s,
         &w,
@@ -166,6 +163,9 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         args.prompt,
         args.generate,
     );
+    if let Some(b) = &args.backend {
+        backend_note(&gpu, b, &p.efficiency);
+    }
     let mem = DecoderMemory::of(s, &w, batch, context);
     let budget = usable_bytes(&gpu);
     let fits = budget.map(|b| mem.total() <= b);
@@ -273,27 +273,13 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Warns where `--backend` has no terms of its own on `gpu`'s vendor (the prediction then
-/// takes the vendor's over all its backends); silent where the vendor's rows name that
-/// backend alone (its terms are the vendor's).
-fn backend_note(gpu: &hardware::GpuSpec, backend: &str) {
+/// Warns where `--backend` has no terms of its own on `gpu`'s vendor (`used`, the terms the
+/// prediction took, are then the vendor's over all its backends); silent where the vendor's
+/// rows name that backend alone (its terms are the vendor's).
+fn backend_note(gpu: &hardware::GpuSpec, backend: &str, used: &predict::Efficiency) {
     let vendor = predict::vendor(gpu);
-    let table = hardware::table();
-    let mut named: Vec<String> = predict::published()
-        .into_iter()
-        .filter(|r| {
-            table
-                .iter()
-                .any(|g| g.name == r.gpu && predict::vendor(g) == vendor)
-        })
-        .map(|r| r.backend)
-        .collect();
-    named.sort();
-    named.dedup();
-    let own = predict::Efficiency::fitted()
-        .iter()
-        .any(|e| e.vendor == vendor && e.backend.as_deref() == Some(backend));
-    let why = if named == [backend] || own {
+    let named = predict::backends_of(vendor);
+    let why = if used.backend.is_some() || named == [backend] {
         return;
     } else if named.iter().any(|n| n == backend) {
         format!("too few published rows or GPUs of {backend} on {vendor} GPUs")

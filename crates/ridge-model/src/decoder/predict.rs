@@ -131,6 +131,23 @@ pub fn published() -> Vec<Published> {
     .clone()
 }
 
+/// The backends the published rows name on `vendor`'s GPUs, sorted.
+pub fn backends_of(vendor: &str) -> Vec<String> {
+    let table = hardware::table();
+    let mut named: Vec<String> = published()
+        .into_iter()
+        .filter(|r| {
+            table
+                .iter()
+                .any(|g| g.name == r.gpu && self::vendor(g) == vendor)
+        })
+        .map(|r| r.backend)
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
 /// The vendor of a spec-table row, from its PCI vendor id.
 pub fn vendor(gpu: &GpuSpec) -> &'static str {
     match gpu.vendor_id {
@@ -408,9 +425,12 @@ impl Efficiency {
             backends.sort();
             backends.dedup();
             // A vendor of one backend: its terms are that backend's.
-            for b in backends.iter().filter(|_| backends.len() > 1) {
-                let mine: Vec<&FitRow> = own.iter().copied().filter(|r| r.backend == *b).collect();
-                fits.push(Self::fit(v, Some(b), mine, Some(&vendor_fit)));
+            if backends.len() > 1 {
+                for b in backends {
+                    let mine: Vec<&FitRow> =
+                        own.iter().copied().filter(|r| r.backend == b).collect();
+                    fits.push(Self::fit(v, Some(b), mine, Some(&vendor_fit)));
+                }
             }
             fits.push(vendor_fit);
         }
