@@ -39,9 +39,12 @@ pub struct Args {
     /// Decoders: tokens generated after the prompt (the decode).
     #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     generate: usize,
-    /// Decoders: weight format or llama.cpp mix for a preset or config.json (F32, F16, BF16,
-    /// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, Q4_K_M, Q4_K_S, Q5_K_M; default Q4_K_M). A
-    /// GGUF file's own tensor types are used instead.
+    /// Decoders: llama.cpp's file type for a preset or config.json, as `llama-quantize` names
+    /// it (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K; the mixes Q2_K, Q2_K_S,
+    /// Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, IQ1_S, IQ1_M, IQ2_XXS/XS/S/M, IQ3_XXS/XS/S/M, IQ4_NL,
+    /// IQ4_XS, TQ1_0, TQ2_0, each matrix's format by llama.cpp's rules; or as `llama-bench`
+    /// prints it, "Q4_K - Medium"; default Q4_K_M). A GGUF file's own tensor types are used
+    /// instead.
     #[arg(long, value_parser = parse_quant)]
     quant: Option<Quant>,
     /// Decoders: the llama.cpp backend to predict for (CUDA, Metal, ROCm, SYCL, Vulkan): the

@@ -12,7 +12,7 @@ pub mod predict;
 
 use serde::{Deserialize, Serialize};
 
-pub use formats::{Quant, TensorKind, WeightFormat};
+pub use formats::{Quant, Slot, TensorKind, WeightFormat};
 
 /// The shape of a Llama-style decoder: RMSNorm, rotary positions, grouped-query attention,
 /// SwiGLU feed-forward.
@@ -214,22 +214,23 @@ impl DecoderShape {
             2.0 * v * d
         };
         let l = self.layer_params();
-        embed + self.layers as f64 * (l.iter().map(|(_, n)| n).sum::<f64>() + 2.0 * d) + d
+        embed + self.layers as f64 * (l.iter().map(|(_, n, _)| n).sum::<f64>() + 2.0 * d) + d
     }
 
-    /// The weight matrices of one layer and their element counts.
-    fn layer_params(&self) -> [(TensorKind, f64); 4] {
+    /// The weight matrices of one layer: kind, element count, and the weights in a row (the
+    /// product's input width, which decides llama.cpp's fallbacks: [`Slot::row`]).
+    fn layer_params(&self) -> [(TensorKind, f64, usize); 5] {
         let (d, f) = (self.hidden as f64, self.ffn as f64);
         let (q, kv) = (
             (self.heads * self.head_dim) as f64,
             (self.kv_heads * self.head_dim) as f64,
         );
         [
-            // Q and K in, O out.
-            (TensorKind::AttnQKO, d * q + d * kv + q * d),
-            (TensorKind::AttnV, d * kv),
-            (TensorKind::FfnGateUp, 2.0 * d * f),
-            (TensorKind::FfnDown, f * d),
+            (TensorKind::AttnQK, d * q + d * kv, self.hidden),
+            (TensorKind::AttnV, d * kv, self.hidden),
+            (TensorKind::AttnOutput, q * d, self.heads * self.head_dim),
+            (TensorKind::FfnGateUp, 2.0 * d * f, self.hidden),
+            (TensorKind::FfnDown, f * d, self.ffn),
         ]
     }
 }
@@ -278,8 +279,16 @@ impl ModelWeights {
     pub fn of(shape: &DecoderShape, quant: Quant) -> ModelWeights {
         let n = shape.layers;
         let (d, v) = (shape.hidden as f64, shape.vocab as f64);
-        let bytes = |kind: TensorKind, layer: usize, elems: f64| {
-            elems * quant.format(kind, layer, n).bytes_per_weight()
+        let gqa = shape.heads / shape.kv_heads.max(1);
+        let bytes = |kind: TensorKind, layer: usize, elems: f64, row: usize| {
+            let slot = Slot {
+                kind,
+                layer,
+                layers: n,
+                gqa,
+                row,
+            };
+            elems * quant.format(slot).bytes_per_weight()
         };
         // A tied table is stored as the LM head is (llama.cpp quantizes it by the output
         // rules).
@@ -288,18 +297,22 @@ impl ModelWeights {
         } else {
             TensorKind::Embedding
         };
-        let embedding = bytes(embed_kind, 0, v * d);
+        let embedding = bytes(embed_kind, 0, v * d, shape.hidden);
         let layers = (0..n)
             .map(|l| {
-                let [(_, qko), (_, vv), (_, gu), (_, down)] = shape.layer_params();
-                let q_share = (shape.heads * shape.head_dim) as f64;
-                let o = bytes(TensorKind::AttnQKO, l, q_share * d);
+                let part = |k: TensorKind| {
+                    let (kind, elems, row) = shape
+                        .layer_params()
+                        .into_iter()
+                        .find(|p| p.0 == k)
+                        .unwrap_or((k, 0.0, 1));
+                    bytes(kind, l, elems, row)
+                };
                 LayerBytes {
-                    qkv: bytes(TensorKind::AttnQKO, l, qko - q_share * d)
-                        + bytes(TensorKind::AttnV, l, vv),
-                    o,
-                    gate_up: bytes(TensorKind::FfnGateUp, l, gu),
-                    down: bytes(TensorKind::FfnDown, l, down),
+                    qkv: part(TensorKind::AttnQK) + part(TensorKind::AttnV),
+                    o: part(TensorKind::AttnOutput),
+                    gate_up: part(TensorKind::FfnGateUp),
+                    down: part(TensorKind::FfnDown),
                     norms: 2.0 * d * 4.0,
                 }
             })
@@ -311,7 +324,7 @@ impl ModelWeights {
             output: if shape.tied_embeddings {
                 embedding
             } else {
-                bytes(TensorKind::Output, 0, v * d)
+                bytes(TensorKind::Output, 0, v * d, shape.hidden)
             },
             layers,
             final_norm: d * 4.0,
@@ -366,6 +379,24 @@ mod tests {
         assert!((q4_k_m - 4.58).abs() < 0.03, "{q4_k_m}");
         let f16 = gib("llama-3-8b", Quant::Uniform(WeightFormat::F16));
         assert!((f16 - 14.96).abs() < 0.05, "{f16}");
+        // `llama-quantize --help` lists each file type's size for Llama 3 8B (GiB,
+        // tools/quantize/quantize.cpp's QUANT_OPTIONS).
+        for (name, size) in [
+            ("Q2_K", 2.96),
+            ("Q3_K_S", 3.41),
+            ("Q3_K_M", 3.74),
+            ("Q3_K_L", 4.03),
+            ("Q4_K_S", 4.37),
+            ("Q4_K_M", 4.58),
+            ("Q5_K_S", 5.21),
+            ("Q5_K_M", 5.33),
+            ("Q6_K", 6.14),
+            ("Q8_0", 7.96),
+        ] {
+            let got = gib("llama-3-8b", Quant::parse(name).unwrap());
+            println!("{name}: {got:.3} GiB, llama-quantize {size}");
+            assert!((got / size - 1.0).abs() < 0.005, "{name}: {got} GiB");
+        }
     }
 
     #[test]
