@@ -250,10 +250,16 @@ mod tests {
             "NVIDIA H200 SXM"
         );
         assert_eq!(lookup(0x10de, 0, "NVIDIA L4").unwrap().name, "NVIDIA L4");
-        assert!(
-            lookup(0x10de, 0, "NVIDIA L40S").is_none(),
+        assert_eq!(
+            lookup(0x10de, 0, "NVIDIA L40S").unwrap().name,
+            "NVIDIA L40S",
             "L4 must not match L40S"
         );
+        // A card's variants each take their own row, not the shorter name's.
+        for name in ["RTX 4060 Ti", "RTX 4070 Ti SUPER", "RX 9070 XT", "GTX 1660 SUPER"] {
+            let adapter = format!("NVIDIA GeForce {name}").replace("NVIDIA GeForce RX", "AMD Radeon RX");
+            assert!(lookup(0, 0, &adapter).unwrap().name.ends_with(name), "{adapter}");
+        }
         assert_eq!(
             lookup(0x106b, 0, "Apple M1 Max").unwrap().name,
             "Apple M1 Max"
