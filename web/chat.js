@@ -98,9 +98,10 @@ function showStats(s) {
   state.stats = s;
   $("ttft").textContent = `${s.time_to_first_token_ms.toFixed(0)} ms (${s.prompt_tokens} new prompt tokens)`;
   $("prefill").textContent = `${s.prefill_tokens_per_s.toFixed(1)} tokens/s`;
-  const share = bound ? `, ${((100 * s.decode_tokens_per_s) / bound).toFixed(0)} % of the roofline's bound` : "";
+  const rate = s.decode_tokens_per_s; // null for one token
+  const share = bound && rate != null ? `, ${((100 * rate) / bound).toFixed(0)} % of the roofline's bound` : "";
   $("decode").textContent =
-    s.generated > 1 ? `${s.decode_tokens_per_s.toFixed(1)} tokens/s (${s.generated} tokens, ${s.finish}${share})` : "–";
+    rate != null ? `${rate.toFixed(1)} tokens/s (${s.generated} tokens, ${s.finish}${share})` : "–";
 }
 
 async function main() {

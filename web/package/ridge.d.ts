@@ -108,7 +108,8 @@ export interface Stats {
   generated: number;
   time_to_first_token_ms: number;
   prefill_tokens_per_s: number;
-  decode_tokens_per_s: number;
+  /** Tokens after the first per second of the time after it; null for one token. */
+  decode_tokens_per_s: number | null;
   finish: "eos" | "length" | "context" | "stopped";
 }
 

@@ -152,7 +152,9 @@ fn read_text(path: &Path) -> Result<String, String> {
 fn conversation(args: &GenerateArgs) -> Result<Option<Vec<Message>>, String> {
     if let Some(file) = &args.messages {
         let text = read_text(file)?;
-        let messages: Vec<Message> = serde_json::from_str(&text).map_err(|e| {
+        // Windows editors start UTF-8 files with a byte-order mark, which JSON does not allow.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let messages: Vec<Message> = serde_json::from_str(text).map_err(|e| {
             format!(
                 "{}: not a JSON list of {{\"role\", \"content\"}} messages ({e})",
                 file.display()
@@ -221,10 +223,9 @@ fn stats_line(s: &Stats) -> String {
         Finish::Context => "context full",
         Finish::Stopped => "stopped",
     };
-    let decode = if s.generated > 1 {
-        format!("{:.1} tokens/s", s.decode_tokens_per_s)
-    } else {
-        "n/a (one token)".into()
+    let decode = match s.decode_tokens_per_s {
+        Some(rate) => format!("{rate:.1} tokens/s"),
+        None => "n/a (one token)".into(),
     };
     format!(
         "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {:.0} tokens/s, decode {decode}",

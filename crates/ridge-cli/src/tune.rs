@@ -47,6 +47,14 @@ fn budget(s: &str) -> Result<Duration, String> {
     if d.is_zero() {
         return Err(format!("--budget {s:?}: the budget must be more than zero"));
     }
+    // A deadline is the budget added to the clock: past a year it could overflow the
+    // clock's range (and no tuning run needs it).
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    if d > YEAR {
+        return Err(format!(
+            "--budget {s:?}: more than a year; give at most 365 days"
+        ));
+    }
     Ok(d)
 }
 

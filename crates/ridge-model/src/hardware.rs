@@ -256,9 +256,18 @@ mod tests {
             "L4 must not match L40S"
         );
         // A card's variants each take their own row, not the shorter name's.
-        for name in ["RTX 4060 Ti", "RTX 4070 Ti SUPER", "RX 9070 XT", "GTX 1660 SUPER"] {
-            let adapter = format!("NVIDIA GeForce {name}").replace("NVIDIA GeForce RX", "AMD Radeon RX");
-            assert!(lookup(0, 0, &adapter).unwrap().name.ends_with(name), "{adapter}");
+        for name in [
+            "RTX 4060 Ti",
+            "RTX 4070 Ti SUPER",
+            "RX 9070 XT",
+            "GTX 1660 SUPER",
+        ] {
+            let adapter =
+                format!("NVIDIA GeForce {name}").replace("NVIDIA GeForce RX", "AMD Radeon RX");
+            assert!(
+                lookup(0, 0, &adapter).unwrap().name.ends_with(name),
+                "{adapter}"
+            );
         }
         assert_eq!(
             lookup(0x106b, 0, "Apple M1 Max").unwrap().name,

@@ -285,7 +285,9 @@ pub enum ReportError {
     #[error("not a `ridge bench --json` report ({0})")]
     Json(#[from] serde_json::Error),
     /// A row's FLOPs, bytes, depth or measured time that no launch can have.
-    #[error("row {row} ({op} {shape:?} {dtype}): {what} is {value}, not a finite number ≥ 0")]
+    #[error(
+        "row {row} ({op} {shape:?} {dtype}): {what} is {value}, not what a launch can measure (finite and bounded; bytes and times above 0)"
+    )]
     Value {
         /// Index of the row.
         row: usize,
@@ -300,29 +302,62 @@ pub enum ReportError {
         /// Its value.
         value: f64,
     },
+    /// A measured ceiling that no adapter can have.
+    #[error("measured.{what} is {value}: not a ceiling an adapter can have (finite, above 0)")]
+    Ceiling {
+        /// The field of [`Measured`].
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
 }
 
 impl BenchReport {
-    /// A report from the bytes of a `ridge bench --json` file, every row's FLOPs, bytes,
-    /// reduction depth, tiled FLOPs and measured time checked (finite, ≥ 0), and its per-op terms
+    /// A report from the bytes of a `ridge bench --json` file, its measured ceilings checked
+    /// (finite, above 0; overheads 0 or more), every row's FLOPs, bytes, reduction depth,
+    /// tiled FLOPs and measured time checked (finite, bounded; bytes and times above 0), and
+    /// its per-op terms
     /// ([`BenchReport::calibration`]) fitted again on its rows: whatever terms the file
     /// carries, an older fit's or a hand-edited one's, are replaced.
     ///
     /// Errors: [`ReportError::Json`] for bytes that are not a report (not UTF-8, not JSON, a
-    /// field missing or mistyped, truncated), [`ReportError::Value`] for the first row holding
-    /// an impossible number.
+    /// field missing or mistyped, truncated), [`ReportError::Ceiling`] for an impossible
+    /// ceiling, [`ReportError::Value`] for the first row holding an impossible number.
     pub fn parse(bytes: &[u8]) -> Result<Self, ReportError> {
         let mut report: Self = serde_json::from_slice(bytes)?;
+        // A ceiling a GPU can have: finite, above 0 (overheads: 0 or more), and below a bound
+        // no adapter approaches (10⁶ GB/s, 10⁶ TFLOP/s, a second per dispatch).
+        let m = &report.measured;
+        let ceilings = [
+            ("bandwidth_gbps", Some(m.bandwidth_gbps), false, 1e6),
+            ("f32_tflops", Some(m.f32_tflops), false, 1e6),
+            ("f16_tflops", m.f16_tflops, false, 1e6),
+            ("tensor_tflops", m.tensor_tflops, false, 1e6),
+            ("dispatch_overhead_us", m.dispatch_overhead_us, true, 1e6),
+            ("host_overhead_us", m.host_overhead_us, true, 1e6),
+            ("stream_dispatch_us", m.stream_dispatch_us, true, 1e6),
+        ];
+        for (what, value, zero_ok, max) in ceilings {
+            if let Some(v) = value
+                .filter(|&v| !(v.is_finite() && v <= max && (v > 0.0 || (zero_ok && v == 0.0))))
+            {
+                return Err(ReportError::Ceiling { what, value: v });
+            }
+        }
         for (i, r) in report.rows.iter().enumerate() {
+            // Counts below 10²⁴ (a 4096³ GEMM is 1.4·10¹¹ FLOPs), every launch moving bytes,
+            // a measured time above 0 and below 10⁷ ms (hours: no launch's).
             let fields = [
-                ("FLOPs", Some(r.flops)),
-                ("bytes", Some(r.bytes)),
-                ("depth", Some(r.depth)),
-                ("tiled FLOPs", Some(r.tiled_flops)),
-                ("measured_ms", r.measured_ms),
+                ("FLOPs", Some(r.flops), true, 1e24),
+                ("bytes", Some(r.bytes), false, 1e24),
+                ("depth", Some(r.depth), true, 1e24),
+                ("tiled FLOPs", Some(r.tiled_flops), true, 1e24),
+                ("measured_ms", r.measured_ms, false, 1e7),
             ];
-            for (what, value) in fields {
-                if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            for (what, value, zero_ok, max) in fields {
+                if let Some(v) = value
+                    .filter(|&v| !(v.is_finite() && v <= max && (v > 0.0 || (zero_ok && v == 0.0))))
+                {
                     return Err(ReportError::Value {
                         row: i,
                         op: r.op.clone(),
@@ -377,6 +412,45 @@ mod tests {
             "{e}"
         );
         json["rows"][4]["tiled_flops"] = serde_json::json!(0.0);
+        // A hand-edited report whose numbers would price ops at NaN, inf or below zero.
+        let refused = |field: &str, value: serde_json::Value| {
+            let mut bad = json.clone();
+            let (section, key) = field.split_once('.').unwrap();
+            if section == "measured" {
+                bad["measured"][key] = value;
+            } else {
+                bad["rows"][2][key] = value;
+            }
+            BenchReport::parse(bad.to_string().as_bytes())
+                .unwrap_err()
+                .to_string()
+        };
+        for (field, value) in [
+            ("measured.bandwidth_gbps", serde_json::json!(0.0)),
+            ("measured.bandwidth_gbps", serde_json::json!(-5.0)),
+            ("measured.f32_tflops", serde_json::json!(0.0)),
+            ("measured.f16_tflops", serde_json::json!(1e300)),
+            ("measured.dispatch_overhead_us", serde_json::json!(-100.0)),
+        ] {
+            let e = refused(field, value);
+            assert!(
+                e.starts_with(&field.replace("measured.", "measured.")),
+                "{e}"
+            );
+        }
+        for (field, value) in [
+            ("rows.measured_ms", serde_json::json!(0.0)),
+            ("rows.measured_ms", serde_json::json!(1e308)),
+            ("rows.bytes", serde_json::json!(0.0)),
+            ("rows.flops", serde_json::json!(1e300)),
+        ] {
+            let e = refused(field, value);
+            assert!(e.starts_with("row 2 ("), "{field}: {e}");
+        }
+        // Overheads may be 0 (a driver that reports none).
+        let mut zero = json.clone();
+        zero["measured"]["dispatch_overhead_us"] = serde_json::json!(0.0);
+        assert!(BenchReport::parse(zero.to_string().as_bytes()).is_ok());
         for row in json["rows"].as_array_mut().unwrap() {
             row.as_object_mut().unwrap().remove("depth");
         }

@@ -76,8 +76,11 @@ pub struct Stats {
     pub time_to_first_token_ms: f64,
     /// Prompt tokens per second of the time to first token.
     pub prefill_tokens_per_s: f64,
-    /// Tokens after the first per second of the time after the first.
-    pub decode_tokens_per_s: f64,
+    /// Tokens after the first per second of the time after the first (`None` for one token):
+    /// no step is recorded ahead of the first id's arrival, so the time after it holds
+    /// exactly the steps of the tokens after it (greedy decoding records each later step
+    /// ahead of the GPU).
+    pub decode_tokens_per_s: Option<f64>,
     /// Why it ended.
     pub finish: Finish,
 }
@@ -263,7 +266,11 @@ impl TextGenerator {
         let mut first_ms = 0.0;
         let mut generated = 0;
         let finish = loop {
-            let room = generated + 1 < options.max_tokens && cache.len() < cache.capacity();
+            // Not before the first id is on the host: a step recorded ahead of it would run
+            // inside the time to first token, and leave the decode's clock one step short.
+            let room = generated > 0
+                && generated + 1 < options.max_tokens
+                && cache.len() < cache.capacity();
             let ahead = match (&next, room) {
                 (Next::Id(p), true) => {
                     let fwd = self.model.forward_ids(ctx, cache, &p.ids, false)?;
@@ -296,7 +303,7 @@ impl TextGenerator {
                 top_logits,
             }) {
                 Some(Finish::Stopped)
-            } else if options.stop_at_eos && Some(id) == self.tokenizer.eos {
+            } else if options.stop_at_eos && self.tokenizer.end_of_generation.contains(&id) {
                 Some(Finish::Eos)
             } else if generated == options.max_tokens {
                 Some(Finish::Length)
@@ -314,21 +321,24 @@ impl TextGenerator {
             }
             next = match ahead {
                 Some(p) => Next::Id(p),
-                None => Next::Logits(self.model.forward(ctx, cache, &[id], false)?.logits),
+                None => {
+                    let logits = self.model.forward(ctx, cache, &[id], false)?.logits;
+                    if on_gpu {
+                        Next::Id(self.argmax(ctx, &logits)?)
+                    } else {
+                        Next::Logits(logits)
+                    }
+                }
             };
         };
-        let total_ms = start.elapsed().as_secs_f64() * 1e3;
-        let decode_ms = total_ms - first_ms;
+        let decode_ms = start.elapsed().as_secs_f64() * 1e3 - first_ms;
         Ok(Stats {
             prompt_tokens: prompt.len(),
             generated,
             time_to_first_token_ms: first_ms,
             prefill_tokens_per_s: prompt.len() as f64 / (first_ms * 1e-3),
-            decode_tokens_per_s: if generated > 1 && decode_ms > 0.0 {
-                (generated - 1) as f64 / (decode_ms * 1e-3)
-            } else {
-                0.0
-            },
+            decode_tokens_per_s: (generated > 1 && decode_ms > 0.0)
+                .then(|| (generated - 1) as f64 / (decode_ms * 1e-3)),
             finish,
         })
     }

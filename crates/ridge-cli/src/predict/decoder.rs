@@ -44,7 +44,7 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
         return Ok(None);
     }
     let name = path.display().to_string();
-    let shape = DecoderShape::from_hf_config(&name, &text).map_err(|e| format!("{name}: {e}"))?;
+    let shape = DecoderShape::from_hf_config(&name, &text).map_err(|e| prefixed(&name, e))?;
     Ok(Some(Model {
         shape,
         weights: None,
@@ -52,12 +52,22 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
     }))
 }
 
+/// `e` as one line naming the file `name` once (many errors name it already).
+fn prefixed(name: &str, e: impl std::fmt::Display) -> String {
+    let e = e.to_string();
+    if e.starts_with(name) {
+        e
+    } else {
+        format!("{name}: {e}")
+    }
+}
+
 /// The shape from a GGUF's metadata and the bytes from its tensors, by llama.cpp's names.
 fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     let name = path.display().to_string();
     let file = ridge_nn::file::FileBytes::open(path).map_err(|e| e.to_string())?;
-    let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| format!("{name}: {e}"))?;
-    let c = ridge_nn::llama::LlamaConfig::from_gguf(&g).map_err(|e| format!("{name}: {e}"))?;
+    let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| prefixed(&name, e))?;
+    let c = ridge_nn::llama::LlamaConfig::from_gguf(&g).map_err(|e| prefixed(&name, e))?;
     let tied = g.tensor("output.weight").is_none();
     let shape = DecoderShape {
         name: name.clone(),
@@ -71,7 +81,7 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
         tied_embeddings: tied,
         context: c.context,
     };
-    shape.check().map_err(|e| format!("{name}: {e}"))?;
+    shape.check().map_err(|e| prefixed(&name, e))?;
     let mut layers = vec![LayerBytes::default(); c.layers];
     let (mut embedding, mut output, mut final_norm) = (0.0, 0.0, 0.0);
     let mut types: Vec<&str> = Vec::new();
@@ -101,6 +111,18 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     }
     types.sort();
     types.dedup();
+    // The metadata's block count against the tensors: a layer without its products would be
+    // priced as free.
+    if let Some(l) = layers
+        .iter()
+        .position(|l| l.qkv == 0.0 || l.gate_up == 0.0 || l.down == 0.0)
+    {
+        return Err(format!(
+            "{name}: layer {l} of the {} that llama.block_count names has no attention or feed-forward tensors",
+            c.layers
+        )
+        .into());
+    }
     if embedding == 0.0 {
         return Err(format!("{name}: no token_embd.weight tensor").into());
     }

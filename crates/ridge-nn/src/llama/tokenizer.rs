@@ -19,6 +19,23 @@ use crate::gguf::{Gguf, Value};
 /// tokens, matched whole.
 const CONTROL: i64 = 3;
 const USER_DEFINED: i64 = 4;
+/// Tokens that end a generation wherever a vocabulary has them (llama.cpp's
+/// `llama-vocab.cpp` collects the same spellings into its end-of-generation set).
+const END_OF_GENERATION: [&str; 10] = [
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|return|>",
+    "<EOT>",
+    "</s>",
+];
+/// Steps (minijinja's fuel: about one a template instruction) a chat template may take to
+/// render: SmolLM2's takes ~50 a message, so a conversation of 10⁵ messages fits.
+const TEMPLATE_FUEL: u64 = 10_000_000;
 
 /// A GGUF model's tokenizer and its special ids.
 pub struct GgufTokenizer {
@@ -26,8 +43,14 @@ pub struct GgufTokenizer {
     pub tokenizer: Tokenizer,
     /// Beginning-of-sequence id, if the file names one.
     pub bos: Option<u32>,
-    /// End-of-sequence id (generation stops there).
+    /// End-of-sequence id.
     pub eos: Option<u32>,
+    /// Every id that ends a generation, as llama.cpp's vocabulary collects them
+    /// (`special_eog_ids`): the EOS, `tokenizer.ggml.eot_token_id` and `eom_token_id`, and
+    /// the tokens spelled as a chat format's end of turn or text ([`END_OF_GENERATION`]), so
+    /// that a ChatML model that ends its turn with `<|im_end|>` stops there even where the
+    /// file names `<|endoftext|>` (or nothing) as its EOS.
+    pub end_of_generation: Vec<u32>,
     /// Whether a BOS token starts every encoded text (`tokenizer.ggml.add_bos_token`).
     pub add_bos: bool,
     /// The Jinja chat template, if the file has one.
@@ -137,7 +160,29 @@ impl GgufTokenizer {
                 })
                 .collect::<Result<_>>()?,
             Some(_) => return Err(err(path, "tokenizer.ggml.token_type is not an array")),
-            None => vec![1; tokens.len()],
+            // Without types, the tokens the chat template writes as markers (`<|im_start|>`)
+            // are its control tokens: tokenized as text, they would hand the model a garbled
+            // conversation.
+            None => {
+                let template = g
+                    .get("tokenizer.chat_template")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                tokens
+                    .iter()
+                    .map(|t| {
+                        let marker = t.len() > 2
+                            && t.starts_with('<')
+                            && t.ends_with('>')
+                            && !t.contains(char::is_whitespace);
+                        if marker && (template.contains(t) || END_OF_GENERATION.contains(t)) {
+                            CONTROL
+                        } else {
+                            1
+                        }
+                    })
+                    .collect()
+            }
         };
         if types.len() != tokens.len() {
             return Err(err(
@@ -166,10 +211,29 @@ impl GgufTokenizer {
             .collect();
         tokenizer.add_special_tokens(&special);
         let n = tokens.len();
+        let eos = optional_id(g, "tokenizer.ggml.eos_token_id", n)?;
+        let mut end_of_generation: Vec<u32> = [
+            eos,
+            optional_id(g, "tokenizer.ggml.eot_token_id", n)?,
+            optional_id(g, "tokenizer.ggml.eom_token_id", n)?,
+        ]
+        .into_iter()
+        .flatten()
+        .chain(
+            tokens
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| END_OF_GENERATION.contains(t))
+                .map(|(i, _)| i as u32),
+        )
+        .collect();
+        end_of_generation.sort_unstable();
+        end_of_generation.dedup();
         Ok(Self {
             tokenizer,
             bos: optional_id(g, "tokenizer.ggml.bos_token_id", n)?,
-            eos: optional_id(g, "tokenizer.ggml.eos_token_id", n)?,
+            eos,
+            end_of_generation,
             add_bos: matches!(
                 g.get("tokenizer.ggml.add_bos_token"),
                 Some(Value::Bool(true))
@@ -259,6 +323,9 @@ pub fn apply_chat_template(
         )));
     }
     let mut env = minijinja::Environment::new();
+    // A template's loops are bounded by the work they may do: a file's template is code from
+    // its author, and two nested loops over 10⁵ would otherwise render for hours.
+    env.set_fuel(Some(TEMPLATE_FUEL));
     minijinja_contrib::add_to_environment(&mut env);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_function(
@@ -270,7 +337,15 @@ pub fn apply_chat_template(
             ))
         },
     );
-    let tmpl_err = |e: minijinja::Error| err(path, format!("chat template: {e}"));
+    let tmpl_err = |e: minijinja::Error| match e.kind() {
+        minijinja::ErrorKind::OutOfFuel => err(
+            path,
+            format!(
+                "chat template: rendering took more than {TEMPLATE_FUEL} steps (a template whose loops do not end with the conversation)"
+            ),
+        ),
+        _ => err(path, format!("chat template: {e}")),
+    };
     env.add_template("chat", template).map_err(tmpl_err)?;
     let text = env
         .get_template("chat")
@@ -294,4 +369,83 @@ pub fn apply_chat_template(
         ));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::FileBytes;
+    use crate::gguf::Writer;
+
+    const TEMPLATE: &str =
+        "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}";
+
+    /// A byte-level BPE vocabulary of ChatML's markers and two letters, with `extra`
+    /// metadata.
+    fn tokenizer(extra: Vec<(&str, Value)>) -> Result<GgufTokenizer> {
+        let tokens = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "a", "b"];
+        let mut w = Writer::new()
+            .meta("tokenizer.ggml.model", Value::String("gpt2".into()))
+            .meta(
+                "tokenizer.ggml.tokens",
+                Value::Array(
+                    tokens
+                        .iter()
+                        .map(|t| Value::String(t.to_string()))
+                        .collect(),
+                ),
+            )
+            .meta("tokenizer.ggml.merges", Value::Array(Vec::new()))
+            .meta("tokenizer.chat_template", Value::String(TEMPLATE.into()));
+        for (k, v) in extra {
+            w = w.meta(k, v);
+        }
+        let g = Gguf::parse(FileBytes::from_bytes(Path::new("t.gguf"), w.finish())).unwrap();
+        GgufTokenizer::from_gguf(&g)
+    }
+
+    /// A file without `tokenizer.ggml.token_type` (llama.cpp's converters write it; other
+    /// writers may not): the markers its chat template writes are control tokens, matched
+    /// whole, not seven text tokens each that would garble the conversation.
+    #[test]
+    fn a_templates_markers_are_control_tokens_without_token_types() {
+        let t = tokenizer(Vec::new()).unwrap();
+        let ids = t
+            .encode("<|im_start|>ab<|im_end|>", Path::new("t"))
+            .unwrap();
+        assert_eq!(ids, vec![0, 3, 4, 1]);
+        assert_eq!(t.decode(&ids, true, Path::new("t")).unwrap(), "ab");
+    }
+
+    /// Generation ends at every end-of-turn or end-of-text token, whatever the file names
+    /// as its EOS (a ChatML model ends its turn with `<|im_end|>` where a file may name
+    /// `<|endoftext|>` or nothing: it would run on into a made-up user turn).
+    #[test]
+    fn every_end_of_generation_token_ends_it() {
+        let none = tokenizer(Vec::new()).unwrap();
+        assert_eq!(none.eos, None);
+        assert_eq!(none.end_of_generation, vec![1, 2]);
+        let eos_text = tokenizer(vec![("tokenizer.ggml.eos_token_id", Value::U32(2))]).unwrap();
+        assert_eq!(eos_text.eos, Some(2));
+        assert_eq!(eos_text.end_of_generation, vec![1, 2]);
+        let eot = tokenizer(vec![("tokenizer.ggml.eot_token_id", Value::U32(4))]).unwrap();
+        assert_eq!(eot.end_of_generation, vec![1, 2, 4]);
+    }
+
+    /// A template's loops cannot render for hours: two nested loops of 10⁵ run out of fuel
+    /// with an error that says so; a conversation of ordinary length renders.
+    #[test]
+    fn a_runaway_template_is_stopped() {
+        let messages = vec![Message::new("user", "Hi")];
+        let path = Path::new("t.gguf");
+        let nested = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ messages[0].content }}";
+        let e = apply_chat_template(nested, &messages, true, "", "", path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("took more than"), "{e}");
+        let long: Vec<Message> = (0..1000)
+            .map(|i| Message::new(if i % 2 == 0 { "user" } else { "assistant" }, "Hi there"))
+            .collect();
+        assert!(apply_chat_template(TEMPLATE, &long, true, "", "", path).is_ok());
+    }
 }
