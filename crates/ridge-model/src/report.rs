@@ -433,10 +433,7 @@ mod tests {
             ("measured.dispatch_overhead_us", serde_json::json!(-100.0)),
         ] {
             let e = refused(field, value);
-            assert!(
-                e.starts_with(&field.replace("measured.", "measured.")),
-                "{e}"
-            );
+            assert!(e.starts_with(field), "{e}");
         }
         for (field, value) in [
             ("rows.measured_ms", serde_json::json!(0.0)),
