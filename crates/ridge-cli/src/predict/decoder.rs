@@ -67,7 +67,7 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     let name = path.display().to_string();
     let file = ridge_nn::file::FileBytes::open(path).map_err(|e| e.to_string())?;
     let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| prefixed(&name, e))?;
-    let c = ridge_nn::llama::LlamaConfig::from_gguf(&g).map_err(|e| prefixed(&name, e))?;
+    let c = ridge_nn::llama::LlamaConfig::shape_from_gguf(&g).map_err(|e| prefixed(&name, e))?;
     let tied = g.tensor("output.weight").is_none();
     let shape = DecoderShape {
         name: name.clone(),

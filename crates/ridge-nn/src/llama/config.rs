@@ -6,6 +6,9 @@ use crate::gguf::{Gguf, Value};
 
 /// Architectures Ridge runs (`general.architecture`).
 pub const ARCHITECTURES: [&str; 1] = ["llama"];
+/// The `general.architecture` values `ridge predict` prices from a GGUF: decoders whose
+/// layers carry Llama's tensors (`attn_q/k/v/output`, `ffn_gate/up/down`).
+pub const PRICED_ARCHITECTURES: [&str; 4] = ["llama", "mistral", "qwen2", "qwen3"];
 
 /// A Llama-family decoder's shape (Touvron et al., "LLaMA", 2023): pre-norm RMSNorm blocks,
 /// rotary positions, grouped-query attention, a SwiGLU feed-forward.
@@ -81,6 +84,23 @@ impl LlamaConfig {
     /// rope scaling; [`Error::Config`] naming the key for a missing, mistyped, zero, absurd or
     /// inconsistent value.
     pub fn from_gguf(g: &Gguf) -> Result<Self> {
+        Self::read(g, true)
+    }
+
+    /// The shape of any decoder whose layers carry Llama's tensors ([`PRICED_ARCHITECTURES`]:
+    /// Qwen2's Q/K/V biases and Qwen3's Q/K norms are a few KB a layer), for pricing it:
+    /// `<arch>.attention.key_length` gives the head width where present, and rope scaling or
+    /// a partial rotation, which change no op's cost, are not refused.
+    ///
+    /// Errors: as [`LlamaConfig::from_gguf`], for an architecture not in
+    /// [`PRICED_ARCHITECTURES`].
+    pub fn shape_from_gguf(g: &Gguf) -> Result<Self> {
+        Self::read(g, false)
+    }
+
+    /// The configuration from `g`'s metadata: for Ridge to run it (`run`: [`ARCHITECTURES`],
+    /// plain RoPE over whole heads), or to price it.
+    fn read(g: &Gguf, run: bool) -> Result<Self> {
         let path = g.path();
         let cfg = |message: String| Error::Config {
             path: path.into(),
@@ -90,12 +110,18 @@ impl LlamaConfig {
             .get("general.architecture")
             .and_then(Value::as_str)
             .ok_or_else(|| cfg("no general.architecture in the metadata".into()))?;
-        if !ARCHITECTURES.contains(&arch) {
+        let accepted: &[&str] = if run {
+            &ARCHITECTURES
+        } else {
+            &PRICED_ARCHITECTURES
+        };
+        if !accepted.contains(&arch) {
             return Err(Error::Unsupported {
                 path: path.into(),
                 message: format!(
-                    "architecture {arch:?} (Ridge runs decoders of: {})",
-                    ARCHITECTURES.join(", ")
+                    "architecture {arch:?} (Ridge {} decoders of: {})",
+                    if run { "runs" } else { "prices" },
+                    accepted.join(", ")
                 ),
             });
         }
@@ -123,6 +149,7 @@ impl LlamaConfig {
             .get(&format!("{arch}.rope.scaling.type"))
             .and_then(Value::as_str)
             && kind != "none"
+            && run
         {
             return Err(Error::Unsupported {
                 path: path.into(),
@@ -135,14 +162,21 @@ impl LlamaConfig {
             None => heads,
             Some(_) => int("attention.head_count_kv", MAX_WIDTH)?,
         };
-        if !hidden.is_multiple_of(heads) || !heads.is_multiple_of(kv_heads) {
+        let key_length = match g.get(&format!("{arch}.attention.key_length")) {
+            Some(_) if !run => Some(int("attention.key_length", MAX_WIDTH)?),
+            _ => None,
+        };
+        if (key_length.is_none() && !hidden.is_multiple_of(heads))
+            || !heads.is_multiple_of(kv_heads)
+        {
             return Err(cfg(format!(
                 "width {hidden}, {heads} heads and {kv_heads} KV heads do not divide evenly"
             )));
         }
-        let head_dim = hidden / heads;
+        let head_dim = key_length.unwrap_or(hidden / heads);
         if let Some(v) = g.get(&format!("{arch}.rope.dimension_count"))
             && v.as_u64() != Some(head_dim as u64)
+            && run
         {
             return Err(Error::Unsupported {
                 path: path.into(),
@@ -196,5 +230,44 @@ impl LlamaConfig {
         let (h, f, kv) = (self.hidden, self.ffn, self.kv_heads * self.head_dim);
         let layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
         self.vocab * h + self.layers * layer + h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::FileBytes;
+    use crate::gguf::Writer;
+    use std::path::Path;
+
+    /// Qwen3-0.6B's metadata (heads of 128 over a width of 1024, YaRN rope scaling):
+    /// priced, not run.
+    fn qwen3() -> Gguf {
+        let u = |v: u32| Value::U32(v);
+        let bytes = Writer::new()
+            .meta("general.architecture", Value::String("qwen3".into()))
+            .meta("qwen3.block_count", u(28))
+            .meta("qwen3.embedding_length", u(1024))
+            .meta("qwen3.feed_forward_length", u(3072))
+            .meta("qwen3.attention.head_count", u(16))
+            .meta("qwen3.attention.head_count_kv", u(8))
+            .meta("qwen3.attention.key_length", u(128))
+            .meta("qwen3.context_length", u(40960))
+            .meta("qwen3.vocab_size", u(151936))
+            .meta("qwen3.rope.scaling.type", Value::String("yarn".into()))
+            .finish();
+        Gguf::parse(FileBytes::from_bytes(Path::new("q.gguf"), bytes)).unwrap()
+    }
+
+    #[test]
+    fn other_llama_like_architectures_are_priced_not_run() {
+        let g = qwen3();
+        let c = LlamaConfig::shape_from_gguf(&g).unwrap();
+        assert_eq!(
+            (c.layers, c.heads, c.kv_heads, c.head_dim),
+            (28, 16, 8, 128)
+        );
+        let e = LlamaConfig::from_gguf(&g).unwrap_err().to_string();
+        assert!(e.contains("architecture \"qwen3\""), "{e}");
     }
 }
