@@ -210,7 +210,8 @@ fn cache_for(
     if max_tokens > room {
         eprintln!(
             "note: --max-tokens {max_tokens}: the model's context of {context} positions leaves \
-             room for {room} tokens after this {prompt}-token prompt; a reply stops there"
+             room for {room} token{} after this {prompt}-token prompt; a reply stops there",
+            if room == 1 { "" } else { "s" }
         );
     }
     Ok(model.cache(ctx, prompt.saturating_add(max_tokens).min(context))?)
@@ -350,6 +351,10 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     };
     let mut messages = start();
     let stdin = std::io::stdin();
+    // Piped, nobody reads the refusals: a turn that could not be answered makes the exit
+    // status non-zero, so a script sees it.
+    let scripted = !std::io::IsTerminal::is_terminal(&stdin);
+    let mut refused = 0usize;
     let mut lines = stdin.lock();
     loop {
         eprint!("> ");
@@ -363,6 +368,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
         }
         let Ok(line) = String::from_utf8(bytes) else {
             eprintln!("(that line is not valid UTF-8: type it again)");
+            refused += 1;
             continue;
         };
         let text = line.trim_end_matches(['\n', '\r']);
@@ -390,6 +396,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
                 ids.len() + 1,
                 session.capacity()
             );
+            refused += 1;
             continue;
         }
         let mut out = crate::stdout();
@@ -403,6 +410,13 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
         eprintln!("({})", stats_line(&stats));
         let content = model.decode(&reply, true)?;
         messages.push(Message::new("assistant", content.trim_end()));
+    }
+    if scripted && refused > 0 {
+        return Err(format!(
+            "{refused} turn{} of the piped conversation could not be answered (see above)",
+            if refused == 1 { "" } else { "s" }
+        )
+        .into());
     }
     Ok(ExitCode::SUCCESS)
 }

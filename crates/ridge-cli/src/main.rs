@@ -96,7 +96,7 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
 fn number_in(s: &str, ok: impl Fn(f32) -> bool, range: &str) -> Result<f32, String> {
     match s.parse::<f32>() {
         Ok(v) if v.is_finite() && ok(v) => Ok(v),
-        Ok(_) => Err(format!("must be {range}")),
+        Ok(_) => Err(format!("must be a finite number {range}")),
         Err(_) => Err("not a number".into()),
     }
 }

@@ -426,7 +426,7 @@ fn generate_refuses_bad_input_in_one_line() {
         // Sampling settings are refused by name before the model loads.
         (
             vec!["generate", "hi", "--top-p", "0"],
-            "'--top-p <TOP_P>': must be in (0, 1]",
+            "'--top-p <TOP_P>': must be a finite number in (0, 1]",
         ),
         (
             vec!["generate", "hi", "--temperature", "nan"],
@@ -460,6 +460,37 @@ fn generate_refuses_bad_input_in_one_line() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// A piped chat whose turn cannot be answered (its context too short) ends non-zero, so a
+/// script learns of it; a terminal's user reads the refusal and goes on.
+#[test]
+fn a_piped_chat_with_a_refused_turn_fails() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
+        .args(["chat", "--context", "5"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ridge runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"Hi
+",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 turn of the piped conversation"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 /// `ridge chat` reads turns from stdin until /exit; a follow-up turn prefills only what is

@@ -60,6 +60,18 @@ pub const PRESETS: &[(&str, usize, usize, usize, usize, usize, usize, usize, boo
     ("qwen2.5-7b",     28, 3584, 28,  4, 128, 18944, 152064, false,  32768),
     ("llama-2-13b",    40, 5120, 40, 40, 128, 13824,  32000, false,   4096),
     ("llama-3-70b",    80, 8192, 64,  8, 128, 28672, 128256, false,   8192),
+    ("llama-3.1-70b",  80, 8192, 64,  8, 128, 28672, 128256, false, 131072),
+    ("qwen2.5-3b",     36, 2048, 16,  2, 128, 11008, 151936, true,   32768),
+    ("qwen2.5-14b",    48, 5120, 40,  8, 128, 13824, 152064, false, 131072),
+    ("qwen2.5-32b",    64, 5120, 40,  8, 128, 27648, 152064, false, 131072),
+    ("deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 128, 8960, 151936, false, 131072),
+    ("qwen3-0.6b",     28, 1024, 16,  8, 128,  3072, 151936, true,   40960),
+    ("qwen3-1.7b",     28, 2048, 16,  8, 128,  6144, 151936, true,   40960),
+    ("qwen3-4b",       36, 2560, 32,  8, 128,  9728, 151936, true,   40960),
+    ("qwen3-8b",       36, 4096, 32,  8, 128, 12288, 151936, false,  40960),
+    ("qwen3-14b",      40, 5120, 40,  8, 128, 17408, 151936, false,  40960),
+    ("phi-3-mini",     32, 3072, 32, 32,  96,  8192,  32064, false,   4096),
+    ("mistral-nemo-12b", 40, 5120, 32, 8, 128, 14336, 131072, false, 128000),
 ];
 
 /// Bounds far above any published decoder (widths ≈ 2¹⁴, vocabularies ≈ 2¹⁸, contexts ≈ 2²⁰),
@@ -356,6 +368,11 @@ mod tests {
             ("qwen2.5-7b", 7.6),
             ("llama-3.2-1b", 1.24),
             ("tinyllama-1.1b", 1.1),
+            // As llama-bench prints them (its "params" column).
+            ("llama-3.1-70b", 70.55),
+            ("qwen2.5-14b", 14.77),
+            ("deepseek-r1-distill-qwen-1.5b", 1.78),
+            ("phi-3-mini", 3.82),
         ] {
             let s = DecoderShape::preset(name).expect(name);
             s.check().expect(name);

@@ -64,6 +64,17 @@ fn err(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
+/// A GGUF value's type with its article ("an INT32", "a UINT32", "a STRING").
+fn a_type(v: &Value) -> String {
+    let name = v.type_name();
+    let article = if name.starts_with(['A', 'E', 'I', 'O']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
+}
+
 fn strings<'a>(g: &'a Gguf, key: &str) -> Result<Vec<&'a str>> {
     let values = g
         .get(key)
@@ -74,7 +85,7 @@ fn strings<'a>(g: &'a Gguf, key: &str) -> Result<Vec<&'a str>> {
         .iter()
         .map(|v| {
             v.as_str()
-                .ok_or_else(|| err(g.path(), format!("{key} holds a {}", v.type_name())))
+                .ok_or_else(|| err(g.path(), format!("{key} holds {}", a_type(v))))
         })
         .collect()
 }
@@ -155,7 +166,7 @@ impl GgufTokenizer {
                     Value::I32(x) => Ok(*x as i64),
                     other => Err(err(
                         path,
-                        format!("tokenizer.ggml.token_type holds a {}", other.type_name()),
+                        format!("tokenizer.ggml.token_type holds {}", a_type(other)),
                     )),
                 })
                 .collect::<Result<_>>()?,
