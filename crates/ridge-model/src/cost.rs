@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 ///   output padded up to its tiles: 16 rows in 128-row tiles cost 128 rows), 0 where the
 ///   kernel's tiling is not known. Calibrated compute-bound kinds price the larger of the two
 ///   ([`OpCost::work_flops`]); the roofline keeps `flops`, the useful work.
+/// - `workgroups`: the workgroups the kernel launches where the cost states them (Ridge's row
+///   kernels — the norms, softmax — launch one a row), 0 where not stated. Calibrated kinds
+///   may price a time per workgroup (`crate::calibrate`): a CPU driver runs a workgroup on a
+///   thread at a fixed cost whatever its bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Floating-point operations (multiply-add = 2).
@@ -26,6 +30,9 @@ pub struct OpCost {
     /// FLOPs of the whole tiles launched, padding included; 0 for unknown.
     #[serde(default)]
     pub tiled_flops: f64,
+    /// Workgroups launched; 0 for not stated.
+    #[serde(default)]
+    pub workgroups: f64,
 }
 
 impl OpCost {
@@ -36,6 +43,15 @@ impl OpCost {
             bytes,
             depth: 0.0,
             tiled_flops: 0.0,
+            workgroups: 0.0,
+        }
+    }
+
+    /// The same cost launched as `workgroups` workgroups.
+    pub fn with_workgroups(self, workgroups: usize) -> Self {
+        Self {
+            workgroups: workgroups as f64,
+            ..self
         }
     }
 
@@ -84,8 +100,8 @@ impl OpCost {
 }
 
 /// Work and bytes add; the depth is the deeper of the two (an epilogue or a prologue added
-/// to a product keeps the product's K); tiled work adds where either side knows its tiles
-/// (the other counted at its FLOPs).
+/// to a product keeps the product's K), and so are the workgroups (the pieces of one launch);
+/// tiled work adds where either side knows its tiles (the other counted at its FLOPs).
 impl std::ops::Add for OpCost {
     type Output = OpCost;
     fn add(self, rhs: OpCost) -> OpCost {
@@ -96,6 +112,7 @@ impl std::ops::Add for OpCost {
         };
         OpCost {
             tiled_flops: tiled,
+            workgroups: self.workgroups.max(rhs.workgroups),
             ..OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
                 .with_depth(self.depth.max(rhs.depth))
         }

@@ -36,20 +36,29 @@ pub fn gemm(
     OpCost::new(flops, elems * e as f64).with_depth(k)
 }
 
+/// The workgroups a row kernel launches over `rows × cols`: one a row (Ridge's norms and
+/// softmax), none for an empty row.
+fn row_workgroups(rows: usize, cols: usize) -> usize {
+    if cols == 0 { 0 } else { rows }
+}
+
 /// Layer norm (`rms = false`, 8 FLOPs per element: sum, subtract, square-accumulate twice,
-/// subtract, scale, affine) or RMS norm (5) over `rows × cols`; γ (and β) read once each.
+/// subtract, scale, affine) or RMS norm (5) over `rows × cols`; γ (and β) read once each;
+/// one workgroup a row.
 pub fn norm(rows: usize, cols: usize, rms: bool, affine: bool, e: usize) -> OpCost {
     let n = (rows * cols) as f64;
     let (per, params) = if rms { (5.0, 1.0) } else { (8.0, 2.0) };
     let param_elems = if affine { params * cols as f64 } else { 0.0 };
     OpCost::new(per * n, (2.0 * n + param_elems) * e as f64)
+        .with_workgroups(row_workgroups(rows, cols))
 }
 
 /// Softmax over `rows × cols` (5 FLOPs per element: scale, mask add, subtract max, exp,
-/// divide), with `mask_elems` mask values read once.
+/// divide), with `mask_elems` mask values read once; one workgroup a row.
 pub fn softmax(rows: usize, cols: usize, mask_elems: usize, e: usize) -> OpCost {
     let n = (rows * cols) as f64;
     OpCost::new(5.0 * n, (2.0 * n + mask_elems as f64) * e as f64)
+        .with_workgroups(row_workgroups(rows, cols))
 }
 
 /// An element-wise op over `n` elements with `flops_per_element`, reading `second` extra

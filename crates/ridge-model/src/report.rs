@@ -175,6 +175,10 @@ pub struct Row {
     /// sweep did not know the kernel's tiling, and in reports that predate it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tiled_flops: f64,
+    /// Workgroups launched ([`crate::OpCost::workgroups`]; absent, 0, where the cost does not
+    /// state them, and in reports that predate it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workgroups: f64,
     /// Median measured time, ms (`None`: could not be timed).
     pub measured_ms: Option<f64>,
     /// Predicted from the spec table, ms.
@@ -196,6 +200,7 @@ impl Row {
     pub fn cost(&self) -> crate::OpCost {
         crate::OpCost {
             tiled_flops: self.tiled_flops,
+            workgroups: self.workgroups,
             ..crate::OpCost::new(self.flops, self.bytes).with_depth(self.depth)
         }
     }
@@ -352,6 +357,7 @@ impl BenchReport {
                 ("bytes", Some(r.bytes), false, 1e24),
                 ("depth", Some(r.depth), true, 1e24),
                 ("tiled FLOPs", Some(r.tiled_flops), true, 1e24),
+                ("workgroups", Some(r.workgroups), true, 1e24),
                 ("measured_ms", r.measured_ms, false, 1e7),
             ];
             for (what, value, zero_ok, max) in fields {
