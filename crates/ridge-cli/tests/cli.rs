@@ -462,28 +462,26 @@ fn generate_refuses_bad_input_in_one_line() {
     }
 }
 
-/// A piped chat whose turn cannot be answered (its context too short) ends non-zero, so a
-/// script learns of it; a terminal's user reads the refusal and goes on.
-#[test]
-fn a_piped_chat_with_a_refused_turn_fails() {
+/// `ridge chat` with `args`, `input` piped to it.
+fn chat(args: &[&str], input: &[u8]) -> std::process::Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
-        .args(["chat", "--context", "5"])
+        .arg("chat")
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("ridge runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(
-            b"Hi
-",
-        )
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A piped chat whose turn cannot be answered (its context too short) ends non-zero, so a
+/// script learns of it; a terminal's user reads the refusal and goes on.
+#[test]
+fn a_piped_chat_with_a_refused_turn_fails() {
+    let out = chat(&["--context", "5"], b"Hi\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
@@ -497,21 +495,10 @@ fn a_piped_chat_with_a_refused_turn_fails() {
 /// new (the earlier turns stay in the KV cache); /reset starts over.
 #[test]
 fn chat_keeps_the_conversation_cached_and_resets() {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
-        .args(["chat", "--max-tokens", "8", "--context", "256"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ridge runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"What is the capital of France?\nAnd of Italy?\n/reset\nHi\n/exit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = chat(
+        &["--max-tokens", "8", "--context", "256"],
+        b"What is the capital of France?\nAnd of Italy?\n/reset\nHi\n/exit\n",
+    );
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

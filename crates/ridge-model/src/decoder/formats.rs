@@ -326,24 +326,25 @@ const MIXES: [(Quant, &str); 23] = [
     (Quant::TQ2_0, "TQ2_0"),
 ];
 
-/// File types that are one format throughout (with the LM head's rule).
-const UNIFORM: [WeightFormat; 9] = [
-    WeightFormat::F32,
-    WeightFormat::F16,
-    WeightFormat::BF16,
-    WeightFormat::Q8_0,
-    WeightFormat::Q4_0,
-    WeightFormat::Q4_1,
-    WeightFormat::Q5_0,
-    WeightFormat::Q5_1,
-    WeightFormat::Q6_K,
-];
+/// Whether `llama-quantize` has a file type of `f` throughout (with the LM head's rule): the
+/// float formats and the 32-weight block formats, and Q6_K.
+fn uniform_file_type(f: WeightFormat) -> bool {
+    use WeightFormat::*;
+    matches!(
+        f,
+        F32 | F16 | BF16 | Q8_0 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q6_K
+    )
+}
 
 impl Quant {
     /// The `--quant` names: llama.cpp's file types (`llama-quantize --help`), the uniform
     /// ones first.
     pub fn names() -> Vec<&'static str> {
-        let mut v: Vec<&str> = UNIFORM.iter().map(|f| f.name()).collect();
+        let mut v: Vec<&str> = WeightFormat::ALL
+            .into_iter()
+            .filter(|&f| uniform_file_type(f))
+            .map(WeightFormat::name)
+            .collect();
         v.extend(MIXES.iter().map(|(_, n)| *n));
         v
     }
