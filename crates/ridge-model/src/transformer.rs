@@ -47,7 +47,12 @@ impl TransformerShape {
     /// (which would make the FLOP and byte counts overflow or lose exactness), or the JSON
     /// error.
     pub fn from_hf_config(json: &str) -> Result<Self, String> {
-        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            format!("neither a preset, a GGUF file nor a JSON config.json (as JSON: {e})")
+        })?;
+        if !v.is_object() {
+            return Err("a config.json holds one JSON object of fields".into());
+        }
         // Bounds far above any published model (widths ≈ 2^14–2^16, vocabularies ≈ 2^18,
         // contexts ≈ 2^23), low enough that products such as vocab · d and d · d_ff stay exact.
         // Every size is at least 1: a layer count or width of 0 prices nothing.
@@ -93,7 +98,7 @@ impl TransformerShape {
         if causal || model_type.is_some_and(|t| !ENCODERS.contains(&t)) || (untyped && decoder_keys)
         {
             return Err(format!(
-                "config.json describes a decoder ({}); this model prices BERT-style encoders ({})",
+                "config.json describes a decoder ({}) that is not of the Llama family (Ridge prices Llama, Mistral and Qwen2 decoders and BERT-style encoders: {})",
                 model_type.unwrap_or("a causal language model"),
                 ENCODERS.join(", ")
             ));
@@ -552,6 +557,16 @@ mod tests {
     fn hf_configs_parse() {
         let s = TransformerShape::from_hf_config(r#"{"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522,"max_position_embeddings":512}"#).unwrap();
         assert_eq!(s, TransformerShape::minilm_l6());
+        assert!(
+            TransformerShape::from_hf_config("root:x:0:0")
+                .unwrap_err()
+                .starts_with("neither a preset")
+        );
+        assert!(
+            TransformerShape::from_hf_config("[]")
+                .unwrap_err()
+                .contains("one JSON object")
+        );
         assert!(
             TransformerShape::from_hf_config("{}")
                 .unwrap_err()
