@@ -241,11 +241,19 @@ fn weighted_least_squares(x: &[Vec<f64>], y: &[f64], w: &[f64]) -> Option<Vec<f6
 }
 
 fn predict(s: &Sample, overhead_s: f64, t: Terms) -> f64 {
-    overhead_s
-        + t.latency_s
-        + s.roof_s / t.efficiency
-        + t.depth_s * s.depth
-        + t.workgroup_s * s.workgroups
+    t.time(overhead_s, s.roof_s, s.depth, s.workgroups)
+}
+
+impl Terms {
+    /// `o + c + x / (R · f) + τ · K + ω · W`: a launch with `roof_s` of work on its roof,
+    /// depth `depth` and `workgroups` workgroups, seconds (the module's model, in one place).
+    fn time(&self, overhead_s: f64, roof_s: f64, depth: f64, workgroups: f64) -> f64 {
+        overhead_s
+            + self.latency_s
+            + roof_s / self.efficiency
+            + self.depth_s * depth
+            + self.workgroup_s * workgroups
+    }
 }
 
 /// A launch's work on the roof that bounds its kind, in seconds (`x / R`): its bytes at the
@@ -296,39 +304,37 @@ impl Model {
     /// after tile, its time following the keys and not the bytes of its heads, which take SMs
     /// of their own: 1.20–1.22× → 1.06–1.08× held out on the H200's runs 152 and 154; a
     /// product streams its bytes, and a model without them, though as good on the sweep's
-    /// launches, would price a wider one as a narrow one). Choosing by the held-out error
-    /// flatters that error a little.
+    /// launches, would price a wider one as a narrow one); where the launches have no depth
+    /// but state their workgroups, the same choice between the work term alone and a time per
+    /// workgroup beside it. Choosing by the held-out error flatters that error a little.
     fn of(bound: Bound, samples: &[Sample], overhead_s: f64) -> Self {
-        let error = |m| held_out_error(samples, overhead_s, m).unwrap_or(f64::INFINITY);
-        if !samples.iter().any(|s| s.depth > 0.0) {
-            // A kind whose launches state their workgroups (the row kernels: one a row) takes
-            // a time per workgroup where that predicts them held out [`BETTER_BY`] better: a
-            // CPU driver runs a workgroup on a thread at a fixed cost, so SwiftShader's 4096
-            // rows of 1024 took 1.2× the time of 4096 of 384 where their bytes are 2.7×.
-            let fullest = Model::WorkAndWorkgroups.columns()[0].len();
-            let stated = samples.iter().all(|s| s.workgroups > 0.0);
-            if stated && samples.len() >= fullest + 2 {
-                let (work, per_workgroup) = (error(Model::Work), error(Model::WorkAndWorkgroups));
-                if per_workgroup * BETTER_BY < work {
-                    return Model::WorkAndWorkgroups;
-                }
+        // The models that may take over from the work term alone, fewest terms first: with
+        // depths, the depth term instead of the work term, then beside it; where the launches
+        // state their workgroups (the row kernels: one a row), a time per workgroup beside
+        // the bytes (a CPU driver runs a workgroup on a thread at a fixed cost, so
+        // SwiftShader's 4096 rows of 1024 took 1.2× the time of 4096 of 384 where their bytes
+        // are 2.7×).
+        let candidates: &[Model] = if samples.iter().any(|s| s.depth > 0.0) {
+            if bound == Bound::Compute {
+                return Model::WorkAndDepth;
             }
+            &[Model::Depth, Model::WorkAndDepth]
+        } else if samples.iter().all(|s| s.workgroups > 0.0) {
+            &[Model::WorkAndWorkgroups]
+        } else {
             return Model::Work;
-        }
-        if bound == Bound::Compute {
-            return Model::WorkAndDepth;
-        }
+        };
         // Held out, every model's fullest fit must be over-determined (a kind of four launches
         // would compare the three-term model's fallbacks with the others' full fits).
-        let fullest = Model::WorkAndDepth.columns()[0].len();
-        if samples.len() < fullest + 2 {
+        let fullest = candidates.iter().map(|m| m.columns()[0].len()).max();
+        if fullest.is_none_or(|n| samples.len() < n + 2) {
             return Model::Work;
         }
-        // The work term alone, then the depth term instead, then both (fewest terms first):
-        // each takes over only where it is clearly better, so a kind keeps its bytes unless
+        // Each takes over only where it is clearly better, so a kind keeps its bytes unless
         // its launches' times plainly do not follow them.
+        let error = |m| held_out_error(samples, overhead_s, m).unwrap_or(f64::INFINITY);
         let mut best = (Model::Work, error(Model::Work));
-        for m in [Model::Depth, Model::WorkAndDepth] {
+        for &m in candidates {
             let e = error(m);
             if e * BETTER_BY < best.1 {
                 best = (m, e);
@@ -505,14 +511,14 @@ impl Calibration {
     ) -> Option<f64> {
         let k = self.kinds.iter().find(|k| k.op == op && k.dtype == dtype)?;
         let (roof, _) = report.measured.roof_for(op, dtype == "f16");
+        let terms = Terms {
+            efficiency: k.efficiency,
+            latency_s: k.latency_s,
+            depth_s: k.depth_s,
+            workgroup_s: k.workgroup_s,
+        };
         let roof_s = on_roof(k.bound, cost, &roof);
-        Some(
-            self.overhead_s
-                + k.latency_s
-                + roof_s / k.efficiency
-                + k.depth_s * cost.depth
-                + k.workgroup_s * cost.workgroups,
-        )
+        Some(terms.time(self.overhead_s, roof_s, cost.depth, cost.workgroups))
     }
 }
 

@@ -317,6 +317,12 @@ pub enum ReportError {
     },
 }
 
+/// Whether a report's number `v` is one no measurement gives: not finite, above `max`, below
+/// 0, or 0 where `zero_ok` is false.
+fn impossible(v: f64, zero_ok: bool, max: f64) -> bool {
+    !(v.is_finite() && v <= max && (v > 0.0 || (zero_ok && v == 0.0)))
+}
+
 impl BenchReport {
     /// A report from the bytes of a `ridge bench --json` file, its measured ceilings checked
     /// (finite, above 0; overheads 0 or more), every row's FLOPs, bytes, reduction depth,
@@ -343,9 +349,7 @@ impl BenchReport {
             ("stream_dispatch_us", m.stream_dispatch_us, true, 1e6),
         ];
         for (what, value, zero_ok, max) in ceilings {
-            if let Some(v) = value
-                .filter(|&v| !(v.is_finite() && v <= max && (v > 0.0 || (zero_ok && v == 0.0))))
-            {
+            if let Some(v) = value.filter(|&v| impossible(v, zero_ok, max)) {
                 return Err(ReportError::Ceiling { what, value: v });
             }
         }
@@ -361,9 +365,7 @@ impl BenchReport {
                 ("measured_ms", r.measured_ms, false, 1e7),
             ];
             for (what, value, zero_ok, max) in fields {
-                if let Some(v) = value
-                    .filter(|&v| !(v.is_finite() && v <= max && (v > 0.0 || (zero_ok && v == 0.0))))
-                {
+                if let Some(v) = value.filter(|&v| impossible(v, zero_ok, max)) {
                     return Err(ReportError::Value {
                         row: i,
                         op: r.op.clone(),

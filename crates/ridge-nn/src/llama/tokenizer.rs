@@ -19,6 +19,8 @@ use crate::gguf::{Gguf, Value};
 /// tokens, matched whole.
 const CONTROL: i64 = 3;
 const USER_DEFINED: i64 = 4;
+/// An ordinary token (`LLAMA_TOKEN_TYPE_NORMAL`).
+const NORMAL: i64 = 1;
 /// Tokens that end a generation wherever a vocabulary has them (llama.cpp's
 /// `llama-vocab.cpp` collects the same spellings into its end-of-generation set).
 const END_OF_GENERATION: [&str; 10] = [
@@ -159,6 +161,7 @@ impl GgufTokenizer {
                 Ok((a.to_string(), b.to_string()))
             })
             .collect::<Result<Vec<_>>>()?;
+        let chat_template = g.get("tokenizer.chat_template").and_then(Value::as_str);
         let types: Vec<i64> = match g.get("tokenizer.ggml.token_type") {
             Some(Value::Array(v)) => v
                 .iter()
@@ -175,10 +178,7 @@ impl GgufTokenizer {
             // are its control tokens: tokenized as text, they would hand the model a garbled
             // conversation.
             None => {
-                let template = g
-                    .get("tokenizer.chat_template")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let template = chat_template.unwrap_or("");
                 tokens
                     .iter()
                     .map(|t| {
@@ -189,7 +189,7 @@ impl GgufTokenizer {
                         if marker && (template.contains(t) || END_OF_GENERATION.contains(t)) {
                             CONTROL
                         } else {
-                            1
+                            NORMAL
                         }
                     })
                     .collect()
@@ -249,10 +249,7 @@ impl GgufTokenizer {
                 g.get("tokenizer.ggml.add_bos_token"),
                 Some(Value::Bool(true))
             ),
-            chat_template: g
-                .get("tokenizer.chat_template")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            chat_template: chat_template.map(str::to_string),
         })
     }
 
