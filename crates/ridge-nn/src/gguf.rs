@@ -90,6 +90,25 @@ pub enum GgufError {
         /// The file's length.
         len: u64,
     },
+    /// Two tensors' data share bytes: a writer lays each tensor out after the one before
+    /// (ggml's `gguf_init_from_file` expects every offset to follow its predecessor's end), so
+    /// a shared range is a corrupt table, and one tensor's weights would be read as another's.
+    #[error(
+        "tensors {first:?} (bytes {first_start}..{first_end}) and {second:?} (from byte \
+         {second_start}) share data: the tensor table is corrupt"
+    )]
+    Overlap {
+        /// The tensor that starts first.
+        first: String,
+        /// Its first byte (absolute).
+        first_start: u64,
+        /// One past its last byte.
+        first_end: u64,
+        /// The tensor whose data starts inside it.
+        second: String,
+        /// Its first byte.
+        second_start: u64,
+    },
 }
 
 /// A ggml tensor type: its id in GGUF files, name, and block geometry (elements per block,
@@ -301,6 +320,26 @@ impl TensorInfo {
     }
 }
 
+/// [`GgufError::Overlap`] for the first two tensors (by start) whose data ranges intersect;
+/// tensors of no bytes cannot exist (a zero dimension is refused before).
+fn overlap(tensors: &[TensorInfo]) -> Result<(), GgufError> {
+    let mut by_start: Vec<&TensorInfo> = tensors.iter().collect();
+    by_start.sort_by_key(|t| t.start);
+    for pair in by_start.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if b.start < a.start + a.bytes {
+            return Err(GgufError::Overlap {
+                first: a.name.clone(),
+                first_start: a.start,
+                first_end: a.start + a.bytes,
+                second: b.name.clone(),
+                second_start: b.start,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A parsed GGUF file: metadata, tensor infos, and the file's bytes.
 pub struct Gguf {
     file: FileBytes,
@@ -442,6 +481,7 @@ impl Gguf {
                 }
             }
         }
+        overlap(&tensors)?;
         Ok(Self {
             file,
             version,
@@ -798,6 +838,33 @@ mod tests {
         let mut bytes = Writer::new().tensor("n", &[8], 0, vec![0; 32]).finish();
         bytes.truncate(bytes.len() - 4);
         assert!(matches!(parse(bytes), Err(GgufError::OutOfBounds { .. })));
+    }
+
+    /// A tensor table whose second tensor points into the first's data (two tensors read
+    /// from the same bytes), or at the same offset: refused by name; neighbours that only
+    /// touch are fine.
+    #[test]
+    fn tensors_sharing_data_are_refused() {
+        let good = Writer::new()
+            .tensor("a", &[16], 0, vec![1; 64])
+            .tensor("b", &[8], 0, vec![2; 32])
+            .finish();
+        assert!(parse(good.clone()).is_ok());
+        // The offset of "b" (64: after a's 64 bytes) is the only u64 64 in the file.
+        let at = (0..good.len() - 8)
+            .rev()
+            .find(|&i| good[i..i + 8] == 64u64.to_le_bytes())
+            .unwrap();
+        for offset in [32u64, 0] {
+            let mut bad = good.clone();
+            bad[at..at + 8].copy_from_slice(&offset.to_le_bytes());
+            match parse(bad) {
+                Err(GgufError::Overlap { first, second, .. }) => {
+                    assert_eq!((first.as_str(), second.as_str()), ("a", "b"), "{offset}");
+                }
+                other => panic!("offset {offset}: {:?}", other.err()),
+            }
+        }
     }
 
     proptest::proptest! {

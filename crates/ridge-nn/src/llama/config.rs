@@ -26,15 +26,19 @@ pub struct LlamaConfig {
     pub kv_heads: usize,
     /// Width of one head (`hidden / heads`).
     pub head_dim: usize,
-    /// RoPE frequency base θ.
+    /// RoPE frequency base θ (from a GGUF without it, [`DEFAULT_ROPE_BASE`]).
     pub rope_base: f64,
-    /// RMSNorm epsilon.
+    /// RMSNorm epsilon (a GGUF without it is refused for running, priced with 1e-5).
     pub rms_eps: f32,
     /// Longest context the model was trained for (positions).
     pub context: usize,
     /// Vocabulary size.
     pub vocab: usize,
 }
+
+/// The RoPE base θ of a GGUF without `<arch>.rope.freq_base`: llama.cpp's default
+/// (`rope_freq_base_train`, 10000, the base of Su et al., "RoFormer", 2021, and Llama 1/2).
+pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
 
 /// Sizes past these are refused as corrupt rather than allocated from.
 const MAX_WIDTH: u64 = 1 << 16;
@@ -200,6 +204,20 @@ impl LlamaConfig {
             }
             None => int("vocab_size", MAX_CONTEXT * 16)?,
         };
+        // The epsilon changes every norm's output: a file without it is refused for running,
+        // as llama.cpp refuses it ("key not found"), rather than run with a guess; pricing
+        // needs none.
+        let eps_key = "attention.layer_norm_rms_epsilon";
+        let rms_eps = match float(eps_key)? {
+            Some(eps) => eps,
+            None if run => {
+                return Err(cfg(format!(
+                    "no {arch}.{eps_key} in the metadata (the RMSNorm epsilon: every norm's \
+                     output depends on it)"
+                )));
+            }
+            None => 1e-5,
+        };
         let config = Self {
             layers: int("block_count", MAX_LAYERS)?,
             hidden,
@@ -207,8 +225,8 @@ impl LlamaConfig {
             heads,
             kv_heads,
             head_dim,
-            rope_base: float("rope.freq_base")?.unwrap_or(10_000.0),
-            rms_eps: float("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-5) as f32,
+            rope_base: float("rope.freq_base")?.unwrap_or(DEFAULT_ROPE_BASE),
+            rms_eps: rms_eps as f32,
             context: int("context_length", MAX_CONTEXT)?,
             vocab,
         };
@@ -269,5 +287,31 @@ mod tests {
         );
         let e = LlamaConfig::from_gguf(&g).unwrap_err().to_string();
         assert!(e.contains("architecture \"qwen3\""), "{e}");
+    }
+
+    /// A Llama GGUF without its RMSNorm epsilon is refused for running (llama.cpp refuses
+    /// it too) and still priced; one without a RoPE base takes llama.cpp's 10000.
+    #[test]
+    fn a_missing_epsilon_is_refused_for_running() {
+        let u = |v: u32| Value::U32(v);
+        let file = |eps: bool| {
+            let mut w = Writer::new()
+                .meta("general.architecture", Value::String("llama".into()))
+                .meta("llama.block_count", u(2))
+                .meta("llama.embedding_length", u(64))
+                .meta("llama.feed_forward_length", u(128))
+                .meta("llama.attention.head_count", u(4))
+                .meta("llama.context_length", u(256))
+                .meta("llama.vocab_size", u(100));
+            if eps {
+                w = w.meta("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-6));
+            }
+            Gguf::parse(FileBytes::from_bytes(Path::new("l.gguf"), w.finish())).unwrap()
+        };
+        let e = LlamaConfig::from_gguf(&file(false)).unwrap_err().to_string();
+        assert!(e.contains("llama.attention.layer_norm_rms_epsilon"), "{e}");
+        assert_eq!(LlamaConfig::shape_from_gguf(&file(false)).unwrap().rms_eps, 1e-5);
+        let c = LlamaConfig::from_gguf(&file(true)).unwrap();
+        assert_eq!((c.rms_eps, c.rope_base), (1e-6, DEFAULT_ROPE_BASE));
     }
 }
