@@ -16,13 +16,17 @@
 // A lone workgroup per span cannot hide a load's latency behind other warps, so every loop
 // over memory has a trip count fixed at compile time (DH is a define) and issues all its
 // loads before it uses any: one memory latency per phase of a tile, not one per row.
-// Scores: invocation i owns key j0 + i of the tile and loads its whole row, KCHUNK vec4s at
-// a time. Values (VCHUNK rows loaded at once): invocation i owns dimensions 4c..4c+3 (c = i mod DH4) of the keys
-// j0 + kl, j0 + kl + KL, … (kl = i / DH4, KL = WG / DH4 key lanes), loaded together; the
-// key lanes' sums are added once, after the span. Masked and absent keys score −1e30 and
+// Scores: invocation i owns key j0 + i of the tile; it loads the key's whole row, KCHUNK
+// vec4s at a time, or (KLANES = 4, on GPUs) four neighbouring invocations load four keys'
+// rows together, each a quarter of every row, and meet in workgroup memory: a warp's load
+// then reads 8 rows' 64-byte pieces, not 32 rows' 16 bytes. Values (VCHUNK rows loaded at
+// once): invocation i owns dimensions 4c..4c+3 (c = i mod DH4) of the keys j0 + kl,
+// j0 + kl + KL, … (kl = i / DH4, KL = WG / DH4 key lanes), loaded together; the key lanes'
+// sums are added once, after the span. Masked and absent keys score −1e30 and
 // weigh exactly 0.
 //
-// Defines: T, WG (= TILE), G, DH (a multiple of 4), SPLIT, CHUNK (loads issued together);
+// Defines: T, WG (= TILE), G, DH (a multiple of 4; of 16 with KLANES = 4), SPLIT, CHUNK (loads
+// issued together), KLANES (1 or 4: lanes a key row's scores take);
 // the parameters and bindings 0–4 are shaders/include/kv_attention_io.wgsl, at //@IO.
 
 //@IO
@@ -35,6 +39,12 @@ const DH4: u32 = DH / 4u;
 // Key rows are loaded KCHUNK vec4s at a time (CHUNK: 16 on GPUs, registers for 64
 // dimensions; 4 on CPU drivers, where such arrays spill).
 const KCHUNK: u32 = CHUNK;
+// With KLANES = 4 (a define: 1 or 4) a key row's quads are spread over KLANES neighbouring
+// lanes (a group): QPK quads a lane, KSTEP of them (times KLANES keys) loaded at once,
+// KGROUPS groups.
+const QPK: u32 = DH4 / KLANES;
+const KSTEP: u32 = max(1u, CHUNK / KLANES);
+const KGROUPS: u32 = WG / KLANES;
 // Value phase: key lanes, dimension quads per invocation, keys per lane in a tile.
 const KL: u32 = max(1u, WG / DH4);
 const QPT: u32 = (DH4 + WG - 1u) / WG;
@@ -98,6 +108,9 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     // This invocation's value slots: quads c + e·WG (e < QPT) of key lane kl.
     let c = lid % DH4;
     let kl = lid / DH4;
+    // This invocation's key group and lane in it (KLANES > 1).
+    let kgrp = lid / KLANES;
+    let ksub = lid % KLANES;
     var m: array<f32, G>;
     var l: array<f32, G>;
     var acc: array<vec4<f32>, G * QPT>;
@@ -110,22 +123,62 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 
     let stride = p.nkv * DH4; // vec4s from one key row to the next
     for (var j0 = start; j0 < end; j0 += TILE) {
-        // Scores of this tile: invocation lid takes key j0 + lid for all G heads.
+        // Scores of this tile: invocation lid ends with key j0 + lid's, for all G heads.
         let j = j0 + lid;
         var s: array<f32, G>;
         for (var h = 0u; h < G; h++) { s[h] = 0.0; }
-        if j < end {
-            let row = (j * p.nkv + g) * DH4;
-            for (var c0 = 0u; c0 < DH4; c0 += KCHUNK) {
-                var kr: array<vec4<f32>, KCHUNK>;
-                for (var u = 0u; u < KCHUNK; u++) {
-                    if c0 + u < DH4 { kr[u] = vec4<f32>(k_cache[row + c0 + u]); }
-                }
-                for (var u = 0u; u < KCHUNK; u++) {
-                    if c0 + u < DH4 {
-                        for (var h = 0u; h < G; h++) { s[h] += dot(qs[h * DH4 + c0 + u], kr[u]); }
+        if KLANES == 1u {
+            // The invocation loads its key's whole row.
+            if j < end {
+                let row = (j * p.nkv + g) * DH4;
+                for (var c0 = 0u; c0 < DH4; c0 += KCHUNK) {
+                    var kr: array<vec4<f32>, KCHUNK>;
+                    for (var u = 0u; u < KCHUNK; u++) {
+                        if c0 + u < DH4 { kr[u] = vec4<f32>(k_cache[row + c0 + u]); }
+                    }
+                    for (var u = 0u; u < KCHUNK; u++) {
+                        if c0 + u < DH4 {
+                            for (var h = 0u; h < G; h++) { s[h] += dot(qs[h * DH4 + c0 + u], kr[u]); }
+                        }
                     }
                 }
+            }
+        } else {
+            // Lane ksub of group kgrp takes quads ksub, ksub + KLANES, … of keys
+            // j0 + u·KGROUPS + kgrp (u < KLANES): a group's load reads KLANES·16 neighbouring
+            // bytes of one key row, so a subgroup's load touches KLANES times fewer cache
+            // lines than one row a lane.
+            var part: array<f32, KLANES * G>;
+            for (var i = 0u; i < KLANES * G; i++) { part[i] = 0.0; }
+            for (var e0 = 0u; e0 < QPK; e0 += KSTEP) {
+                var kr: array<vec4<f32>, KLANES * KSTEP>;
+                for (var u = 0u; u < KLANES; u++) {
+                    let jj = j0 + u * KGROUPS + kgrp;
+                    for (var e = 0u; e < KSTEP; e++) {
+                        if jj < end && e0 + e < QPK {
+                            kr[u * KSTEP + e] =
+                                vec4<f32>(k_cache[(jj * p.nkv + g) * DH4 + ksub + (e0 + e) * KLANES]);
+                        }
+                    }
+                }
+                for (var u = 0u; u < KLANES; u++) {
+                    for (var e = 0u; e < KSTEP; e++) {
+                        if e0 + e < QPK {
+                            let c = ksub + (e0 + e) * KLANES;
+                            for (var h = 0u; h < G; h++) {
+                                part[u * G + h] += dot(qs[h * DH4 + c], kr[u * KSTEP + e]);
+                            }
+                        }
+                    }
+                }
+            }
+            // A key's KLANES partial sums meet in red (one vec4 a key), so that invocation
+            // lid holds key j0 + lid's score as in the branch above.
+            for (var h = 0u; h < G; h++) {
+                for (var u = 0u; u < KLANES; u++) { red[u * KGROUPS + kgrp][ksub] = part[u * G + h]; }
+                workgroupBarrier();
+                s[h] = dot(red[lid], vec4<f32>(1.0));
+                workgroupBarrier();
             }
         }
         for (var quad = 0u; quad < HQ; quad++) {

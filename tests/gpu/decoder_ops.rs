@@ -4,7 +4,7 @@
 
 use ridge::core::{Context, DType, Error, Result, Tensor};
 use ridge::kernels::argmax;
-use ridge::kernels::{KvAttention, PairLayout, RopeQkv, RopeTable};
+use ridge::kernels::{KvAttention, KvLoads, PairLayout, RopeQkv, RopeTable};
 
 use crate::harness::*;
 
@@ -149,6 +149,39 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                     attention_case(ctx, op, dtype, seed)?;
                 }
             }
+        }
+        Ok(())
+    });
+}
+
+/// Every way of loading the cache on every adapter (a GPU's, with key rows shared by four
+/// lanes or not, and a CPU driver's), whichever the adapter takes: decode within one wide tile, past it, split,
+/// and a prompt; head widths a multiple of 16 (rows shared by four lanes: quads split
+/// evenly, one and two rounds of loads), 80 (five quads a lane) and 36 (not a multiple of 16:
+/// a lane a row either way).
+#[test]
+fn kv_attention_each_way_of_loading_keys() {
+    on_every_adapter("kv_attention_loads", |ctx| {
+        let mut seed = 900;
+        for loads in [KvLoads::GPU_SHARED_ROWS, KvLoads::GPU, KvLoads::CPU] {
+            KvLoads::forced(Some(loads), || -> Result<()> {
+                for (tokens, pos0) in [(1, 0), (1, 130), (1, 300), (1, 700), (5, 20)] {
+                    for (nh, nkv, dh) in [(9, 3, 64), (4, 2, 128), (6, 2, 80), (3, 1, 36)] {
+                        seed += 1;
+                        let op = KvAttention {
+                            tokens,
+                            heads: nh,
+                            kv_heads: nkv,
+                            head_dim: dh,
+                            pos0,
+                        };
+                        attention_case(ctx, op, DType::F32, seed).map_err(|e| {
+                            Error::invalid("kv_attention", format!("{loads:?}: {e}"))
+                        })?;
+                    }
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     });

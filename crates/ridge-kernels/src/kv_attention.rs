@@ -35,6 +35,11 @@ const WIDE_WG: u32 = 256;
 const CHUNK: u32 = 16;
 /// [`CHUNK`] on CPU drivers.
 const CPU_CHUNK: u32 = 4;
+/// Neighbouring lanes that share a key row's loads in the scores (kv_attention.wgsl's
+/// `KLANES`): a warp's load then touches 8 key rows' 64-byte pieces instead of 32 rows' 16
+/// bytes, a quarter of the cache lines (the shader's partial sums meet through workgroup
+/// memory: two barriers a head a tile).
+const KEY_LANES: u32 = 4;
 /// The longest context decoded by [`WIDE_WG`] workgroups without a key split: two tiles
 /// (measured at 258 keys; between 258 and 512 not yet).
 pub const WIDE_CONTEXT: usize = 512;
@@ -397,21 +402,20 @@ impl KvAttention {
 
     /// The memoized defines of kv_attention.wgsl for `dtype` (its merge pass included).
     fn cache_defines(&self, ctx: &Context, dtype: DType, split: bool) -> ridge_core::Defines {
-        let loads = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
-            CPU_CHUNK
-        } else {
-            CHUNK
-        };
+        let loads = KvLoads::forced_now().unwrap_or_else(|| KvLoads::for_adapter(ctx));
+        let key_lanes = loads.key_lanes(self.head_dim);
         let key = (
             dtype,
             self.group(),
             self.head_dim,
             split,
             self.workgroup(),
-            loads,
+            (loads.chunk, key_lanes),
         );
-        launch::memoized("kv_attention", &key, |&(dtype, g, dh, split, wg, loads)| {
-            defines(shaders::storage_defines(dtype), g, dh, split, wg).u32("CHUNK", loads)
+        launch::memoized("kv_attention", &key, |&(dtype, g, dh, split, wg, (chunk, lanes))| {
+            defines(shaders::storage_defines(dtype), g, dh, split, wg)
+                .u32("CHUNK", chunk)
+                .u32("KLANES", lanes)
         })
     }
 
@@ -524,6 +528,79 @@ subgroupBarrier();
         .block("PV", pv)
 }
 
+/// How the one-token and SIMT prompt kernel loads the cache: loads issued together, and
+/// whether neighbouring lanes share key rows ([`KEY_LANES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvLoads {
+    /// Loads a loop issues before using any ([`CHUNK`] or [`CPU_CHUNK`]).
+    pub chunk: u32,
+    /// Whether [`KEY_LANES`] lanes share a key row's loads where the head width allows.
+    pub shared_rows: bool,
+}
+
+thread_local! {
+    static FORCED_LOADS: std::cell::Cell<Option<KvLoads>> = const { std::cell::Cell::new(None) };
+}
+
+impl KvLoads {
+    /// GPUs: [`CHUNK`] loads in flight, a lane a key row (measured on the H200, runs 90–132).
+    pub const GPU: Self = Self {
+        chunk: CHUNK,
+        shared_rows: false,
+    };
+    /// [`KvLoads::GPU`] with key rows shared by [`KEY_LANES`] lanes: a quarter of the cache
+    /// lines a warp's key loads touch. Not yet any adapter's choice: written while no GPU was
+    /// lent, it waits for its H200 measurement against [`KvLoads::GPU`] (benches/NOTES.md,
+    /// 2026-12-04, third session); the GPU tests run it on every adapter.
+    pub const GPU_SHARED_ROWS: Self = Self {
+        chunk: CHUNK,
+        shared_rows: true,
+    };
+    /// CPU drivers: [`CPU_CHUNK`] loads (wider register arrays spill), a lane a key row (the
+    /// kernel their reports were measured with).
+    pub const CPU: Self = Self {
+        chunk: CPU_CHUNK,
+        shared_rows: false,
+    };
+
+    /// The loads for `ctx`'s adapter.
+    pub fn for_adapter(ctx: &Context) -> Self {
+        if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+            Self::CPU
+        } else {
+            Self::GPU
+        }
+    }
+
+    /// Lanes a key row of width `dh` takes: [`KEY_LANES`] where rows are shared and their
+    /// quads split evenly, else 1.
+    pub fn key_lanes(&self, dh: usize) -> u32 {
+        if self.shared_rows && dh.is_multiple_of(4 * KEY_LANES as usize) {
+            KEY_LANES
+        } else {
+            1
+        }
+    }
+
+    /// Runs `f` with every KV attention on this thread loading as `loads` (`None`: the
+    /// adapter's choice), then puts back what was forced before, also when `f` panics: for
+    /// tests that cover both kernels on any adapter.
+    pub fn forced<R>(loads: Option<KvLoads>, f: impl FnOnce() -> R) -> R {
+        struct Restore(Option<KvLoads>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                FORCED_LOADS.set(self.0);
+            }
+        }
+        let _restore = Restore(FORCED_LOADS.replace(loads));
+        f()
+    }
+
+    fn forced_now() -> Option<Self> {
+        FORCED_LOADS.get()
+    }
+}
+
 fn defines(
     base: ridge_core::Defines,
     g: usize,
@@ -540,15 +617,20 @@ fn defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for chunk in [CHUNK, CPU_CHUNK] {
+    for loads in [KvLoads::GPU, KvLoads::GPU_SHARED_ROWS, KvLoads::CPU] {
         v.push((
             &KV_ATTENTION,
             "partial",
-            defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG).u32("CHUNK", chunk),
+            defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG)
+                .u32("CHUNK", loads.chunk)
+                .u32("KLANES", loads.key_lanes(64)),
         ));
     }
     for split in [false, true] {
-        let d = defines(shaders::storage_defines(dtype), 3, 64, split, WG).u32("CHUNK", CHUNK);
+        let base = defines(shaders::storage_defines(dtype), 3, 64, split, WG).u32("CHUNK", CHUNK);
+        let shared = base.clone().u32("KLANES", KEY_LANES);
+        v.push((&KV_ATTENTION, "partial", shared));
+        let d = base.u32("KLANES", KvLoads::GPU.key_lanes(64));
         v.push((&KV_ATTENTION, "partial", d.clone()));
         if split {
             v.push((&KV_ATTENTION, "merge", d));

@@ -28,7 +28,7 @@ pub mod sweep;
 pub use attention::{Attention, HeadLayout, SparseLayout};
 pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{CoopConfig, Gemm, GemmConfig, GemmKernel};
-pub use kv_attention::KvAttention;
+pub use kv_attention::{KvAttention, KvLoads};
 pub use layout::{nchw_to_nhwc, nhwc_to_nchw, permute};
 pub use norm::{Norm, NormKind};
 pub use pool::MeanPool;
