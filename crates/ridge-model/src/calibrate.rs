@@ -304,9 +304,11 @@ impl Model {
     /// after tile, its time following the keys and not the bytes of its heads, which take SMs
     /// of their own: 1.20–1.22× → 1.06–1.08× held out on the H200's runs 152 and 154; a
     /// product streams its bytes, and a model without them, though as good on the sweep's
-    /// launches, would price a wider one as a narrow one); where the launches have no depth
-    /// but state their workgroups, the same choice between the work term alone and a time per
-    /// workgroup beside it. Choosing by the held-out error flatters that error a little.
+    /// launches, would price a wider one as a narrow one); where the launches state their
+    /// workgroups, a time per workgroup beside the work term is one more such candidate (a
+    /// CPU driver runs a workgroup on a thread at a cost of its own: SwiftShader's row kinds,
+    /// the decode products' launches on the CPU drivers). Choosing by the held-out error
+    /// flatters that error a little.
     fn of(bound: Bound, samples: &[Sample], overhead_s: f64) -> Self {
         // The models that may take over from the work term alone, fewest terms first: with
         // depths, the depth term instead of the work term, then beside it; where the launches
@@ -314,27 +316,32 @@ impl Model {
         // the bytes (a CPU driver runs a workgroup on a thread at a fixed cost, so
         // SwiftShader's 4096 rows of 1024 took 1.2× the time of 4096 of 384 where their bytes
         // are 2.7×).
-        let candidates: &[Model] = if samples.iter().any(|s| s.depth > 0.0) {
-            if bound == Bound::Compute {
-                return Model::WorkAndDepth;
-            }
-            &[Model::Depth, Model::WorkAndDepth]
-        } else if samples.iter().all(|s| s.workgroups > 0.0) {
-            &[Model::WorkAndWorkgroups]
+        // A compute-bound kind with depths starts from the depth term beside its work (a
+        // small product's time follows K), any other from the work term alone.
+        let depth = samples.iter().any(|s| s.depth > 0.0);
+        let base = if depth && bound == Bound::Compute {
+            Model::WorkAndDepth
         } else {
-            return Model::Work;
+            Model::Work
         };
+        let mut candidates = Vec::new();
+        if depth && bound == Bound::Memory {
+            candidates.extend([Model::Depth, Model::WorkAndDepth]);
+        }
+        if samples.iter().all(|s| s.workgroups > 0.0) {
+            candidates.push(Model::WorkAndWorkgroups);
+        }
         // Held out, every model's fullest fit must be over-determined (a kind of four launches
         // would compare the three-term model's fallbacks with the others' full fits).
         let fullest = candidates.iter().map(|m| m.columns()[0].len()).max();
         if fullest.is_none_or(|n| samples.len() < n + 2) {
-            return Model::Work;
+            return base;
         }
         // Each takes over only where it is clearly better, so a kind keeps its bytes unless
         // its launches' times plainly do not follow them.
         let error = |m| held_out_error(samples, overhead_s, m).unwrap_or(f64::INFINITY);
-        let mut best = (Model::Work, error(Model::Work));
-        for &m in candidates {
+        let mut best = (base, error(base));
+        for m in candidates {
             let e = error(m);
             if e * BETTER_BY < best.1 {
                 best = (m, e);

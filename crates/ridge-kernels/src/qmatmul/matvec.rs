@@ -170,8 +170,22 @@ impl MatvecShape {
         if let Some(s) = FORCED.get() {
             return s;
         }
+        Self::rule(n, blocks, format, dtype, paired, Self::int8_storage(ctx))
+    }
+
+    /// [`MatvecShape::for_product`]'s rule without a GPU (none forced): `int8_storage` is the
+    /// adapter's [`MatvecShape::int8_storage`], as a report records it, for plans priced
+    /// without one.
+    pub fn rule(
+        n: usize,
+        blocks: usize,
+        format: QuantFormat,
+        dtype: DType,
+        paired: bool,
+        int8_storage: Option<u32>,
+    ) -> Self {
         let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
-        if Self::int8_storage(ctx).is_some_and(|bytes| Self::rounds_x(n, blocks, bytes)) {
+        if int8_storage.is_some_and(|bytes| Self::rounds_x(n, blocks, bytes)) {
             return Self::int8(n);
         }
         if n >= MATVEC_WIDE_N {
@@ -194,6 +208,16 @@ impl MatvecShape {
             words: format != QuantFormat::Q8_0 && dtype == DType::F32,
             int8_x: false,
         }
+    }
+
+    /// Rows of `W` a workgroup takes: (`wg` / `tpr`) · `rpt`.
+    pub fn rows_per_workgroup(&self) -> usize {
+        (self.wg / self.tpr * self.rpt) as usize
+    }
+
+    /// Workgroups the kernel launches over `n` rows of `W` (one row of `x`).
+    pub fn workgroups(&self, n: usize) -> usize {
+        n.div_ceil(self.rows_per_workgroup())
     }
 }
 

@@ -194,6 +194,27 @@ impl QMatmul {
         }
     }
 
+    /// [`QMatmul::cost`] of one launch on an adapter whose [`MatvecShape::int8_storage`] is
+    /// `int8_storage`: for one row of `x`, with the workgroups the matrix-vector kernel
+    /// launches ([`MatvecShape::rule`]; a CPU driver runs each on a thread at a cost of its
+    /// own, `ridge_model::calibrate`'s `ω`).
+    pub fn launch_cost(
+        &self,
+        format: QuantFormat,
+        n: usize,
+        k: usize,
+        dtype: DType,
+        int8_storage: Option<u32>,
+    ) -> OpCost {
+        let cost = self.cost(format, n, k, dtype);
+        if self.m != 1 {
+            return cost;
+        }
+        let paired = self.glu || self.rope;
+        let shape = MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage);
+        cost.with_workgroups(shape.workgroups(n))
+    }
+
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);
     /// `y_old` is `y` before the call (read only with `residual`).
     pub fn reference(&self, x: &[f32], w: &[f32], n: usize, k: usize, y_old: &[f32]) -> Vec<f32> {
@@ -595,7 +616,7 @@ impl QMatmul {
             },
         );
         let workgroups = if matvec {
-            let groups = n.div_ceil((shape.wg / shape.tpr * shape.rpt) as usize) as u64;
+            let groups = shape.workgroups(n) as u64;
             let [gx, gy, gz] = ctx.fold_workgroups(name, groups)?;
             if gz > 1 {
                 return Err(Error::LimitExceeded {

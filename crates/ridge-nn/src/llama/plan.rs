@@ -220,7 +220,8 @@ impl DecoderPlan {
             let rounds = self
                 .int8_storage
                 .is_some_and(|bytes| MatvecShape::rounds_x(n, k / BLOCK, bytes));
-            (q.name(), q.kind(rounds), q.cost(format, n, k, dt))
+            let cost = q.launch_cost(format, n, k, dt, self.int8_storage);
+            (q.name(), q.kind(rounds), cost)
         };
         let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
             let priced = match name {
