@@ -93,6 +93,7 @@ pub fn row(ctx: &Context, t: &Timed, m: &Measured, spec: Option<&GpuSpec>) -> Ro
         depth: cost.depth,
         tiled_flops: cost.tiled_flops,
         workgroups: cost.workgroups,
+        invocations: cost.invocations,
         measured_ms: t.measured_ms,
         predicted_spec_ms: spec.map(|s| s.ceilings(precision).predict(cost).seconds * 1e3),
         predicted_measured_ms: pred.seconds * 1e3,

@@ -840,8 +840,8 @@ mod tests {
     /// The shipped reports' launches cost what the sweep prices them at now: FLOPs, bytes and
     /// the reduction depth the calibration reads (added to the reports after they were
     /// measured; a change to a cost formula shows here first), and the decode products the
-    /// workgroups of their launch on the report's adapter (written into the reports after
-    /// they were measured, from [`crate::qmatmul::MatvecShape::rule`]).
+    /// workgroups and invocations of their launch on the report's adapter (written into the
+    /// older reports after they were measured, from [`crate::qmatmul::MatvecShape::rule`]).
     #[test]
     fn shipped_reports_cost_what_the_sweep_says() {
         for text in [
@@ -863,7 +863,8 @@ mod tests {
                     let (q, n, k) = decoder_product(&r.op, &r.shape);
                     let launch = q.launch_cost(DECODER_FORMAT, n, k, dtype, int8);
                     assert_eq!(launch.workgroups, r.workgroups, "{} {:?}", r.op, r.shape);
-                    assert!(r.workgroups > 0.0);
+                    assert_eq!(launch.invocations, r.invocations, "{} {:?}", r.op, r.shape);
+                    assert!(r.workgroups > 0.0 && r.invocations >= 64.0 * r.workgroups);
                 }
                 let c = cost(&spec(&r.op, &r.shape, dtype)).unwrap();
                 let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);

@@ -27,10 +27,13 @@
 //! not the bytes of its heads; the choice between two fits by their held-out error flatters
 //! that error a little).
 //!
-//! `W` is the launch's workgroups where its cost states them (the row kernels: one a row;
-//! [`OpCost::workgroups`]) and `ω_k ≥ 0` a time per workgroup, fitted only where it predicts
-//! the kind's launches held out better than without it (a CPU driver runs a workgroup on a
-//! thread at a fixed cost: SwiftShader's row kinds).
+//! `W` is the launch's units where its cost states them ([`OpCost::launch_units`]): its
+//! invocations (the matrix-vector products, whose launch shapes put 64 to 256 in a
+//! workgroup), else its workgroups (the row kernels: one a row), and `ω_k ≥ 0` a time per
+//! unit, fitted only where it predicts the kind's launches held out better than without it (a
+//! CPU driver runs a workgroup on a thread, its invocations in turn: SwiftShader's row kinds
+//! at a fixed cost a row; the CPU drivers' decode products, whose time follows their
+//! invocations more than their bytes).
 //!
 //! Fitted per kind on the report's timed launches, minimising the squared relative error
 //! (weights 1/t²); each fit from more launches than it has terms ([`MIN_ROWS_FOR_LATENCY`]);
@@ -82,8 +85,9 @@ pub struct KindFit {
     /// predate it).
     #[serde(default)]
     pub depth_s: f64,
-    /// `ω_k`: seconds per workgroup (kinds whose launches state their workgroups, where it
-    /// predicts them held out better; 0 elsewhere, and in reports that predate it).
+    /// `ω_k`: seconds per launch unit, a workgroup or, for kinds whose launches state them,
+    /// an invocation ([`OpCost::launch_units`]; where it predicts them held out better; 0
+    /// elsewhere, and in reports that predate it).
     #[serde(default)]
     pub workgroup_s: f64,
     /// Median error factor of the measured roofline alone.
@@ -110,7 +114,8 @@ pub struct Calibration {
 struct Sample {
     roof_s: f64,
     depth: f64,
-    workgroups: f64,
+    /// [`OpCost::launch_units`].
+    units: f64,
     measured_s: f64,
     roofline_s: f64,
 }
@@ -175,7 +180,7 @@ fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
         let x: Vec<Vec<f64>> = samples
             .iter()
             .map(|s| {
-                let all = [1.0, s.roof_s, s.depth, s.workgroups];
+                let all = [1.0, s.roof_s, s.depth, s.units];
                 columns.iter().map(|&c| all[c]).collect()
             })
             .collect();
@@ -185,7 +190,7 @@ fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
         let term = |c: usize| columns.iter().position(|&k| k == c).map_or(0.0, |i| b[i]);
         let (c, slope, tau, omega) = (term(0), term(1), term(2), term(3));
         let work = columns.contains(&1);
-        // Outside the model (time falling with work, depth or workgroups, a negative fixed
+        // Outside the model (time falling with work, depth or launch units, a negative fixed
         // cost): the next, smaller one.
         if (slope > 0.0 || !work) && c >= 0.0 && tau >= 0.0 && omega >= 0.0 {
             return Terms {
@@ -241,18 +246,18 @@ fn weighted_least_squares(x: &[Vec<f64>], y: &[f64], w: &[f64]) -> Option<Vec<f6
 }
 
 fn predict(s: &Sample, overhead_s: f64, t: Terms) -> f64 {
-    t.time(overhead_s, s.roof_s, s.depth, s.workgroups)
+    t.time(overhead_s, s.roof_s, s.depth, s.units)
 }
 
 impl Terms {
     /// `o + c + x / (R · f) + τ · K + ω · W`: a launch with `roof_s` of work on its roof,
-    /// depth `depth` and `workgroups` workgroups, seconds (the module's model, in one place).
-    fn time(&self, overhead_s: f64, roof_s: f64, depth: f64, workgroups: f64) -> f64 {
+    /// depth `depth` and `units` launch units, seconds (the module's model, in one place).
+    fn time(&self, overhead_s: f64, roof_s: f64, depth: f64, units: f64) -> f64 {
         overhead_s
             + self.latency_s
             + roof_s / self.efficiency
             + self.depth_s * depth
-            + self.workgroup_s * workgroups
+            + self.workgroup_s * units
     }
 }
 
@@ -272,7 +277,7 @@ fn on_roof(bound: Bound, cost: &OpCost, roof: &Ceilings) -> f64 {
 pub const NO_WORK_TERM: f64 = f64::MAX;
 
 /// The terms a kind's fit may take: sets of columns of `t − o` — 0 the fixed cost `c`, 1 the
-/// work on the roof (`1/f`), 2 the depth (`τ`), 3 the workgroups (`ω`) — tried fullest first
+/// work on the roof (`1/f`), 2 the depth (`τ`), 3 the launch units (`ω`) — tried fullest first
 /// ([`fit`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Model {
@@ -328,7 +333,7 @@ impl Model {
         if depth && bound == Bound::Memory {
             candidates.extend([Model::Depth, Model::WorkAndDepth]);
         }
-        if samples.iter().all(|s| s.workgroups > 0.0) {
+        if samples.iter().all(|s| s.units > 0.0) {
             candidates.push(Model::WorkAndWorkgroups);
         }
         // Held out, every model's fullest fit must be over-determined (a kind of four launches
@@ -401,7 +406,7 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
             let sample = Sample {
                 roof_s: on_roof(bound, &r.cost(), &roof),
                 depth: r.depth,
-                workgroups: r.workgroups,
+                units: r.cost().launch_units(),
                 measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
                 roofline_s: r.predicted_measured_ms * 1e-3,
             };
@@ -525,7 +530,7 @@ impl Calibration {
             workgroup_s: k.workgroup_s,
         };
         let roof_s = on_roof(k.bound, cost, &roof);
-        Some(terms.time(self.overhead_s, roof_s, cost.depth, cost.workgroups))
+        Some(terms.time(self.overhead_s, roof_s, cost.depth, cost.launch_units()))
     }
 }
 

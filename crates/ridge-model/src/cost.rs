@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 ///   kernels — the norms, softmax — launch one a row), 0 where not stated. Calibrated kinds
 ///   may price a time per workgroup (`crate::calibrate`): a CPU driver runs a workgroup on a
 ///   thread at a fixed cost whatever its bytes.
+/// - `invocations`: the invocations the kernel launches where the cost states them (the
+///   matrix-vector products, whose launch shapes put 64 to 256 invocations in a workgroup), 0
+///   where not stated. Where stated, a calibrated kind's time per launch unit is per
+///   invocation rather than per workgroup ([`OpCost::launch_units`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Floating-point operations (multiply-add = 2).
@@ -33,6 +37,9 @@ pub struct OpCost {
     /// Workgroups launched; 0 for not stated.
     #[serde(default)]
     pub workgroups: f64,
+    /// Invocations launched; 0 for not stated.
+    #[serde(default)]
+    pub invocations: f64,
 }
 
 impl OpCost {
@@ -44,6 +51,7 @@ impl OpCost {
             depth: 0.0,
             tiled_flops: 0.0,
             workgroups: 0.0,
+            invocations: 0.0,
         }
     }
 
@@ -52,6 +60,24 @@ impl OpCost {
         Self {
             workgroups: workgroups as f64,
             ..self
+        }
+    }
+
+    /// The same cost launched as `invocations` invocations.
+    pub fn with_invocations(self, invocations: usize) -> Self {
+        Self {
+            invocations: invocations as f64,
+            ..self
+        }
+    }
+
+    /// The units of a launch a calibrated time per unit prices (`crate::calibrate`'s `W`):
+    /// its invocations where stated, else its workgroups (0 where neither is).
+    pub fn launch_units(&self) -> f64 {
+        if self.invocations > 0.0 {
+            self.invocations
+        } else {
+            self.workgroups
         }
     }
 
@@ -100,7 +126,8 @@ impl OpCost {
 }
 
 /// Work and bytes add; the depth is the deeper of the two (an epilogue or a prologue added
-/// to a product keeps the product's K), and so are the workgroups (the pieces of one launch);
+/// to a product keeps the product's K), and so are the workgroups and invocations (the pieces
+/// of one launch);
 /// tiled work adds where either side knows its tiles (the other counted at its FLOPs).
 impl std::ops::Add for OpCost {
     type Output = OpCost;
@@ -113,6 +140,7 @@ impl std::ops::Add for OpCost {
         OpCost {
             tiled_flops: tiled,
             workgroups: self.workgroups.max(rhs.workgroups),
+            invocations: self.invocations.max(rhs.invocations),
             ..OpCost::new(self.flops + rhs.flops, self.bytes + rhs.bytes)
                 .with_depth(self.depth.max(rhs.depth))
         }

@@ -179,6 +179,10 @@ pub struct Row {
     /// state them, and in reports that predate it).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub workgroups: f64,
+    /// Invocations launched ([`crate::OpCost::invocations`]; absent, 0, where the cost does
+    /// not state them, and in reports that predate it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub invocations: f64,
     /// Median measured time, ms (`None`: could not be timed).
     pub measured_ms: Option<f64>,
     /// Predicted from the spec table, ms.
@@ -201,6 +205,7 @@ impl Row {
         crate::OpCost {
             tiled_flops: self.tiled_flops,
             workgroups: self.workgroups,
+            invocations: self.invocations,
             ..crate::OpCost::new(self.flops, self.bytes).with_depth(self.depth)
         }
     }
@@ -362,6 +367,7 @@ impl BenchReport {
                 ("depth", Some(r.depth), true, 1e24),
                 ("tiled FLOPs", Some(r.tiled_flops), true, 1e24),
                 ("workgroups", Some(r.workgroups), true, 1e24),
+                ("invocations", Some(r.invocations), true, 1e24),
                 ("measured_ms", r.measured_ms, false, 1e7),
             ];
             for (what, value, zero_ok, max) in fields {

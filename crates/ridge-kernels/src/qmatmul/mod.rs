@@ -195,9 +195,10 @@ impl QMatmul {
     }
 
     /// [`QMatmul::cost`] of one launch on an adapter whose [`MatvecShape::int8_storage`] is
-    /// `int8_storage`: for one row of `x`, with the workgroups the matrix-vector kernel
-    /// launches ([`MatvecShape::rule`]; a CPU driver runs each on a thread at a cost of its
-    /// own, `ridge_model::calibrate`'s `ω`).
+    /// `int8_storage`: for one row of `x`, with the workgroups and invocations the
+    /// matrix-vector kernel launches ([`MatvecShape::rule`]; a CPU driver's time follows the
+    /// invocations, `ridge_model::calibrate`'s `ω`: its launch shapes put 64 to 256 in a
+    /// workgroup).
     pub fn launch_cost(
         &self,
         format: QuantFormat,
@@ -212,7 +213,9 @@ impl QMatmul {
         }
         let paired = self.glu || self.rope;
         let shape = MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage);
-        cost.with_workgroups(shape.workgroups(n))
+        let workgroups = shape.workgroups(n);
+        cost.with_workgroups(workgroups)
+            .with_invocations(workgroups * shape.wg as usize)
     }
 
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);
