@@ -17,9 +17,10 @@
 // over memory has a trip count fixed at compile time (DH is a define) and issues all its
 // loads before it uses any: one memory latency per phase of a tile, not one per row.
 // Scores: invocation i owns key j0 + i of the tile; it loads the key's whole row, KCHUNK
-// vec4s at a time, or (KLANES = 4, on GPUs) four neighbouring invocations load four keys'
-// rows together, each a quarter of every row, and meet in workgroup memory: a warp's load
-// then reads 8 rows' 64-byte pieces, not 32 rows' 16 bytes. Values (VCHUNK rows loaded at
+// vec4s at a time, or (KLANES = 4: KvLoads::GPU_SHARED_ROWS, no adapter's default until
+// measured) four neighbouring invocations load four keys' rows together, each a quarter of
+// every row, and meet in workgroup memory: a warp's load then reads 8 rows' pieces of four
+// vec4s, not 32 rows' single vec4s. Values (VCHUNK rows loaded at
 // once): invocation i owns dimensions 4c..4c+3 (c = i mod DH4) of the keys j0 + kl,
 // j0 + kl + KL, … (kl = i / DH4, KL = WG / DH4 key lanes), loaded together; the key lanes'
 // sums are added once, after the span. Masked and absent keys score −1e30 and
@@ -43,6 +44,8 @@ const KCHUNK: u32 = CHUNK;
 // lanes (a group): QPK quads a lane, KSTEP of them (times KLANES keys) loaded at once,
 // KGROUPS groups.
 const QPK: u32 = DH4 / KLANES;
+// Four lanes a row (the partial sums meet as vec4s), each row's quads split evenly.
+const_assert KLANES == 1u || (KLANES == 4u && DH4 % KLANES == 0u);
 const KSTEP: u32 = max(1u, CHUNK / KLANES);
 const KGROUPS: u32 = WG / KLANES;
 // Value phase: key lanes, dimension quads per invocation, keys per lane in a tile.
@@ -148,8 +151,8 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             // j0 + u·KGROUPS + kgrp (u < KLANES): a group's load reads KLANES·16 neighbouring
             // bytes of one key row, so a subgroup's load touches KLANES times fewer cache
             // lines than one row a lane.
-            var part: array<f32, KLANES * G>;
-            for (var i = 0u; i < KLANES * G; i++) { part[i] = 0.0; }
+            var kpart: array<f32, KLANES * G>;
+            for (var i = 0u; i < KLANES * G; i++) { kpart[i] = 0.0; }
             for (var e0 = 0u; e0 < QPK; e0 += KSTEP) {
                 var kr: array<vec4<f32>, KLANES * KSTEP>;
                 for (var u = 0u; u < KLANES; u++) {
@@ -164,20 +167,25 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 for (var u = 0u; u < KLANES; u++) {
                     for (var e = 0u; e < KSTEP; e++) {
                         if e0 + e < QPK {
-                            let c = ksub + (e0 + e) * KLANES;
+                            let cq = ksub + (e0 + e) * KLANES;
                             for (var h = 0u; h < G; h++) {
-                                part[u * G + h] += dot(qs[h * DH4 + c], kr[u * KSTEP + e]);
+                                kpart[u * G + h] += dot(qs[h * DH4 + cq], kr[u * KSTEP + e]);
                             }
                         }
                     }
                 }
             }
-            // A key's KLANES partial sums meet in red (one vec4 a key), so that invocation
-            // lid holds key j0 + lid's score as in the branch above.
+            // Each invocation stores its four keys' partial sums as one vec4 (a store of one
+            // component of a shared vector may rewrite the whole vector: a race); key
+            // u·KGROUPS + kg's four sums are component u of its group's four vec4s, so that
+            // invocation lid = u·KGROUPS + kg then holds key j0 + lid's score as above.
+            let ku = lid / KGROUPS;
+            let kg = lid % KGROUPS;
             for (var h = 0u; h < G; h++) {
-                for (var u = 0u; u < KLANES; u++) { red[u * KGROUPS + kgrp][ksub] = part[u * G + h]; }
+                red[lid] = vec4<f32>(kpart[h], kpart[G + h], kpart[2u * G + h], kpart[3u * G + h]);
                 workgroupBarrier();
-                s[h] = dot(red[lid], vec4<f32>(1.0));
+                let b = KLANES * kg;
+                s[h] = red[b][ku] + red[b + 1u][ku] + red[b + 2u][ku] + red[b + 3u][ku];
                 workgroupBarrier();
             }
         }

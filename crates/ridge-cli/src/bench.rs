@@ -13,7 +13,7 @@ use ridge_model::report::{Accuracy, Row};
 pub struct Args {
     /// Sweep size: `quick` (default on CPU drivers: two or three sizes a kind, minutes),
     /// `medium` (every kind of `full`, with enough sizes to fit each kind's calibrated terms,
-    /// at sizes a CPU driver runs: GEMM to 512³, prompts to 512 tokens; ~8 minutes on
+    /// at sizes a CPU driver runs: GEMM to 512³, prompts to 512 tokens; ~10 minutes on
     /// lavapipe with 2 cores) or `full` (GEMM to 4096³, prompts to 4096 tokens; default on GPUs).
     #[arg(long, value_parser = ["quick", "medium", "full"])]
     size: Option<String>,
@@ -250,17 +250,27 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
     use ridge_model::calibrate::MIN_ROWS_FOR_LATENCY;
     const GOAL: f64 = 1.15;
     say(format!(
-        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency) + depth × time per step.\n\
+        "\ncalibrated per-op model, fitted on this run: t = {:.1} µs dispatch + fixed cost + work ÷ (roof × efficiency) + depth × time per step + units × time per unit.\n\
          The fixed cost is fitted for kinds with {MIN_ROWS_FOR_LATENCY} or more runs, the time per step of reduction depth (K of a product, \
          keys of attention) for compute-bound kinds with one more, and for memory-bound ones where it predicts \
          their runs held out better (— otherwise: an efficiency of — is no work term, the time following the depth); \
+         the time per unit (a workgroup, wg, or an invocation, inv: the units a kind's launches state) where it predicts them held out better; \
          an efficiency above 100 % means faster than the measured roof (a working set held in cache).\n\
          Errors are median factors (1.00× exact); held out = each run predicted by a fit without it; * above the {GOAL}× goal:",
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>9} {:>7} {:>11}  ",
-        "op", "runs", "bound", "eff.", "fixed cost", "per step", "roofline", "fitted", "held out"
+        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>9} {:>7} {:>11}  ",
+        "op",
+        "runs",
+        "bound",
+        "eff.",
+        "fixed cost",
+        "per step",
+        "per unit",
+        "roofline",
+        "fitted",
+        "held out"
     ));
     for k in &c.kinds {
         let fixed = if k.rows >= MIN_ROWS_FOR_LATENCY {
@@ -279,19 +289,30 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         } else {
             "—".into()
         };
+        let unit = if k.workgroup_s > 0.0 {
+            let name = if k.per_invocation { "inv" } else { "wg" };
+            if k.workgroup_s >= 1e-6 {
+                format!("{:.1} µs/{name}", k.workgroup_s * 1e6)
+            } else {
+                format!("{:.1} ns/{name}", k.workgroup_s * 1e9)
+            }
+        } else {
+            "—".into()
+        };
         let efficiency = if k.efficiency >= ridge_model::calibrate::NO_WORK_TERM {
             "—".into()
         } else {
             format!("{:.1}%", 100.0 * k.efficiency)
         };
         say(format!(
-            "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>8.2}× {:>6.2}× {:>13}",
+            "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>8.2}× {:>6.2}× {:>13}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
             efficiency,
             fixed,
             step,
+            unit,
             k.roofline_error,
             k.fitted_error,
             held

@@ -36,9 +36,9 @@ const CHUNK: u32 = 16;
 /// [`CHUNK`] on CPU drivers.
 const CPU_CHUNK: u32 = 4;
 /// Neighbouring lanes that share a key row's loads in the scores (kv_attention.wgsl's
-/// `KLANES`): a warp's load then touches 8 key rows' 64-byte pieces instead of 32 rows' 16
-/// bytes, a quarter of the cache lines (the shader's partial sums meet through workgroup
-/// memory: two barriers a head a tile).
+/// `KLANES`): a warp's load then touches 8 key rows' pieces of four vec4s (64 bytes in f32,
+/// 32 in f16) instead of 32 rows' single vec4s, a quarter of the rows (the shader's partial
+/// sums meet through workgroup memory: two barriers a head a tile).
 const KEY_LANES: u32 = 4;
 /// The longest context decoded by [`WIDE_WG`] workgroups without a key split: two tiles
 /// (measured at 258 keys; between 258 and 512 not yet).
@@ -412,11 +412,15 @@ impl KvAttention {
             self.workgroup(),
             (loads.chunk, key_lanes),
         );
-        launch::memoized("kv_attention", &key, |&(dtype, g, dh, split, wg, (chunk, lanes))| {
-            defines(shaders::storage_defines(dtype), g, dh, split, wg)
-                .u32("CHUNK", chunk)
-                .u32("KLANES", lanes)
-        })
+        launch::memoized(
+            "kv_attention",
+            &key,
+            |&(dtype, g, dh, split, wg, (chunk, lanes))| {
+                defines(shaders::storage_defines(dtype), g, dh, split, wg)
+                    .u32("CHUNK", chunk)
+                    .u32("KLANES", lanes)
+            },
+        )
     }
 
     /// The prompt on the tensor cores: a workgroup per [`COOP_QUERIES`] tokens and query head.

@@ -21,7 +21,7 @@ pub enum SweepSize {
     /// too) with enough launches to fit each kind's terms (`ridge_model::calibrate`: five
     /// sizes a kind where the full sweep has five), at sizes a CPU driver runs: GEMM to 512³,
     /// Linear layers at MiniLM's 16 to 4096 rows, prompts to 512 tokens, attention to 1024.
-    /// About 8 minutes on lavapipe with 2 cores.
+    /// About 10 minutes on lavapipe with 2 cores.
     Medium,
     /// GEMM 64³ … 4096³ and memory-bound ops up to hundreds of MB: for real GPUs.
     Full,
@@ -179,8 +179,8 @@ fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) -> Vec<CaseSp
     let full = size == SweepSize::Full;
     let mut v = Vec::new();
     // Medium (CPU drivers): three of the larger widths' decode products too, so that each
-    // decode kind has seven launches and a fit may take a third term (a CPU driver's time a
-    // workgroup: four launches over two launch shapes held out at 1.2–1.4×).
+    // decode kind has seven launches and a fit may take a third term (a CPU driver's time an
+    // invocation: four launches over two launch shapes held out at 1.2–1.4×).
     let larger: &[_] = if full {
         &LARGER_WIDTHS
     } else {

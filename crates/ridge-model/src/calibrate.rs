@@ -20,17 +20,18 @@
 //! ([`OpCost::depth`]: a product's K, the keys an attention query sees) and `τ_k ≥ 0` the
 //! time a workgroup takes per step of it: a product too small to fill the GPU's compute units
 //! takes time in proportion to K, whatever its FLOPs (on the H200's report the f32 GEMM of
-//! 512³ took 31 µs, where its FLOPs at 4096³'s rate take 6.4). `τ_k` is fitted for compute-bound kinds
-//! whose launches have a depth; memory-bound kinds stream their bytes and keep `τ_k` = 0 but
+//! 512³ took 31 µs, where its FLOPs at 4096³'s rate take 6.4). `τ_k` is fitted for
+//! compute-bound kinds whose launches have a depth (kept where a time per launch unit joins
+//! it); memory-bound kinds stream their bytes and keep `τ_k` = 0 but
 //! where it predicts their launches held out better (a decode step's attention over the KV
 //! cache: a workgroup a KV head walks the keys tile after tile, its time following the keys,
 //! not the bytes of its heads; the choice between two fits by their held-out error flatters
 //! that error a little).
 //!
-//! `W` is the launch's units where its cost states them ([`OpCost::launch_units`]): its
-//! invocations (the matrix-vector products, whose launch shapes put 64 to 256 in a
-//! workgroup), else its workgroups (the row kernels: one a row), and `ω_k ≥ 0` a time per
-//! unit, fitted only where it predicts the kind's launches held out better than without it (a
+//! `W` is the launch's units where its cost states them ([`OpCost::units`]): its
+//! invocations where every launch of the kind states them (the matrix-vector products, whose
+//! launch shapes put 64 to 256 in a workgroup; [`KindFit::per_invocation`]), else its
+//! workgroups (the row kernels: one a row), and `ω_k ≥ 0` a time per unit, fitted only where it predicts the kind's launches held out better than without it (a
 //! CPU driver runs a workgroup on a thread, its invocations in turn: SwiftShader's row kinds
 //! at a fixed cost a row; the CPU drivers' decode products, whose time follows their
 //! invocations more than their bytes).
@@ -85,11 +86,16 @@ pub struct KindFit {
     /// predate it).
     #[serde(default)]
     pub depth_s: f64,
-    /// `ω_k`: seconds per launch unit, a workgroup or, for kinds whose launches state them,
-    /// an invocation ([`OpCost::launch_units`]; where it predicts them held out better; 0
-    /// elsewhere, and in reports that predate it).
+    /// `ω_k`: seconds per launch unit, a workgroup or, where [`KindFit::per_invocation`], an
+    /// invocation (where it predicts the kind's launches held out better; 0 elsewhere, and
+    /// in reports that predate it).
     #[serde(default)]
     pub workgroup_s: f64,
+    /// Whether the kind's launch units are invocations (every launch of the report states
+    /// them: the matrix-vector products) rather than workgroups; a prediction prices the
+    /// same unit ([`OpCost::units`]).
+    #[serde(default)]
+    pub per_invocation: bool,
     /// Median error factor of the measured roofline alone.
     pub roofline_error: f64,
     /// Median error factor of the fit on every launch.
@@ -114,10 +120,18 @@ pub struct Calibration {
 struct Sample {
     roof_s: f64,
     depth: f64,
-    /// [`OpCost::launch_units`].
+    /// Its launch units ([`OpCost::units`]).
     units: f64,
     measured_s: f64,
     roofline_s: f64,
+}
+
+/// A kind's timed launches ([`kind_samples`]): the roof they are held against, whether their
+/// launch units are invocations, and each launch's row index and sample.
+struct KindSamples {
+    bound: Bound,
+    per_invocation: bool,
+    samples: Vec<(usize, Sample)>,
 }
 
 /// A kind's fitted terms.
@@ -288,7 +302,9 @@ enum Model {
     /// `c` and `τ`: no work term.
     Depth,
     /// `c`, `f` and `ω`.
-    WorkAndWorkgroups,
+    WorkAndUnits,
+    /// `c`, `f`, `τ` and `ω`: a compute-bound kind's depth term kept beside a time per unit.
+    WorkDepthAndUnits,
 }
 
 impl Model {
@@ -297,7 +313,8 @@ impl Model {
             Model::Work => &[&[0, 1]],
             Model::WorkAndDepth => &[&[0, 1, 2], &[1, 2], &[0, 1]],
             Model::Depth => &[&[0, 2], &[0, 1]],
-            Model::WorkAndWorkgroups => &[&[0, 1, 3], &[1, 3], &[0, 1]],
+            Model::WorkAndUnits => &[&[0, 1, 3], &[1, 3], &[0, 1]],
+            Model::WorkDepthAndUnits => &[&[0, 1, 2, 3], &[1, 2, 3], &[0, 1, 2]],
         }
     }
 
@@ -310,17 +327,17 @@ impl Model {
     /// of their own: 1.20–1.22× → 1.06–1.08× held out on the H200's runs 152 and 154; a
     /// product streams its bytes, and a model without them, though as good on the sweep's
     /// launches, would price a wider one as a narrow one); where the launches state their
-    /// workgroups, a time per workgroup beside the work term is one more such candidate (a
-    /// CPU driver runs a workgroup on a thread at a cost of its own: SwiftShader's row kinds,
-    /// the decode products' launches on the CPU drivers). Choosing by the held-out error
-    /// flatters that error a little.
+    /// units (workgroups, or invocations), a time per unit beside the terms before is one
+    /// more such candidate, the depth term kept for a compute-bound kind (a CPU driver runs a
+    /// workgroup on a thread, its invocations in turn: SwiftShader's row kinds, the decode
+    /// products on the CPU drivers). Choosing by the held-out error flatters that error a
+    /// little.
     fn of(bound: Bound, samples: &[Sample], overhead_s: f64) -> Self {
-        // The models that may take over from the work term alone, fewest terms first: with
-        // depths, the depth term instead of the work term, then beside it; where the launches
-        // state their workgroups (the row kernels: one a row), a time per workgroup beside
-        // the bytes (a CPU driver runs a workgroup on a thread at a fixed cost, so
-        // SwiftShader's 4096 rows of 1024 took 1.2× the time of 4096 of 384 where their bytes
-        // are 2.7×).
+        // The models that may take over, fewest terms first: with depths, the depth term
+        // instead of the work term, then beside it (memory-bound kinds); where the launches
+        // state their units (the row kernels: a workgroup a row; the decode products: their
+        // invocations), a time per unit beside the terms (SwiftShader's 4096 rows of 1024
+        // took 1.2× the time of 4096 of 384 where their bytes are 2.7×).
         // A compute-bound kind with depths starts from the depth term beside its work (a
         // small product's time follows K), any other from the work term alone.
         let depth = samples.iter().any(|s| s.depth > 0.0);
@@ -334,7 +351,11 @@ impl Model {
             candidates.extend([Model::Depth, Model::WorkAndDepth]);
         }
         if samples.iter().all(|s| s.units > 0.0) {
-            candidates.push(Model::WorkAndWorkgroups);
+            candidates.push(if base == Model::WorkAndDepth {
+                Model::WorkDepthAndUnits
+            } else {
+                Model::WorkAndUnits
+            });
         }
         // Held out, every model's fullest fit must be over-determined (a kind of four launches
         // would compare the three-term model's fallbacks with the others' full fits).
@@ -356,10 +377,10 @@ impl Model {
     }
 }
 
-/// How much better (a factor on the held-out error) a memory-bound kind's model with the
-/// depth term must predict its launches than the work term alone ([`Model::of`]): 5 %, about
-/// what a kind's held-out error moved between two sweeps of the same kernels (runs 151 and
-/// 152 on the H200).
+/// How much better (a factor on the held-out error) a model with more terms must predict a
+/// kind's launches than the model before it ([`Model::of`]: a depth term for a memory-bound
+/// kind, a time per launch unit for any): 5 %, about what a kind's held-out error moved
+/// between two sweeps of the same kernels (runs 151 and 152 on the H200).
 const BETTER_BY: f64 = 1.05;
 
 /// The error factor of `samples` each predicted by a fit on the others (`None` for a lone
@@ -381,7 +402,9 @@ fn held_out_error(samples: &[Sample], overhead_s: f64, model: Model) -> Option<f
 /// against the compute roof, with the depth term; counting launches instead fitted MiniLM's
 /// f16 residual projections to the bandwidth, 1.51× held out, against 1.22×) and each
 /// launch's row index and sample.
-fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usize, Sample)>) {
+/// Its launch units are invocations where every launch states them
+/// ([`KindFit::per_invocation`]), else workgroups.
+fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> KindSamples {
     let rows: Vec<(usize, &Row)> = report
         .rows
         .iter()
@@ -400,20 +423,25 @@ fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> (Bound, Vec<(usi
         Bound::Compute
     };
     let (roof, _) = report.measured.roof_for(op, dtype == "f16");
+    let per_invocation = rows.iter().all(|(_, r)| r.invocations > 0.0);
     let samples = rows
         .into_iter()
         .map(|(i, r)| {
             let sample = Sample {
                 roof_s: on_roof(bound, &r.cost(), &roof),
                 depth: r.depth,
-                units: r.cost().launch_units(),
+                units: r.cost().units(per_invocation),
                 measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
                 roofline_s: r.predicted_measured_ms * 1e-3,
             };
             (i, sample)
         })
         .collect();
-    (bound, samples)
+    KindSamples {
+        bound,
+        per_invocation,
+        samples,
+    }
 }
 
 /// Each sample predicted by a fit on the others (`None` for a lone sample).
@@ -455,7 +483,11 @@ impl Calibration {
         let kinds = kinds_of(report)
             .into_iter()
             .map(|(op, dtype)| {
-                let (bound, indexed) = kind_samples(report, &op, &dtype);
+                let KindSamples {
+                    bound,
+                    per_invocation,
+                    samples: indexed,
+                } = kind_samples(report, &op, &dtype);
                 let samples: Vec<Sample> = indexed.into_iter().map(|(_, s)| s).collect();
                 let model = Model::of(bound, &samples, overhead_s);
                 let terms = fit(&samples, overhead_s, model);
@@ -467,6 +499,7 @@ impl Calibration {
                     latency_s: terms.latency_s,
                     depth_s: terms.depth_s,
                     workgroup_s: terms.workgroup_s,
+                    per_invocation,
                     roofline_error: error_factor(
                         samples.iter().map(|s| (s.roofline_s, s.measured_s)),
                     ),
@@ -491,7 +524,11 @@ impl Calibration {
         let overhead_s = overhead_of(report);
         let mut out = vec![None; report.rows.len()];
         for (op, dtype) in kinds_of(report) {
-            let (bound, indexed) = kind_samples(report, &op, &dtype);
+            let KindSamples {
+                bound,
+                samples: indexed,
+                ..
+            } = kind_samples(report, &op, &dtype);
             let samples: Vec<Sample> = indexed.iter().map(|(_, s)| *s).collect();
             let model = Model::of(bound, &samples, overhead_s);
             for ((i, _), p) in indexed.iter().zip(held_out(&samples, overhead_s, model)) {
@@ -530,7 +567,8 @@ impl Calibration {
             workgroup_s: k.workgroup_s,
         };
         let roof_s = on_roof(k.bound, cost, &roof);
-        Some(terms.time(self.overhead_s, roof_s, cost.depth, cost.launch_units()))
+        let units = cost.units(k.per_invocation);
+        Some(terms.time(self.overhead_s, roof_s, cost.depth, units))
     }
 }
 
@@ -890,13 +928,15 @@ mod tests {
     }
 
     /// The CPU drivers' reports (`ridge bench --size medium` on lavapipe, Vulkan, and on
-    /// llvmpipe, OpenGL, 2 cores; benches/NOTES.md "the CPU drivers calibrated"): every kind
-    /// of the full sweep in its storage types; the median kind held out within the 1.15×
-    /// goal (1.06× and 1.10×) where the median kind's roofline is 3.9× and 7.7× off; no
-    /// kind beyond 1.5× (the decode products, four widths taking two launch shapes, are the
-    /// worst); the Linear kinds within 1.12× and the GEMMs within 1.25× once their launches
-    /// are priced by the whole 128-row tiles the CPU kernel computes (a Linear layer of 16, 64
-    /// or 128 rows took 7.8–8.0 ms alike), where their useful FLOPs fit them worse.
+    /// llvmpipe, OpenGL, 2 cores; benches/NOTES.md "the CPU drivers calibrated" and "the CPU
+    /// drivers' decode products priced by their invocations"): every kind of the full sweep in
+    /// its storage types; the median kind held out within the 1.15× goal where the median
+    /// kind's roofline is 3× and 8× off; no kind beyond 1.5×; the Linear kinds within 1.12×
+    /// and the GEMMs within 1.25× once their launches are priced by the whole 128-row tiles
+    /// the CPU kernel computes (a Linear layer of 16, 64 or 128 rows took 7.8–8.0 ms alike),
+    /// where their useful FLOPs fit them worse; the decode products within 1.1× once priced
+    /// by their invocations beside their bytes (seven widths a kind: 1.12–1.40× with four
+    /// and their bytes alone).
     #[test]
     fn cpu_driver_reports_held_out() {
         for (name, kinds) in [("lavapipe", 46), ("llvmpipe", 25)] {
@@ -918,6 +958,7 @@ mod tests {
                 let bound = match k.op.as_str() {
                     "gemm" => 1.25,
                     op if op.starts_with("linear") => 1.12,
+                    op if op.contains("qmatvec") => 1.1,
                     _ => 1.5,
                 };
                 assert!(held <= bound, "{name} {} {}: {held:.3}×", k.op, k.dtype);
@@ -937,17 +978,36 @@ mod tests {
                 tiles < 1.1 && flops > 1.2,
                 "{name}: {tiles:.3}× against {flops:.3}×"
             );
+            // Priced per workgroup instead of per invocation, the LM head (3,072 workgroups
+            // at every K, of 128 or 256 invocations) keeps its bytes alone and misses.
+            let mut by_workgroups = r.clone();
+            by_workgroups
+                .rows
+                .iter_mut()
+                .for_each(|row| row.invocations = 0.0);
+            let head = |f: &Calibration| {
+                f.kinds
+                    .iter()
+                    .find(|k| k.op == "rms_qmatvec" && k.dtype == "f32")
+                    .and_then(|k| k.held_out_error)
+                    .unwrap()
+            };
+            let (units, groups) = (head(&fit), head(&Calibration::fit(&by_workgroups)));
+            assert!(
+                units < 1.1 && groups > 1.15,
+                "{name}: {units:.3}× against {groups:.3}×"
+            );
         }
     }
 
     /// The browser's adapter (`cargo xtask bench-browser`: the medium sweep in headless
     /// Chromium's WebGPU on SwiftShader, 2 cores, GPU timestamps; benches/NOTES.md): 25 kinds
-    /// in f32 (no `shader-f16`), the median kind held out within the 1.15× goal where
-    /// its roofline is 14× off. The row kinds need their workgroups: SwiftShader runs a
-    /// workgroup (a row) on a CPU thread at ~35 µs whatever its bytes, so 4096 rows of 1024
-    /// took 1.2× the time of 4096 of 384 where their bytes are 2.7×, which no bytes or depth
-    /// term follows, and a time per workgroup does (1.6–1.75× held out without it,
-    /// 1.02–1.04× with it); the decode products fit worst (1.25–1.41×).
+    /// in f32 (no `shader-f16`), the median kind held out within the 1.15× goal where its
+    /// roofline is 8–60× off. SwiftShader runs a workgroup on a CPU thread, its invocations
+    /// in turn: the row kinds need their workgroups (4096 rows of 1024 took 1.2–1.4× the time
+    /// of 4096 of 384 where their bytes are 2.7×; held out 1.5–1.75× without a time per
+    /// workgroup, within 1.2× with it, sweep to sweep), the decode products their invocations
+    /// (1.25–1.41× on bytes alone and four widths, 1.05–1.20× with seven).
     #[test]
     fn browser_adapter_report_held_out() {
         let r = shipped("swiftshader");
@@ -959,22 +1019,44 @@ mod tests {
         let mut roofline: Vec<f64> = fit.kinds.iter().map(|k| k.roofline_error).collect();
         roofline.sort_by(f64::total_cmp);
         assert!(roofline[roofline.len() / 2] > 5.0, "{roofline:?}");
-        for k in &fit.kinds {
+        // The same report with no launch units stated: its kinds fit on their other terms.
+        let mut unitless = r.clone();
+        unitless.rows.iter_mut().for_each(|row| {
+            row.workgroups = 0.0;
+            row.invocations = 0.0;
+        });
+        let without = Calibration::fit(&unitless);
+        for (k, bare) in fit.kinds.iter().zip(&without.kinds) {
             let held = k.held_out_error.unwrap();
+            let bare_held = bare.held_out_error.unwrap();
             println!(
-                "swiftshader {} {}: roofline {:.2}×, held out {held:.2}×, {:.1} µs a workgroup",
+                "swiftshader {} {}: roofline {:.2}×, held out {held:.2}× ({bare_held:.2}× \
+                 without units), {:.2} µs per {}",
                 k.op,
                 k.dtype,
                 k.roofline_error,
-                k.workgroup_s * 1e6
+                k.workgroup_s * 1e6,
+                if k.per_invocation {
+                    "invocation"
+                } else {
+                    "workgroup"
+                }
             );
-            // The row kinds by their workgroups (30 µs a layer-norm row: a CPU thread's
-            // workgroup), within 1.1× where their bytes alone held out at 1.6–1.75×.
             let row_kind = k.op.ends_with("norm") || k.op == "softmax";
-            if row_kind {
-                assert!(k.workgroup_s > 0.0, "{k:?}");
+            let decode = k.op.contains("qmatvec");
+            if row_kind || decode {
+                assert!(k.workgroup_s > 0.0 && k.per_invocation == decode, "{k:?}");
+                // The row kinds' times follow their rows far more than their bytes; the decode
+                // products' their invocations beside their bytes and depth.
+                let by = if row_kind { 1.3 } else { 1.05 };
+                assert!(
+                    held * by < bare_held,
+                    "{} {}: {held:.3}× against {bare_held:.3}×",
+                    k.op,
+                    k.dtype
+                );
             }
-            let bound = if row_kind { 1.1 } else { 1.45 };
+            let bound = if row_kind || decode { 1.25 } else { 1.45 };
             assert!(held <= bound, "{} {}: {held:.3}×", k.op, k.dtype);
             assert!(held < k.roofline_error, "{k:?}");
         }

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 ///   thread at a fixed cost whatever its bytes.
 /// - `invocations`: the invocations the kernel launches where the cost states them (the
 ///   matrix-vector products, whose launch shapes put 64 to 256 invocations in a workgroup), 0
-///   where not stated. Where stated, a calibrated kind's time per launch unit is per
-///   invocation rather than per workgroup ([`OpCost::launch_units`]).
+///   where not stated. A calibrated kind whose launches all state them prices its time per
+///   launch unit per invocation rather than per workgroup ([`OpCost::units`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpCost {
     /// Floating-point operations (multiply-add = 2).
@@ -72,9 +72,10 @@ impl OpCost {
     }
 
     /// The units of a launch a calibrated time per unit prices (`crate::calibrate`'s `W`):
-    /// its invocations where stated, else its workgroups (0 where neither is).
-    pub fn launch_units(&self) -> f64 {
-        if self.invocations > 0.0 {
+    /// its invocations where the kind's are (`per_invocation`), else its workgroups (0 where
+    /// not stated).
+    pub fn units(&self, per_invocation: bool) -> f64 {
+        if per_invocation {
             self.invocations
         } else {
             self.workgroups

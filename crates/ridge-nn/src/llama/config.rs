@@ -308,9 +308,14 @@ mod tests {
             }
             Gguf::parse(FileBytes::from_bytes(Path::new("l.gguf"), w.finish())).unwrap()
         };
-        let e = LlamaConfig::from_gguf(&file(false)).unwrap_err().to_string();
+        let e = LlamaConfig::from_gguf(&file(false))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("llama.attention.layer_norm_rms_epsilon"), "{e}");
-        assert_eq!(LlamaConfig::shape_from_gguf(&file(false)).unwrap().rms_eps, 1e-5);
+        assert_eq!(
+            LlamaConfig::shape_from_gguf(&file(false)).unwrap().rms_eps,
+            1e-5
+        );
         let c = LlamaConfig::from_gguf(&file(true)).unwrap();
         assert_eq!((c.rms_eps, c.rope_base), (1e-6, DEFAULT_ROPE_BASE));
     }
