@@ -55,6 +55,21 @@ fn rope_rotates_q_and_k_and_appends_k_and_v() {
     });
 }
 
+/// Attention of `tokens` queries from position `pos0` with (query heads, KV heads, head width).
+fn kv_op(
+    tokens: usize,
+    pos0: usize,
+    (heads, kv_heads, head_dim): (usize, usize, usize),
+) -> KvAttention {
+    KvAttention {
+        tokens,
+        heads,
+        kv_heads,
+        head_dim,
+        pos0,
+    }
+}
+
 fn attention_case(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Result<()> {
     let (nh, nkv, dh) = (op.heads, op.kv_heads, op.head_dim);
     let capacity = op.context() + 5;
@@ -139,14 +154,7 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                     (2, 1, 260),
                 ] {
                     seed += 1;
-                    let op = KvAttention {
-                        tokens,
-                        heads: nh,
-                        kv_heads: nkv,
-                        head_dim: dh,
-                        pos0,
-                    };
-                    attention_case(ctx, op, dtype, seed)?;
+                    attention_case(ctx, kv_op(tokens, pos0, (nh, nkv, dh)), dtype, seed)?;
                 }
             }
         }
@@ -155,10 +163,10 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
 }
 
 /// Every way of loading the cache on every adapter (a GPU's, with key rows shared by four
-/// lanes or not, and a CPU driver's), whichever the adapter takes: decode within one wide tile, past it, split,
-/// and a prompt; head widths a multiple of 16 (rows shared by four lanes: quads split
-/// evenly, one and two rounds of loads), 80 (five quads a lane) and 36 (not a multiple of 16:
-/// a lane a row either way).
+/// lanes or not, and a CPU driver's), whichever the adapter takes: decode within one wide
+/// tile, past it, split, and a prompt; head widths a multiple of 16 (rows shared by four
+/// lanes: quads split evenly, one and two rounds of loads, and 80: five quads a lane, the
+/// second round part-empty) and 36 (not a multiple of 16: a lane a row either way).
 #[test]
 fn kv_attention_each_way_of_loading_keys() {
     on_every_adapter("kv_attention_loads", |ctx| {
@@ -168,13 +176,7 @@ fn kv_attention_each_way_of_loading_keys() {
                 for (tokens, pos0) in [(1, 0), (1, 130), (1, 300), (1, 700), (5, 20)] {
                     for (nh, nkv, dh) in [(9, 3, 64), (4, 2, 128), (6, 2, 80), (3, 1, 36)] {
                         seed += 1;
-                        let op = KvAttention {
-                            tokens,
-                            heads: nh,
-                            kv_heads: nkv,
-                            head_dim: dh,
-                            pos0,
-                        };
+                        let op = kv_op(tokens, pos0, (nh, nkv, dh));
                         attention_case(ctx, op, DType::F32, seed).map_err(|e| {
                             Error::invalid("kv_attention", format!("{loads:?}: {e}"))
                         })?;

@@ -590,14 +590,7 @@ impl KvLoads {
     /// adapter's choice), then puts back what was forced before, also when `f` panics: for
     /// tests that cover both kernels on any adapter.
     pub fn forced<R>(loads: Option<KvLoads>, f: impl FnOnce() -> R) -> R {
-        struct Restore(Option<KvLoads>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                FORCED_LOADS.set(self.0);
-            }
-        }
-        let _restore = Restore(FORCED_LOADS.replace(loads));
-        f()
+        launch::with_forced(&FORCED_LOADS, loads, f)
     }
 
     fn forced_now() -> Option<Self> {

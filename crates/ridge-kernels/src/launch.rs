@@ -156,6 +156,28 @@ impl Launch<'_> {
 }
 
 /// Errors unless every tensor has `dtype`.
+/// Runs `f` with the thread-local launch choice `key` set to `value` (`None`: the adapter's
+/// own choice), then puts back what was set before, also when `f` panics: how benches and
+/// tests force a kernel's launch shape or loads ([`crate::qmatmul::MatvecShape::forced`],
+/// [`crate::KvLoads::forced`]).
+pub fn with_forced<T: Copy + 'static, R>(
+    key: &'static std::thread::LocalKey<std::cell::Cell<Option<T>>>,
+    value: Option<T>,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Restore<T: Copy + 'static>(
+        &'static std::thread::LocalKey<std::cell::Cell<Option<T>>>,
+        Option<T>,
+    );
+    impl<T: Copy + 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
+    let _restore = Restore(key, key.replace(value));
+    f()
+}
+
 pub fn same_dtype(op: &str, dtype: DType, tensors: &[&Tensor]) -> Result<()> {
     tensors.iter().try_for_each(|t| t.expect_dtype(op, dtype))
 }

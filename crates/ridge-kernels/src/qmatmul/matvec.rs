@@ -58,14 +58,7 @@ impl MatvecShape {
     /// compare launch shapes and tests that cover each (a shape that does not
     /// [`MatvecShape::runs`] is refused at launch).
     pub fn forced<R>(shape: Option<MatvecShape>, f: impl FnOnce() -> R) -> R {
-        struct Restore(Option<MatvecShape>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                FORCED.set(self.0);
-            }
-        }
-        let _restore = Restore(FORCED.replace(shape));
-        f()
+        crate::launch::with_forced(&FORCED, shape, f)
     }
 
     /// Workgroup memory of this launch over rows of `k` values: the lanes' partial sums and
