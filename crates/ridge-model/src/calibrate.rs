@@ -31,10 +31,11 @@
 //! `W` is the launch's units where its cost states them ([`OpCost::units`]): its
 //! invocations where every launch of the kind states them (the matrix-vector products, whose
 //! launch shapes put 64 to 256 in a workgroup; [`KindFit::per_invocation`]), else its
-//! workgroups (the row kernels: one a row), and `ω_k ≥ 0` a time per unit, fitted only where it predicts the kind's launches held out better than without it (a
-//! CPU driver runs a workgroup on a thread, its invocations in turn: SwiftShader's row kinds
-//! at a fixed cost a row; the CPU drivers' decode products, whose time follows their
-//! invocations more than their bytes).
+//! workgroups (the row kernels: one a row), and `ω_k ≥ 0` a time per unit, fitted only where
+//! it predicts the kind's launches held out better than without it (a CPU driver runs a
+//! workgroup on a thread, its invocations in turn: SwiftShader's row kinds at a fixed cost a
+//! row; the CPU drivers' decode products, whose time follows their invocations more than
+//! their bytes).
 //!
 //! Fitted per kind on the report's timed launches, minimising the squared relative error
 //! (weights 1/t²); each fit from more launches than it has terms ([`MIN_ROWS_FOR_LATENCY`]);
