@@ -141,7 +141,9 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                     }
                     for (var u = 0u; u < KCHUNK; u++) {
                         if c0 + u < DH4 {
-                            for (var h = 0u; h < G; h++) { s[h] += dot(qs[h * DH4 + c0 + u], kr[u]); }
+                            for (var h = 0u; h < G; h++) {
+                                s[h] += dot(qs[h * DH4 + c0 + u], kr[u]);
+                            }
                         }
                     }
                 }
@@ -157,10 +159,10 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 var kr: array<vec4<f32>, KLANES * KSTEP>;
                 for (var u = 0u; u < KLANES; u++) {
                     let jj = j0 + u * KGROUPS + kgrp;
+                    let row = (jj * p.nkv + g) * DH4 + ksub;
                     for (var e = 0u; e < KSTEP; e++) {
                         if jj < end && e0 + e < QPK {
-                            kr[u * KSTEP + e] =
-                                vec4<f32>(k_cache[(jj * p.nkv + g) * DH4 + ksub + (e0 + e) * KLANES]);
+                            kr[u * KSTEP + e] = vec4<f32>(k_cache[row + (e0 + e) * KLANES]);
                         }
                     }
                 }
