@@ -40,6 +40,12 @@ const CPU_CHUNK: u32 = 4;
 /// 32 in f16) instead of 32 rows' single vec4s, a quarter of the rows (the shader's partial
 /// sums meet through workgroup memory: two barriers a head a tile).
 const KEY_LANES: u32 = 4;
+/// Keys a workgroup walks from which GPUs share key rows ([`KvLoads::GPU_SHARED_ROWS`], f32
+/// caches only). On the H200 (benches/NOTES.md, 2026-12-05, one call, old ÷ new kernel over
+/// two rounds) sharing cost 3–9 % at 64–256 keys a workgroup and saved 8 % at 511, 13–22 %
+/// where 32 KV heads' spans walk 256–1024 keys, 12–31 % in the prompt kernel at 256–4096
+/// tokens; in f16 it lost 8–57 % everywhere (a key row's quarter is 32 bytes, two vec4s).
+pub const SHARED_ROWS_MIN_KEYS: usize = 256;
 /// The longest context decoded by [`WIDE_WG`] workgroups without a key split: two tiles
 /// (measured at 258 keys; between 258 and 512 not yet).
 pub const WIDE_CONTEXT: usize = 512;
@@ -100,6 +106,11 @@ impl KvAttention {
         let spans = want.clamp(1, tiles);
         let chunk = tiles.div_ceil(spans) * wg;
         (len.div_ceil(chunk), chunk)
+    }
+
+    /// The most keys one workgroup of the SIMT kernel walks: its span's, at most the context.
+    pub fn keys_walked(&self) -> usize {
+        self.split().1.min(self.context())
     }
 
     /// Invocations per workgroup (and keys per tile): [`WIDE_WG`] for a decode step over at
@@ -402,7 +413,8 @@ impl KvAttention {
 
     /// The memoized defines of kv_attention.wgsl for `dtype` (its merge pass included).
     fn cache_defines(&self, ctx: &Context, dtype: DType, split: bool) -> ridge_core::Defines {
-        let loads = KvLoads::forced_now().unwrap_or_else(|| KvLoads::for_adapter(ctx));
+        let loads = KvLoads::forced_now()
+            .unwrap_or_else(|| KvLoads::for_launch(ctx, dtype, self.keys_walked()));
         let key_lanes = loads.key_lanes(self.head_dim);
         let key = (
             dtype,
@@ -553,9 +565,8 @@ impl KvLoads {
         shared_rows: false,
     };
     /// [`KvLoads::GPU`] with key rows shared by [`KEY_LANES`] lanes: a quarter of the cache
-    /// lines a warp's key loads touch. Not yet any adapter's choice: written while no GPU was
-    /// lent, it waits for its H200 measurement against [`KvLoads::GPU`] (benches/NOTES.md,
-    /// 2026-12-04, third session); the GPU tests run it on every adapter.
+    /// lines a warp's key loads touch, for two barriers a head a tile. GPUs' choice for f32
+    /// caches where a workgroup walks [`SHARED_ROWS_MIN_KEYS`] keys or more.
     pub const GPU_SHARED_ROWS: Self = Self {
         chunk: CHUNK,
         shared_rows: true,
@@ -567,10 +578,21 @@ impl KvLoads {
         shared_rows: false,
     };
 
-    /// The loads for `ctx`'s adapter.
-    pub fn for_adapter(ctx: &Context) -> Self {
-        if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+    /// The loads for a launch on `ctx`'s adapter over a `dtype` cache whose workgroups walk
+    /// at most `keys` keys each ([`KvLoads::rule`]).
+    pub fn for_launch(ctx: &Context, dtype: DType, keys: usize) -> Self {
+        let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+        Self::rule(cpu, dtype, keys)
+    }
+
+    /// The loads on a CPU driver (`cpu`) or a GPU: [`KvLoads::CPU`] on CPU drivers; on GPUs
+    /// [`KvLoads::GPU_SHARED_ROWS`] for f32 caches from [`SHARED_ROWS_MIN_KEYS`] keys a
+    /// workgroup, else [`KvLoads::GPU`].
+    pub fn rule(cpu: bool, dtype: DType, keys: usize) -> Self {
+        if cpu {
             Self::CPU
+        } else if dtype == DType::F32 && keys >= SHARED_ROWS_MIN_KEYS {
+            Self::GPU_SHARED_ROWS
         } else {
             Self::GPU
         }
@@ -689,5 +711,33 @@ mod tests {
         assert_eq!(decode(10, 32, 1).workgroup(), WG);
         // Prefill keeps 64 whatever the context.
         assert_eq!(KvAttention { tokens: 2, ..at }.workgroup(), WG);
+    }
+
+    #[test]
+    fn gpus_share_key_rows_of_f32_caches_where_workgroups_walk_many_keys() {
+        // SmolLM2's decode: a workgroup a KV head over the whole context up to 511 keys, then
+        // spans of 128 at 8191 (86 spans × 3 heads); 32 KV heads take 8 spans of 1024.
+        assert_eq!(decode(127, 9, 3).keys_walked(), 128);
+        assert_eq!(decode(510, 9, 3).keys_walked(), 511);
+        assert_eq!(decode(8190, 9, 3).keys_walked(), 128);
+        assert_eq!(decode(8190, 32, 32).keys_walked(), 1024);
+        // A prompt's last token sees the whole context.
+        let prompt = KvAttention {
+            tokens: 300,
+            pos0: 20,
+            ..decode(0, 9, 3)
+        };
+        assert_eq!(prompt.keys_walked(), 320);
+        let rule = KvLoads::rule;
+        assert_eq!(
+            rule(false, DType::F32, SHARED_ROWS_MIN_KEYS),
+            KvLoads::GPU_SHARED_ROWS
+        );
+        assert_eq!(
+            rule(false, DType::F32, SHARED_ROWS_MIN_KEYS - 1),
+            KvLoads::GPU
+        );
+        assert_eq!(rule(false, DType::F16, 8192), KvLoads::GPU);
+        assert_eq!(rule(true, DType::F32, 8192), KvLoads::CPU);
     }
 }

@@ -11,9 +11,16 @@
 //! [`GgufError`] naming the problem, never a panic or a huge allocation. The tensor data is
 //! not copied: [`Gguf::data`] borrows it from the (memory-mapped) file.
 
+mod reader;
+mod types;
+mod writer;
+
 use std::collections::HashMap;
 
 use crate::file::FileBytes;
+use reader::Reader;
+pub use types::GgmlType;
+pub use writer::Writer;
 
 /// Why a file is not a GGUF file Ridge can read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,93 +117,6 @@ pub enum GgufError {
         second_start: u64,
     },
 }
-
-/// A ggml tensor type: its id in GGUF files, name, and block geometry (elements per block,
-/// bytes per block), from ggml's `ggml_type_traits` table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct GgmlType {
-    /// The id stored in GGUF files.
-    pub id: u32,
-    /// ggml's name (`Q4_0`, `F32`, …).
-    pub name: &'static str,
-    /// Elements per block (1 for plain types).
-    pub block: u64,
-    /// Bytes per block.
-    pub block_bytes: u64,
-}
-
-/// ggml's types by id (ids 4, 5 and 31–33, 36–38 are retired and absent).
-const GGML_TYPES: &[GgmlType] = &[
-    t(0, "F32", 1, 4),
-    t(1, "F16", 1, 2),
-    t(2, "Q4_0", 32, 18),
-    t(3, "Q4_1", 32, 20),
-    t(6, "Q5_0", 32, 22),
-    t(7, "Q5_1", 32, 24),
-    t(8, "Q8_0", 32, 34),
-    t(9, "Q8_1", 32, 36),
-    t(10, "Q2_K", 256, 84),
-    t(11, "Q3_K", 256, 110),
-    t(12, "Q4_K", 256, 144),
-    t(13, "Q5_K", 256, 176),
-    t(14, "Q6_K", 256, 210),
-    t(15, "Q8_K", 256, 292),
-    t(16, "IQ2_XXS", 256, 66),
-    t(17, "IQ2_XS", 256, 74),
-    t(18, "IQ3_XXS", 256, 98),
-    t(19, "IQ1_S", 256, 50),
-    t(20, "IQ4_NL", 32, 18),
-    t(21, "IQ3_S", 256, 110),
-    t(22, "IQ2_S", 256, 82),
-    t(23, "IQ4_XS", 256, 136),
-    t(24, "I8", 1, 1),
-    t(25, "I16", 1, 2),
-    t(26, "I32", 1, 4),
-    t(27, "I64", 1, 8),
-    t(28, "F64", 1, 8),
-    t(29, "IQ1_M", 256, 56),
-    t(30, "BF16", 1, 2),
-    t(34, "TQ1_0", 256, 54),
-    t(35, "TQ2_0", 256, 66),
-    t(39, "MXFP4", 32, 17),
-];
-
-const fn t(id: u32, name: &'static str, block: u64, block_bytes: u64) -> GgmlType {
-    GgmlType {
-        id,
-        name,
-        block,
-        block_bytes,
-    }
-}
-
-impl GgmlType {
-    /// The type with GGUF id `id`, if ggml defines it.
-    pub fn from_id(id: u32) -> Option<Self> {
-        GGML_TYPES.iter().copied().find(|t| t.id == id)
-    }
-
-    /// The type named `name` (`Q4_0`, …), if ggml defines it.
-    pub fn from_name(name: &str) -> Option<Self> {
-        GGML_TYPES.iter().copied().find(|t| t.name == name)
-    }
-
-    /// Bytes of `elements` values, `None` unless they are whole blocks (or on overflow).
-    pub fn bytes(&self, elements: u64) -> Option<u64> {
-        if !elements.is_multiple_of(self.block) {
-            return None;
-        }
-        (elements / self.block).checked_mul(self.block_bytes)
-    }
-}
-
-impl std::fmt::Display for GgmlType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
-    }
-}
-
-/// A metadata value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// `UINT8`.
@@ -364,10 +284,7 @@ impl Gguf {
     ///
     /// Errors: [`GgufError`] naming the first problem found.
     pub fn parse(file: FileBytes) -> Result<Self, GgufError> {
-        let mut r = Reader {
-            bytes: file.bytes(),
-            at: 0,
-        };
+        let mut r = Reader::new(file.bytes());
         let magic = r.take("the magic", 4)?;
         if magic != b"GGUF" {
             return Err(GgufError::Magic {
@@ -523,231 +440,6 @@ impl Gguf {
         &self.file.bytes()[info.start as usize..(info.start + info.bytes) as usize]
     }
 }
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn left(&self) -> u64 {
-        (self.bytes.len() - self.at) as u64
-    }
-
-    fn take(&mut self, what: &str, n: u64) -> Result<&'a [u8], GgufError> {
-        if n > self.left() {
-            return Err(GgufError::Truncated {
-                what: what.into(),
-                offset: self.at as u64,
-                need: n,
-                len: self.bytes.len() as u64,
-            });
-        }
-        let s = &self.bytes[self.at..self.at + n as usize];
-        self.at += n as usize;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], GgufError> {
-        Ok(self.take(what, N as u64)?.try_into().expect("N bytes"))
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32, GgufError> {
-        self.array(what).map(u32::from_le_bytes)
-    }
-
-    fn u64(&mut self, what: &str) -> Result<u64, GgufError> {
-        self.array(what).map(u64::from_le_bytes)
-    }
-
-    /// Errors unless `count` items of at least `min_bytes` each fit in what is left.
-    fn fits(&self, what: &str, count: u64, min_bytes: u64) -> Result<(), GgufError> {
-        if count.checked_mul(min_bytes).is_none_or(|b| b > self.left()) {
-            return Err(GgufError::Count {
-                what: what.into(),
-                count,
-                left: self.left(),
-            });
-        }
-        Ok(())
-    }
-
-    fn string(&mut self, what: &str) -> Result<String, GgufError> {
-        let n = self.u64(what)?;
-        let bytes = self.take(what, n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| GgufError::Invalid {
-            what: what.into(),
-            message: format!("not UTF-8 ({e})"),
-        })
-    }
-
-    fn value(&mut self, key: &str, ty: u32, depth: usize) -> Result<Value, GgufError> {
-        Ok(match ty {
-            0 => Value::U8(self.array::<1>(key)?[0]),
-            1 => Value::I8(self.array::<1>(key)?[0] as i8),
-            2 => Value::U16(u16::from_le_bytes(self.array(key)?)),
-            3 => Value::I16(i16::from_le_bytes(self.array(key)?)),
-            4 => Value::U32(self.u32(key)?),
-            5 => Value::I32(i32::from_le_bytes(self.array(key)?)),
-            6 => Value::F32(f32::from_le_bytes(self.array(key)?)),
-            7 => match self.array::<1>(key)?[0] {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                b => {
-                    return Err(GgufError::Invalid {
-                        what: key.into(),
-                        message: format!("bool byte {b} (must be 0 or 1)"),
-                    });
-                }
-            },
-            8 => Value::String(self.string(key)?),
-            9 => {
-                if depth >= MAX_DEPTH {
-                    return Err(GgufError::Invalid {
-                        what: key.into(),
-                        message: format!("arrays nested deeper than {MAX_DEPTH}"),
-                    });
-                }
-                let elem = self.u32(key)?;
-                let count = self.u64(key)?;
-                let min = match elem {
-                    0 | 1 | 7 => 1,
-                    2 | 3 => 2,
-                    4..=6 => 4,
-                    8 | 10..=12 => 8,
-                    9 => 12,
-                    _ => 1,
-                };
-                self.fits(key, count, min)?;
-                let mut items = Vec::with_capacity(count as usize);
-                for _ in 0..count {
-                    items.push(self.value(key, elem, depth + 1)?);
-                }
-                Value::Array(items)
-            }
-            10 => Value::U64(self.u64(key)?),
-            11 => Value::I64(i64::from_le_bytes(self.array(key)?)),
-            12 => Value::F64(f64::from_le_bytes(self.array(key)?)),
-            other => {
-                return Err(GgufError::Invalid {
-                    what: key.into(),
-                    message: format!("unknown value type {other}"),
-                });
-            }
-        })
-    }
-}
-
-/// Writes a GGUF v3 file: for tests and fuzzing (a file with chosen metadata and tensors,
-/// then mutated), and for random-weight files of a model's shape.
-#[derive(Default)]
-pub struct Writer {
-    metadata: Vec<(String, Value)>,
-    tensors: Vec<(String, Vec<u64>, u32, Vec<u8>)>,
-}
-
-impl Writer {
-    /// An empty file.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a metadata entry.
-    pub fn meta(mut self, key: &str, value: Value) -> Self {
-        self.metadata.push((key.into(), value));
-        self
-    }
-
-    /// Adds a tensor: `dims` innermost first, `ggml_type` an id, `data` its bytes.
-    pub fn tensor(mut self, name: &str, dims: &[u64], ggml_type: u32, data: Vec<u8>) -> Self {
-        self.tensors
-            .push((name.into(), dims.to_vec(), ggml_type, data));
-        self
-    }
-
-    /// The file's bytes (alignment 32).
-    pub fn finish(self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(b"GGUF");
-        out.extend_from_slice(&3u32.to_le_bytes());
-        out.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(self.metadata.len() as u64).to_le_bytes());
-        for (key, value) in &self.metadata {
-            put_string(&mut out, key);
-            out.extend_from_slice(&type_id(value).to_le_bytes());
-            put_value(&mut out, value);
-        }
-        let mut offset = 0u64;
-        let mut offsets = Vec::new();
-        for (name, dims, ty, data) in &self.tensors {
-            put_string(&mut out, name);
-            out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
-            for d in dims {
-                out.extend_from_slice(&d.to_le_bytes());
-            }
-            out.extend_from_slice(&ty.to_le_bytes());
-            out.extend_from_slice(&offset.to_le_bytes());
-            offsets.push(offset);
-            offset = (offset + data.len() as u64).div_ceil(32) * 32;
-        }
-        let start = out.len().div_ceil(32) * 32;
-        out.resize(start, 0);
-        for ((_, _, _, data), off) in self.tensors.iter().zip(offsets) {
-            out.resize(start + off as usize, 0);
-            out.extend_from_slice(data);
-        }
-        out
-    }
-}
-
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
-fn type_id(v: &Value) -> u32 {
-    match v {
-        Value::U8(_) => 0,
-        Value::I8(_) => 1,
-        Value::U16(_) => 2,
-        Value::I16(_) => 3,
-        Value::U32(_) => 4,
-        Value::I32(_) => 5,
-        Value::F32(_) => 6,
-        Value::Bool(_) => 7,
-        Value::String(_) => 8,
-        Value::Array(_) => 9,
-        Value::U64(_) => 10,
-        Value::I64(_) => 11,
-        Value::F64(_) => 12,
-    }
-}
-
-fn put_value(out: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::U8(x) => out.push(*x),
-        Value::I8(x) => out.push(*x as u8),
-        Value::U16(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I16(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::U32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::F32(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::Bool(x) => out.push(u8::from(*x)),
-        Value::String(s) => put_string(out, s),
-        Value::Array(items) => {
-            let elem = items.first().map_or(4, type_id);
-            out.extend_from_slice(&elem.to_le_bytes());
-            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
-            for item in items {
-                put_value(out, item);
-            }
-        }
-        Value::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
-        Value::F64(x) => out.extend_from_slice(&x.to_le_bytes()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
