@@ -4,8 +4,9 @@
 use ridge_core::{Context, DType, Result, Tensor};
 use ridge_model::OpCost;
 
+use super::TILE_SHORT;
+use super::dispatch::defines;
 use super::matvec::{TPR, WG, lanes};
-use super::{TILE_SHORT, defines};
 use crate::launch::{self, Launch, Params};
 use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
 use crate::shaders::QMATMUL;
