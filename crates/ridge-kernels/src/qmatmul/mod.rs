@@ -194,6 +194,36 @@ impl QMatmul {
         }
     }
 
+    /// The matrix-vector kernel's launch shape for one row of `x` on an adapter whose
+    /// [`MatvecShape::int8_storage`] is `int8_storage` ([`MatvecShape::rule`]); `None` for
+    /// more rows.
+    fn launch_shape(
+        &self,
+        format: QuantFormat,
+        n: usize,
+        k: usize,
+        dtype: DType,
+        int8_storage: Option<u32>,
+    ) -> Option<MatvecShape> {
+        let paired = self.glu || self.rope;
+        (self.m == 1).then(|| MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage))
+    }
+
+    /// The kind one launch is swept and priced as ([`QMatmul::kind`]) on an adapter whose
+    /// [`MatvecShape::int8_storage`] is `int8_storage`: `…_int8` where the launch rounds `x`
+    /// to 8 bits ([`MatvecShape::int8_x`] of [`MatvecShape::rule`]'s shape).
+    pub fn launch_kind(
+        &self,
+        format: QuantFormat,
+        n: usize,
+        k: usize,
+        dtype: DType,
+        int8_storage: Option<u32>,
+    ) -> &'static str {
+        let shape = self.launch_shape(format, n, k, dtype, int8_storage);
+        self.kind(shape.is_some_and(|s| s.int8_x))
+    }
+
     /// [`QMatmul::cost`] of one launch on an adapter whose [`MatvecShape::int8_storage`] is
     /// `int8_storage`: for one row of `x`, with the workgroups and invocations the
     /// matrix-vector kernel launches ([`MatvecShape::rule`]; a CPU driver's time follows the
@@ -208,14 +238,14 @@ impl QMatmul {
         int8_storage: Option<u32>,
     ) -> OpCost {
         let cost = self.cost(format, n, k, dtype);
-        if self.m != 1 {
-            return cost;
+        match self.launch_shape(format, n, k, dtype, int8_storage) {
+            Some(shape) => {
+                let workgroups = shape.workgroups(n);
+                cost.with_workgroups(workgroups)
+                    .with_invocations(workgroups * shape.wg as usize)
+            }
+            None => cost,
         }
-        let paired = self.glu || self.rope;
-        let shape = MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage);
-        let workgroups = shape.workgroups(n);
-        cost.with_workgroups(workgroups)
-            .with_invocations(workgroups * shape.wg as usize)
     }
 
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);

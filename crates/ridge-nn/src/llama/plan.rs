@@ -12,8 +12,7 @@
 
 use ridge_core::DType;
 use ridge_kernels::QMatmul;
-use ridge_kernels::qmatmul::MatvecShape;
-use ridge_kernels::quant::{BLOCK, QuantFormat};
+use ridge_kernels::quant::QuantFormat;
 use ridge_model::calibrate::Calibrated;
 use ridge_model::{Ceilings, OpCost};
 
@@ -123,9 +122,9 @@ pub struct DecoderPlan {
     /// cooperative matrices: [`ridge_kernels::KvAttention::tensor_cores_fit`]).
     pub tensor_cores: bool,
     /// Where one token's products may round `x` to 8 bits (a GPU with packed dot products:
-    /// [`MatvecShape::int8_storage`]), the adapter's workgroup memory in bytes, which decides
-    /// which do ([`MatvecShape::rounds_x`]); those are priced as the integer kernel's kinds
-    /// ([`QMatmul::kind`]). `None`: none do.
+    /// [`ridge_kernels::qmatmul::MatvecShape::int8_storage`]), the adapter's workgroup memory
+    /// in bytes, which decides which do ([`QMatmul::launch_kind`]); those are priced as the
+    /// integer kernel's kinds ([`QMatmul::kind`]). `None`: none do.
     pub int8_storage: Option<u32>,
     /// The token embedding's format.
     pub embed: QuantFormat,
@@ -215,13 +214,14 @@ impl DecoderPlan {
         let (h, kv) = (c.hidden, c.kv_heads * c.head_dim);
         let mut ops: Vec<PlannedOp> = Vec::new();
         // A product over W's `n` rows of `k` values, its name, kind (rounding x where one row
-        // of x may: [`QMatmul::kind`]) and cost.
+        // of x may: [`QMatmul::launch_kind`]) and cost.
         let matmul = |q: QMatmul, format, n: usize, k: usize| {
-            let rounds = self
-                .int8_storage
-                .is_some_and(|bytes| MatvecShape::rounds_x(n, k / BLOCK, bytes));
-            let cost = q.launch_cost(format, n, k, dt, self.int8_storage);
-            (q.name(), q.kind(rounds), cost)
+            let kind = q.launch_kind(format, n, k, dt, self.int8_storage);
+            (
+                q.name(),
+                kind,
+                q.launch_cost(format, n, k, dt, self.int8_storage),
+            )
         };
         let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
             let priced = match name {
