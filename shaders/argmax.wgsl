@@ -17,8 +17,6 @@ var<workgroup> best_index: array<u32, WG>;
 var<workgroup> bad: atomic<u32>;
 
 const NONE: u32 = 0xFFFFFFFFu;
-// Loads an invocation issues before comparing any.
-const LOADS: u32 = 8u;
 
 // Whether (va, ia) beats (vb, ib): larger, or equal and earlier.
 fn beats(va: f32, ia: u32, vb: f32, ib: u32) -> bool {
@@ -33,24 +31,13 @@ fn argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     var v = -3.0e38;
     var i = NONE;
     var finite = true;
-    let base = row * p.cols;
-    // LOADS strided loads issued before any is compared (one at a time, the scan of a
-    // vocabulary's logits waited on each load in turn).
-    for (var c = lid; c < p.cols; c += LOADS * WG) {
-        var values: array<f32, LOADS>;
-        for (var j = 0u; j < LOADS; j++) {
-            let col = c + j * WG;
-            if col < p.cols { values[j] = f32(x[base + col]); }
-        }
-        for (var j = 0u; j < LOADS; j++) {
-            let col = c + j * WG;
-            let value = values[j];
-            // NaN fails every comparison; ±inf is past the largest f32.
-            if col < p.cols && !(abs(value) <= 3.4028234e38) { finite = false; }
-            if col < p.cols && (i == NONE || beats(value, col, v, i)) {
-                v = value;
-                i = col;
-            }
+    for (var c = lid; c < p.cols; c += WG) {
+        let value = f32(x[row * p.cols + c]);
+        // NaN fails every comparison; ±inf is past the largest f32.
+        if !(abs(value) <= 3.4028234e38) { finite = false; }
+        if i == NONE || beats(value, c, v, i) {
+            v = value;
+            i = c;
         }
     }
     if !finite { atomicStore(&bad, 1u); }

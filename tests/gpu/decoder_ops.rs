@@ -246,8 +246,8 @@ fn argmax_picks_the_first_maximum_and_flags_non_finite_rows() {
             let mut x = random(9, 4 * cols, -10.0, 10.0);
             x[cols + 5] = 50.0; // row 1: a tie, the first wins
             x[cols + 9000] = 50.0;
-            x[cols + 5 + 3 * 256] = 50.0; // the same lane's later load
-            x[cols + 5 + 8 * 256] = 50.0; // its next round of loads
+            x[cols + 5 + 3 * 256] = 50.0; // ties later in one invocation's strided scan
+            x[cols + 5 + 8 * 256] = 50.0;
             x[2 * cols + cols - 1] = 60.0; // row 2: the last column
             x[3 * cols + 17] = f32::NAN; // row 3: refused
             let (t, xv) = upload(ctx, &x, &[4, cols], dtype)?;
@@ -261,7 +261,7 @@ fn argmax_picks_the_first_maximum_and_flags_non_finite_rows() {
                     format!("{dtype}: {got:?} vs {want:?}"),
                 ));
             }
-            // Rows shorter than a workgroup, and than one round of its loads.
+            // Rows shorter than a workgroup.
             for cols in [1, 3, 300] {
                 let x = random(10 + cols as u64, 2 * cols, -10.0, 10.0);
                 let (t, xv) = upload(ctx, &x, &[2, cols], dtype)?;
