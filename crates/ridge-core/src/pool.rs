@@ -4,10 +4,16 @@
 //! (benches/NOTES.md). A dropped tensor's buffer goes back to its class and the next tensor
 //! of that class takes it: after the first pass, a pass allocates nothing.
 //!
+//! Free buffers are kept up to [`MAX_POOLED_BYTES`]; past it the least recently given back
+//! are released, never the one just given back: a pool left full by earlier work (a sweep's
+//! cold weight copies, a dropped model) would otherwise release and re-create a large buffer
+//! at every launch that needs it (on the H200 a prompt attention's 39 and 156 MB partial
+//! records made its launches 1.3–1.45× slower so; benches/NOTES.md run 158).
+//!
 //! Order stays correct: work on a buffer is submitted in recording order on one queue, and
 //! every host write (`Tensor::write`) first submits what was recorded before it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 
 /// Free buffers kept at most, in bytes, before dropped buffers are released for real.
@@ -42,11 +48,85 @@ fn create(device: &wgpu::Device, size: u64) -> wgpu::Buffer {
     })
 }
 
-#[derive(Default)]
+/// Free buffers by size class, newest last in each, with the bytes they hold; past `cap`
+/// bytes the least recently given back are evicted first.
+struct FreeList<B> {
+    by_class: HashMap<u64, VecDeque<(u64, B)>>,
+    bytes: u64,
+    /// The stamp the next buffer given back gets (a count).
+    next: u64,
+    cap: u64,
+}
+
+impl<B> FreeList<B> {
+    fn new(cap: u64) -> Self {
+        Self {
+            by_class: HashMap::new(),
+            bytes: 0,
+            next: 0,
+            cap,
+        }
+    }
+
+    /// The most recently given back free buffer of `class`.
+    fn take(&mut self, class: u64) -> Option<B> {
+        let (_, b) = self.by_class.get_mut(&class)?.pop_back()?;
+        self.bytes -= class;
+        Some(b)
+    }
+
+    /// Keeps `b` (of `class` bytes) free; returns what must be released to keep within the
+    /// cap: the least recently given back buffers, or `b` itself where its class alone
+    /// passes the cap.
+    fn put(&mut self, class: u64, b: B) -> Vec<B> {
+        if class > self.cap {
+            return vec![b];
+        }
+        let mut evicted = Vec::new();
+        while self.bytes + class > self.cap {
+            let oldest = self
+                .by_class
+                .iter()
+                .filter_map(|(&c, q)| q.front().map(|&(stamp, _)| (stamp, c)))
+                .min();
+            let Some((_, c)) = oldest else { break };
+            if let Some((_, victim)) = self.by_class.get_mut(&c).and_then(VecDeque::pop_front) {
+                self.bytes -= c;
+                evicted.push(victim);
+            }
+        }
+        self.by_class
+            .entry(class)
+            .or_default()
+            .push_back((self.next, b));
+        self.next += 1;
+        self.bytes += class;
+        evicted
+    }
+
+    /// Every free buffer, the list left empty.
+    fn drain(&mut self) -> Vec<B> {
+        self.bytes = 0;
+        self.by_class
+            .drain()
+            .flat_map(|(_, q)| q.into_iter().map(|(_, b)| b))
+            .collect()
+    }
+}
+
 pub(crate) struct BufferPool {
-    free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
+    free: Mutex<FreeList<wgpu::Buffer>>,
     /// Bytes of the pool's buffers that exist, in use or free.
     allocated: std::sync::atomic::AtomicU64,
+}
+
+impl Default for BufferPool {
+    fn default() -> Self {
+        Self {
+            free: Mutex::new(FreeList::new(MAX_POOLED_BYTES)),
+            allocated: Default::default(),
+        }
+    }
 }
 
 /// A buffer that returns to its pool when the last tensor using it is dropped.
@@ -90,14 +170,11 @@ impl BufferPool {
         if class > max_size {
             return PooledBuffer::unpooled(create(device, bytes));
         }
-        let reused = {
-            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-            let b = free.0.get_mut(&class).and_then(Vec::pop);
-            if b.is_some() {
-                free.1 -= class;
-            }
-            b
-        };
+        let reused = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(class);
         let buffer = reused.unwrap_or_else(|| {
             self.allocated
                 .fetch_add(class, std::sync::atomic::Ordering::Relaxed);
@@ -111,13 +188,13 @@ impl BufferPool {
 
     fn give_back(&self, buffer: wgpu::Buffer) {
         let class = buffer.size();
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if free.1 + class <= MAX_POOLED_BYTES {
-            free.1 += class;
-            free.0.entry(class).or_default().push(buffer);
-        } else {
-            self.release(&buffer);
-            drop(buffer);
+        let evicted = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(class, buffer);
+        for b in evicted {
+            self.release(&b);
         }
     }
 
@@ -132,10 +209,11 @@ impl BufferPool {
     /// Releases every free buffer to the device; returns the bytes released.
     pub(crate) fn trim(&self) -> u64 {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        for buffer in free.0.drain().flat_map(|(_, v)| v) {
+        let bytes = free.bytes;
+        for buffer in free.drain() {
             self.release(&buffer);
         }
-        std::mem::take(&mut free.1)
+        bytes
     }
 
     /// Bytes of the pool's buffers that exist, in use by tensors or free.
@@ -145,13 +223,47 @@ impl BufferPool {
 
     /// Bytes held in free buffers.
     pub(crate) fn pooled_bytes(&self) -> u64 {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).1
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::size_class;
+    use super::{FreeList, size_class};
+
+    /// Past the cap the least recently given back buffers go, never the one given back; a
+    /// class alone past the cap is not kept.
+    #[test]
+    fn a_full_list_evicts_the_oldest_free_buffers() {
+        let mut f = FreeList::new(100);
+        assert!(f.put(40, "a").is_empty() && f.put(40, "b").is_empty());
+        assert_eq!(f.put(30, "c"), vec!["a"]);
+        assert_eq!((f.bytes, f.take(40), f.take(40)), (70, Some("b"), None));
+        assert_eq!(f.put(101, "huge"), vec!["huge"]);
+        assert_eq!(f.put(100, "d"), vec!["c"]);
+        assert_eq!((f.drain(), f.bytes), (vec!["d"], 0));
+    }
+
+    /// A launch that takes and gives back one large buffer, after earlier work left the list
+    /// full of others: the first give-back evicts what it needs, and every launch after takes
+    /// the same buffer back (the old rule released it at every launch).
+    #[test]
+    fn a_buffer_used_every_launch_stays_once_the_list_is_full() {
+        let mut f = FreeList::new(1000);
+        for i in 0..10 {
+            assert!(f.put(100, i).is_empty());
+        }
+        let mut evicted = 0;
+        let mut made = 0;
+        for _ in 0..5 {
+            let b = f.take(390).unwrap_or_else(|| {
+                made += 1;
+                99
+            });
+            evicted += f.put(390, b).len();
+        }
+        assert_eq!((made, evicted, f.bytes), (1, 4, 990));
+    }
 
     #[test]
     fn classes_waste_at_most_an_eighth() {
