@@ -114,8 +114,9 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
 /// layers, wall clock, decode pipelined): SmolLM2-135M's decode at depth 128 and 4096 and
 /// time to first token of prompts of 128, 1024 and 4096 tokens, f32 and f16, within the
 /// 15 % that issue 26 asks (nine of ten within 12 % there), but the f16 prompt of 4096 tokens
-/// within 25 % (0.81×: its attention kind's launches of 2048 and 4096 tokens were timed 20 %
-/// apart in runs 152 and 154 and 1.8× slower than the same dispatches in place); the
+/// within 25 % (0.81×: its attention kind's launches of 2048 and 4096 tokens were timed
+/// 1.3–1.8× slower than in place, after cases that had filled the buffer pool, which then
+/// re-created their partial records at every launch; benches/NOTES.md run 158); the
 /// dispatch counts of the plan the GPU tests hold against a profile.
 #[test]
 fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
