@@ -1,6 +1,6 @@
 //! Ridge in the browser: the interface that `web/package/worker.js` drives through
 //! `wasm-bindgen` (its page-side API is `web/package/ridge.js`), and the dashboard's web shell
-//! ([`start_dashboard`], `web/dashboard.html`).
+//! (`start_dashboard`, `web/dashboard.html`).
 //!
 //! The page never runs Ridge on its main thread: a module worker owns the WebGPU device (the
 //! browser's adapter through wgpu's `webgpu` backend), fetches the model files, and answers

@@ -4,7 +4,7 @@
 //! (benches/NOTES.md). A dropped tensor's buffer goes back to its class and the next tensor
 //! of that class takes it: after the first pass, a pass allocates nothing.
 //!
-//! Free buffers are kept up to [`MAX_POOLED_BYTES`]; past it the least recently given back
+//! Free buffers are kept up to 1 GiB (`MAX_POOLED_BYTES`); past it the least recently given back
 //! are released, never the one just given back: a pool left full by earlier work (a sweep's
 //! cold weight copies, a dropped model) would otherwise release and re-create a large buffer
 //! at every launch that needs it (on the H200 a prompt attention's 39 and 156 MB partial

@@ -86,7 +86,7 @@ impl Norm {
     /// the normalised value inherits them. The bound is 16·(log2(cols) + 2)·u of the output's
     /// scale (4·|γ| + |β|, at least 1, for |x̂| up to 4), plus the final rounding to the storage
     /// type: 16× headroom over the first-order estimate, and far below the error of
-    /// E[x²] − E[x]² on rows with a large mean.
+    /// E\[x²\] − E\[x\]² on rows with a large mean.
     pub fn error_bounds(
         &self,
         dtype: DType,

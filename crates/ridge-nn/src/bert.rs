@@ -63,7 +63,7 @@ impl Batch {
     /// Pads `sequences` with `pad_id` to the longest one.
     ///
     /// Errors: [`Error::Input`] for no sequences or an empty one (a tokenizer always emits
-    /// at least [CLS] and [SEP]).
+    /// at least `[CLS]` and `[SEP]`).
     pub fn new(sequences: &[Vec<u32>], pad_id: u32) -> Result<Self> {
         let seq = sequences
             .iter()

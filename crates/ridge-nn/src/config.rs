@@ -151,7 +151,7 @@ impl BertConfig {
 /// The sentence-transformers pipeline around the encoder.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {
-    /// Tokens kept per text, [CLS] and [SEP] included (longer texts are truncated).
+    /// Tokens kept per text, `[CLS]` and `[SEP]` included (longer texts are truncated).
     pub max_seq_length: usize,
     /// Whether a `Normalize` module follows pooling (L2 normalisation).
     pub normalize: bool,

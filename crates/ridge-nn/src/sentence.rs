@@ -95,12 +95,12 @@ impl SentenceEmbedder {
         self.bert.config().hidden_size
     }
 
-    /// Token ids of `text`, [CLS] … [SEP], truncated to `max_seq_length`.
+    /// Token ids of `text`, `[CLS]` … `[SEP]`, truncated to `max_seq_length`.
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
         Ok(self.encode(text)?.get_ids().to_vec())
     }
 
-    /// Whether `text` has more tokens than `max_seq_length` ([CLS] and [SEP] included), so
+    /// Whether `text` has more tokens than `max_seq_length` (`[CLS]` and `[SEP]` included), so
     /// that its embedding covers only its first `max_seq_length − 2` wordpieces, as
     /// sentence-transformers truncates.
     pub fn truncates(&self, text: &str) -> Result<bool> {

@@ -29,7 +29,7 @@ pub struct GemmConfig {
     /// adding β·C, the bias and the activation. More workgroups where the C tile grid alone
     /// leaves the GPU idle (MiniLM's 384-column projections; batch 1), for the workspace's
     /// extra traffic. Applies to unbatched f32 GEMMs, as the largest count ≤ this that
-    /// divides K ([`Gemm::splits`]); 1 everywhere else.
+    /// divides K ([`crate::gemm::Gemm::splits`]); 1 everywhere else.
     pub splits: u32,
 }
 

@@ -66,7 +66,7 @@ impl SweepSize {
 pub struct CaseSpec {
     /// Op name (as in profiles).
     pub op: String,
-    /// Problem shape: GEMM [m, n, k]; norms and softmax [rows, cols]; element-wise [n];
+    /// Problem shape: GEMM `[m, n, k]`; norms and softmax `[rows, cols]`; element-wise `[n]`;
     /// layout ops the input shape.
     pub shape: Vec<usize>,
     /// Storage type.
@@ -138,7 +138,7 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
 /// pass; `kv_attention_split`, longer contexts: keys split across workgroups, then the merge
 /// pass, timed together) or a prompt (`kv_attention_prefill`), and a long prompt's dense
-/// causal attention from an empty cache (`attention_causal`, [`Attention::grouped_causal`];
+/// causal attention from an empty cache (`attention_causal`, [`crate::attention::Attention::grouped_causal`];
 /// the profile names it `attention`) — swept in the full sweep, or when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
