@@ -8,7 +8,7 @@
 //! are released, never the one just given back: a pool left full by earlier work (a sweep's
 //! cold weight copies, a dropped model) would otherwise release and re-create a large buffer
 //! at every launch that needs it (on the H200 a prompt attention's 39 and 156 MB partial
-//! records made its launches 1.3–1.45× slower so; benches/NOTES.md run 158).
+//! records made its launches 1.2–1.4× slower so; benches/NOTES.md runs 158–159).
 //!
 //! Order stays correct: work on a buffer is submitted in recording order on one queue, and
 //! every host write (`Tensor::write`) first submits what was recorded before it.
