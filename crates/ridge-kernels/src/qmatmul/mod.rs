@@ -194,58 +194,32 @@ impl QMatmul {
         }
     }
 
-    /// The matrix-vector kernel's launch shape for one row of `x` on an adapter whose
-    /// [`MatvecShape::int8_storage`] is `int8_storage` ([`MatvecShape::rule`]); `None` for
-    /// more rows.
-    fn launch_shape(
+    /// The kind one launch is swept and priced as, and its cost, on an adapter whose
+    /// [`MatvecShape::int8_storage`] is `int8_storage`: for one row of `x`, the kind is `…_int8`
+    /// where [`MatvecShape::rule`]'s shape rounds `x` to 8 bits ([`MatvecShape::int8_x`],
+    /// [`QMatmul::kind`]), and the cost ([`QMatmul::cost`]) states the workgroups and
+    /// invocations that shape launches (a CPU driver's time follows the invocations,
+    /// `ridge_model::calibrate`'s `ω`: its launch shapes put 64 to 256 in a workgroup); more
+    /// rows: [`QMatmul::name`] and the plain cost.
+    pub fn kind_and_cost(
         &self,
         format: QuantFormat,
         n: usize,
         k: usize,
         dtype: DType,
         int8_storage: Option<u32>,
-    ) -> Option<MatvecShape> {
-        let paired = self.glu || self.rope;
-        (self.m == 1).then(|| MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage))
-    }
-
-    /// The kind one launch is swept and priced as ([`QMatmul::kind`]) on an adapter whose
-    /// [`MatvecShape::int8_storage`] is `int8_storage`: `…_int8` where the launch rounds `x`
-    /// to 8 bits ([`MatvecShape::int8_x`] of [`MatvecShape::rule`]'s shape).
-    pub fn launch_kind(
-        &self,
-        format: QuantFormat,
-        n: usize,
-        k: usize,
-        dtype: DType,
-        int8_storage: Option<u32>,
-    ) -> &'static str {
-        let shape = self.launch_shape(format, n, k, dtype, int8_storage);
-        self.kind(shape.is_some_and(|s| s.int8_x))
-    }
-
-    /// [`QMatmul::cost`] of one launch on an adapter whose [`MatvecShape::int8_storage`] is
-    /// `int8_storage`: for one row of `x`, with the workgroups and invocations the
-    /// matrix-vector kernel launches ([`MatvecShape::rule`]; a CPU driver's time follows the
-    /// invocations, `ridge_model::calibrate`'s `ω`: its launch shapes put 64 to 256 in a
-    /// workgroup).
-    pub fn launch_cost(
-        &self,
-        format: QuantFormat,
-        n: usize,
-        k: usize,
-        dtype: DType,
-        int8_storage: Option<u32>,
-    ) -> OpCost {
+    ) -> (&'static str, OpCost) {
         let cost = self.cost(format, n, k, dtype);
-        match self.launch_shape(format, n, k, dtype, int8_storage) {
-            Some(shape) => {
-                let workgroups = shape.workgroups(n);
-                cost.with_workgroups(workgroups)
-                    .with_invocations(workgroups * shape.wg as usize)
-            }
-            None => cost,
+        if self.m != 1 {
+            return (self.name(), cost);
         }
+        let paired = self.glu || self.rope;
+        let shape = MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage);
+        let workgroups = shape.workgroups(n);
+        let cost = cost
+            .with_workgroups(workgroups)
+            .with_invocations(workgroups * shape.wg as usize);
+        (self.kind(shape.int8_x), cost)
     }
 
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);

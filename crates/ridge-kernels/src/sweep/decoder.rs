@@ -63,7 +63,10 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
     // Each decode product named by the kind it launches as.
     for c in &mut v {
         let (q, n, k) = decoder_product(&c.op, &c.shape);
-        c.op = q.launch_kind(DECODER_FORMAT, n, k, dtype, int8).to_string();
+        c.op = q
+            .kind_and_cost(DECODER_FORMAT, n, k, dtype, int8)
+            .0
+            .to_string();
     }
     // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).

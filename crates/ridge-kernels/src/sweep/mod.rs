@@ -458,7 +458,7 @@ mod tests {
                 };
                 if is_decoder_product(&r.op) && r.shape[0] == 1 {
                     let (q, n, k) = decoder_product(&r.op, &r.shape);
-                    let launch = q.launch_cost(DECODER_FORMAT, n, k, dtype, int8);
+                    let (_, launch) = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8);
                     assert_eq!(launch.workgroups, r.workgroups, "{} {:?}", r.op, r.shape);
                     assert_eq!(launch.invocations, r.invocations, "{} {:?}", r.op, r.shape);
                     assert!(r.workgroups > 0.0 && r.invocations >= 64.0 * r.workgroups);

@@ -152,7 +152,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let m = q.m;
             // One row of x: the workgroups the adapter's launch takes.
             let int8 = crate::qmatmul::MatvecShape::int8_storage(ctx);
-            let cost = q.launch_cost(DECODER_FORMAT, n, k, d, int8);
+            let (_, cost) = q.kind_and_cost(DECODER_FORMAT, n, k, d, int8);
             let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
             let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
             // Copies of W that together pass the GPU's last-level cache, one a launch in

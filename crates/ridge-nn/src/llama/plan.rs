@@ -123,7 +123,7 @@ pub struct DecoderPlan {
     pub tensor_cores: bool,
     /// Where one token's products may round `x` to 8 bits (a GPU with packed dot products:
     /// [`ridge_kernels::qmatmul::MatvecShape::int8_storage`]), the adapter's workgroup memory
-    /// in bytes, which decides which do ([`QMatmul::launch_kind`]); those are priced as the
+    /// in bytes, which decides which do ([`QMatmul::kind_and_cost`]); those are priced as the
     /// integer kernel's kinds ([`QMatmul::kind`]). `None`: none do.
     pub int8_storage: Option<u32>,
     /// The token embedding's format.
@@ -214,14 +214,10 @@ impl DecoderPlan {
         let (h, kv) = (c.hidden, c.kv_heads * c.head_dim);
         let mut ops: Vec<PlannedOp> = Vec::new();
         // A product over W's `n` rows of `k` values, its name, kind (rounding x where one row
-        // of x may: [`QMatmul::launch_kind`]) and cost.
+        // of x may: [`QMatmul::kind_and_cost`]) and cost.
         let matmul = |q: QMatmul, format, n: usize, k: usize| {
-            let kind = q.launch_kind(format, n, k, dt, self.int8_storage);
-            (
-                q.name(),
-                kind,
-                q.launch_cost(format, n, k, dt, self.int8_storage),
-            )
+            let (kind, cost) = q.kind_and_cost(format, n, k, dt, self.int8_storage);
+            (q.name(), kind, cost)
         };
         let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
             let priced = match name {
