@@ -5,13 +5,13 @@ use ridge_core::{Context, Result, Tensor};
 use ridge_model::sparsity::BlockLayout;
 
 /// How the register-blocked kernel walks its rows (a block-sparse layout's, or dense
-/// attention's when [`crate::attention::Attention::kv_splits`] cuts them): each row is cut into work items of at
-/// most `max_tiles` key blocks or tiles, so that no workgroup walks a row much longer than the
-/// others (BigBird's global rows visit every block: uncut, one workgroup per global
-/// row is the critical path of the whole launch, and the time grows with n whatever the
-/// density). A row cut into several items writes each item's unnormalised output, row maxima
-/// and row sums to a partial slot, and a second pass merges them (split-KV, as in
-/// Flash-Decoding: Dao, Haziza, Massa & Sizov, 2023).
+/// attention's when [`crate::attention::Attention::kv_splits`] cuts them): each row is cut
+/// into work items of at most `max_tiles` key blocks or tiles, so that no workgroup walks a
+/// row much longer than the others (BigBird's global rows visit every block: uncut, one
+/// workgroup per global row is the critical path of the whole launch, and the time grows with
+/// n whatever the density). A row cut into several items writes each item's unnormalised
+/// output, row maxima and row sums to a partial slot, and a second pass merges them
+/// (split-KV, as in Flash-Decoding: Dao, Haziza, Massa & Sizov, 2023).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitPlan {
     /// Work items `[query block, first col_idx entry, end, slot]`, longest first; slot

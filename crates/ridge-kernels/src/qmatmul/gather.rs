@@ -14,8 +14,9 @@ use crate::shaders::QMATMUL;
 /// Looks up rows `ids` of a quantized table (an embedding) and dequantizes them into `out`
 /// `[ids…, K]`; an id past the table gives zeros (check ids before upload).
 ///
-/// Errors: [`ridge_core::Error::DType`] unless `ids` is u32 and `out` a float type the adapter runs;
-/// [`ridge_core::Error::Shape`] unless `out` is the ids' shape followed by `K`; limit errors as every op.
+/// Errors: [`ridge_core::Error::DType`] unless `ids` is u32 and `out` a float type the
+/// adapter runs; [`ridge_core::Error::Shape`] unless `out` is the ids' shape followed by `K`;
+/// limit errors as every op.
 pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tensor) -> Result<()> {
     let name = "qembedding";
     table.check(name)?;

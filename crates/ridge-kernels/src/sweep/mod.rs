@@ -138,8 +138,8 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// append) and attention over the KV cache for one token (`kv_attention`, up to 512 keys: one
 /// pass; `kv_attention_split`, longer contexts: keys split across workgroups, then the merge
 /// pass, timed together) or a prompt (`kv_attention_prefill`), and a long prompt's dense
-/// causal attention from an empty cache (`attention_causal`, [`crate::attention::Attention::grouped_causal`];
-/// the profile names it `attention`) — swept in the full sweep, or when named, at the
+/// causal attention from an empty cache (`attention_causal`,
+/// [`crate::attention::Attention::grouped_causal`]; the profile names it `attention`) — swept in the full sweep, or when named, at the
 /// widths of SmolLM2-135M, -360M and -1.7B and Qwen2.5-0.5B (Q4_1 weights, heads of 64; f16
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds. The matrix-vector products that round `x` to 8 bits on the
@@ -338,6 +338,20 @@ fn linear(op: &str, s: &[usize]) -> Gemm {
     }
 }
 
+/// The norm of a `layer_norm` or `rms_norm` case of shape `[rows, cols]` (eps 1e-5).
+fn norm_of(op: &str, s: &[usize]) -> Norm {
+    Norm {
+        kind: if op == "rms_norm" {
+            NormKind::RmsNorm
+        } else {
+            NormKind::LayerNorm
+        },
+        rows: s[0],
+        cols: s[1],
+        eps: 1e-5,
+    }
+}
+
 /// FLOPs and bytes of one launch of a case, without a GPU (the dashboard shows them before
 /// a shape is run).
 ///
@@ -347,17 +361,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
     Ok(match c.op.as_str() {
         "gemm" => Gemm::new(s[0], s[1], s[2]).cost(d, d, 1, 1, false),
         "linear" | "linear_residual" | "linear_gelu" => linear(&c.op, s).cost(d, d, 1, 1, true),
-        "layer_norm" | "rms_norm" => Norm {
-            kind: if c.op == "rms_norm" {
-                NormKind::RmsNorm
-            } else {
-                NormKind::LayerNorm
-            },
-            rows: s[0],
-            cols: s[1],
-            eps: 1e-5,
-        }
-        .cost(d, true),
+        "layer_norm" | "rms_norm" => norm_of(&c.op, s).cost(d, true),
         "softmax" => Softmax::new(s[0], s[1]).cost(d, false),
         "gelu" => Unary::Gelu.cost(s[0], d),
         "add" => Binary::Add.cost(s[0], s[0], s[0], d),

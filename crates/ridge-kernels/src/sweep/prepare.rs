@@ -6,11 +6,11 @@ use super::decoder::{
     COLD_WEIGHT_BYTES, DECODER_FORMAT, DECODER_HEAD_DIM, attention_causal_of, decoder_product,
     is_decoder_product, kv_attention_of,
 };
-use super::{CaseSpec, Prepared, bigbird, cost, linear};
+use super::{CaseSpec, Prepared, bigbird, cost, linear, norm_of};
 use crate::elementwise::{Binary, Unary, binary, unary};
 use crate::gemm::Gemm;
 use crate::layout;
-use crate::norm::{Norm, NormKind};
+use crate::norm::NormKind;
 use crate::softmax::Softmax;
 
 /// Attention over a KV cache for shape `[tokens, heads, kv_heads, head_dim, …]`: Q
@@ -73,24 +73,14 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             }
         }
         "layer_norm" | "rms_norm" => {
-            let kind = if c.op == "rms_norm" {
-                NormKind::RmsNorm
-            } else {
-                NormKind::LayerNorm
-            };
-            let norm = Norm {
-                kind,
-                rows: s[0],
-                cols: s[1],
-                eps: 1e-5,
-            };
+            let norm = norm_of(&c.op, s);
             let (x, g, b, y) = (
                 filled(ctx, s, d)?,
                 filled(ctx, &[s[1]], d)?,
                 filled(ctx, &[s[1]], d)?,
                 out(s)?,
             );
-            let rms = kind == NormKind::RmsNorm;
+            let rms = norm.kind == NormKind::RmsNorm;
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| norm.run(ctx, &x, Some(&g), (!rms).then_some(&b), &y)),
