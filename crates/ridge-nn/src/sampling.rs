@@ -94,11 +94,15 @@ impl Sampler {
         &self.sampling
     }
 
-    /// Picks a token from `logits` (changed in place by the penalty and temperature), given
-    /// the ids seen so far.
+    /// Picks a token from `logits` (changed in place by the repetition penalty), given the
+    /// ids seen so far.
     ///
-    /// Errors: [`Error::Input`] when the logits hold NaN or an infinity (a corrupt model).
+    /// Errors: [`Error::Input`] when the logits are empty or hold NaN or an infinity (a
+    /// corrupt model).
     pub fn pick(&mut self, logits: &mut [f32], seen: &[u32]) -> Result<u32> {
+        if logits.is_empty() {
+            return Err(Error::Input("no logits to pick a token from".into()));
+        }
         if let Some(i) = logits.iter().position(|v| !v.is_finite()) {
             return Err(Error::Input(format!(
                 "the model produced a non-finite logit ({}) for token {i}: the weights may be corrupt",
@@ -123,45 +127,119 @@ impl Sampler {
         if s.temperature == 0.0 {
             return Ok(argmax(logits));
         }
-        // Candidates by descending logit (ties: lower id first), cut by top-k.
-        let mut order: Vec<u32> = (0..logits.len() as u32).collect();
-        let key = |i: &u32| logits[*i as usize];
-        let keep = if s.top_k == 0 {
-            order.len()
-        } else {
-            s.top_k.min(order.len())
-        };
-        if keep < order.len() {
-            order.select_nth_unstable_by(keep - 1, |a, b| key(b).total_cmp(&key(a)).then(a.cmp(b)));
-            order.truncate(keep);
-        }
-        order.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.cmp(b)));
-        let max = key(&order[0]) as f64;
+        // The one draw of this pick, taken before any candidate is looked at, so a seed
+        // gives the same stream of picks however many candidate rounds a pick takes.
+        let u = self.rng.random::<f64>();
         let t = s.temperature as f64;
-        let weights: Vec<f64> = order
+        let descending = |a: &u32, b: &u32| {
+            logits[*b as usize]
+                .total_cmp(&logits[*a as usize])
+                .then(a.cmp(b))
+        };
+        if s.top_k != 0 && s.top_k < logits.len() {
+            // Top-k: the k largest logits, sorted; the softmax over them alone.
+            let mut order: Vec<u32> = (0..logits.len() as u32).collect();
+            order.select_nth_unstable_by(s.top_k - 1, descending);
+            order.truncate(s.top_k);
+            order.sort_by(descending);
+            let max = logits[order[0] as usize] as f64;
+            let weights: Vec<f64> = order
+                .iter()
+                .map(|&i| ((logits[i as usize] as f64 - max) / t).exp())
+                .collect();
+            let total = weights.iter().sum();
+            let kept = Kept::new(&weights, total, s.top_p, true);
+            return Ok(kept.draw(&order, &weights, u).unwrap_or(order[0]));
+        }
+        // Every token: its weight relative to the largest logit's (the softmax's numerator).
+        // Sorting all of them (49,152 for SmolLM2) took ~1.7 ms a token; the tokens top-p
+        // keeps and the draw lands on are nearly always among the few whose weights pass a
+        // threshold. The tokens at or above a threshold are a prefix of the descending order,
+        // so sorting them alone decides the pick whenever the prefix holds the cut (top-p)
+        // and the draw; else the threshold drops and the pick is decided again.
+        let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+        let all: Vec<f64> = logits
             .iter()
-            .map(|i| ((key(i) as f64 - max) / t).exp())
+            .map(|&v| ((v as f64 - max) / t).exp())
             .collect();
-        let total: f64 = weights.iter().sum();
-        // Top-p: the shortest prefix whose probability reaches top_p (at least one token).
-        let mut cum = 0.0;
-        let mut cut = weights.len();
-        for (n, w) in weights.iter().enumerate() {
-            cum += w / total;
-            if cum >= s.top_p as f64 {
-                cut = n + 1;
-                break;
+        let total: f64 = all.iter().sum();
+        let mut order = Vec::new();
+        for threshold in [2f64.powi(-12), 2f64.powi(-40), 0.0] {
+            order = (0..logits.len() as u32)
+                .filter(|&i| all[i as usize] >= threshold)
+                .collect();
+            order.sort_by(descending);
+            let weights: Vec<f64> = order.iter().map(|&i| all[i as usize]).collect();
+            let kept = Kept::new(&weights, total, s.top_p, order.len() == logits.len());
+            if let Some(id) = kept.draw(&order, &weights, u) {
+                return Ok(id);
             }
         }
-        let kept: f64 = weights[..cut].iter().sum();
-        let mut r = self.rng.random::<f64>() * kept;
-        for (i, w) in order[..cut].iter().zip(&weights) {
-            if r < *w {
-                return Ok(*i);
+        // The threshold 0 keeps every token, where a draw always lands.
+        Ok(order[0])
+    }
+}
+
+/// What a sampled pick keeps of a prefix of the candidates in descending order: top-p's
+/// cut (the shortest prefix whose probability reaches `top_p`; every token for `top_p` = 1)
+/// and the kept weights' sum, which the draw scales to.
+enum Kept {
+    /// The first `n` candidates, their weights summing to `mass`.
+    Cut { n: usize, mass: f64 },
+    /// Every token (`top_p` = 1), of which the prefix holds the first; `mass`: all weights.
+    Every { mass: f64 },
+    /// top-p's cut lies past the prefix.
+    Undecided,
+}
+
+impl Kept {
+    /// `weights`: the prefix's, descending; `total`: every token's; `exhaustive`: whether
+    /// the prefix holds every token.
+    fn new(weights: &[f64], total: f64, top_p: f32, exhaustive: bool) -> Self {
+        if top_p < 1.0 {
+            let mut cum = 0.0;
+            for (n, w) in weights.iter().enumerate() {
+                cum += w / total;
+                if cum >= top_p as f64 {
+                    let mass = weights[..=n].iter().sum();
+                    return Self::Cut { n: n + 1, mass };
+                }
+            }
+            if !exhaustive {
+                return Self::Undecided;
+            }
+            // Rounding left the sum of every probability short of top_p: all kept.
+        }
+        if exhaustive {
+            return Self::Cut {
+                n: weights.len(),
+                mass: total,
+            };
+        }
+        Self::Every { mass: total }
+    }
+
+    /// The token the draw `u` ∈ [0, 1) lands on, walking the kept candidates in order; `None`
+    /// where the prefix cannot decide it (the cut, or the draw, lies past it).
+    fn draw(&self, order: &[u32], weights: &[f64], u: f64) -> Option<u32> {
+        let (n, mass) = match *self {
+            Self::Cut { n, mass } => (n, mass),
+            Self::Every { mass } => (order.len(), mass),
+            Self::Undecided => return None,
+        };
+        let mut r = u * mass;
+        for (&id, &w) in order[..n].iter().zip(weights) {
+            if r < w {
+                return Some(id);
             }
             r -= w;
         }
-        Ok(order[cut - 1])
+        // Past the last kept weight by rounding: the last kept token (as the walk over
+        // every token ends); past a prefix of every token: undecided.
+        match *self {
+            Self::Cut { .. } => n.checked_sub(1).map(|last| order[last]),
+            _ => None,
+        }
     }
 }
 
@@ -178,13 +256,17 @@ pub fn argmax(v: &[f32]) -> u32 {
 
 /// The `k` largest values as `(id, value)`, largest first (ties: lower id first).
 pub fn top_k(v: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let descending = |a: &u32, b: &u32| v[*b as usize].total_cmp(&v[*a as usize]).then(a.cmp(b));
     let mut order: Vec<u32> = (0..v.len() as u32).collect();
-    order.sort_by(|a, b| v[*b as usize].total_cmp(&v[*a as usize]).then(a.cmp(b)));
-    order
-        .into_iter()
-        .take(k)
-        .map(|i| (i, v[i as usize]))
-        .collect()
+    if k == 0 {
+        return Vec::new();
+    }
+    if k < order.len() {
+        order.select_nth_unstable_by(k - 1, descending);
+        order.truncate(k);
+    }
+    order.sort_by(descending);
+    order.into_iter().map(|i| (i, v[i as usize])).collect()
 }
 
 #[cfg(test)]
@@ -275,5 +357,140 @@ mod tests {
         }
         let mut s = Sampler::new(Sampling::greedy()).unwrap();
         assert!(s.pick(&mut [1.0, f32::NAN], &[]).is_err());
+        assert!(s.pick(&mut [], &[]).is_err());
+    }
+
+    /// The sampler's definition, sorting every token (as transformers' processors do):
+    /// the candidates by descending logit (ties: lower id first), cut to top-k, the softmax
+    /// at the temperature, top-p's shortest prefix reaching `top_p` (every token at 1).
+    /// Returns the kept tokens in order, their weights and the mass a draw scales to (the
+    /// totals over every token summed in index order, as the sampler sums them).
+    fn reference_kept(s: &Sampling, logits: &[f32]) -> (Vec<u32>, Vec<f64>, f64) {
+        let mut order: Vec<u32> = (0..logits.len() as u32).collect();
+        order.sort_by(|a, b| {
+            logits[*b as usize]
+                .total_cmp(&logits[*a as usize])
+                .then(a.cmp(b))
+        });
+        let top_k = s.top_k != 0 && s.top_k < logits.len();
+        if top_k {
+            order.truncate(s.top_k);
+        }
+        let max = logits[order[0] as usize] as f64;
+        let weight = |i: u32| ((logits[i as usize] as f64 - max) / s.temperature as f64).exp();
+        let total: f64 = if top_k {
+            order.iter().map(|&i| weight(i)).sum()
+        } else {
+            (0..logits.len() as u32).map(weight).sum()
+        };
+        let mut cut = order.len();
+        if s.top_p < 1.0 {
+            let mut cum = 0.0;
+            for (n, &i) in order.iter().enumerate() {
+                cum += weight(i) / total;
+                if cum >= s.top_p as f64 {
+                    cut = n + 1;
+                    break;
+                }
+            }
+        }
+        order.truncate(cut);
+        let weights: Vec<f64> = order.iter().map(|&i| weight(i)).collect();
+        let kept = if s.top_p >= 1.0 && !top_k {
+            total
+        } else {
+            weights.iter().sum()
+        };
+        (order, weights, kept)
+    }
+
+    /// The token a draw `u` lands on, walking the kept tokens in order.
+    fn reference_draw((order, weights, kept): &(Vec<u32>, Vec<f64>, f64), u: f64) -> u32 {
+        let mut r = u * kept;
+        for (&i, &w) in order.iter().zip(weights) {
+            if r < w {
+                return i;
+            }
+            r -= w;
+        }
+        order[order.len() - 1]
+    }
+
+    /// The sampler sorts only the tokens above a weight threshold, lowering it until they
+    /// decide the pick: the same token as sorting every token, for peaked logits (decided by
+    /// the first threshold), a peak over a long tail that top-p needs (the second), a tail
+    /// beyond 2^-40 that only the last threshold holds, flat logits, ties, one token, and
+    /// top-k with and without top-p.
+    #[test]
+    fn candidates_above_a_threshold_pick_as_sorting_every_token_does() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut cases: Vec<Vec<f32>> = Vec::new();
+        for n in [1usize, 2, 7, 1000, 49_152] {
+            // Peaked, as a language model's logits: a few high, the rest spread.
+            cases.push(
+                (0..n)
+                    .map(|i| {
+                        let base = rng.random::<f32>() * 6.0 - 3.0;
+                        if i % 97 == 5 { base + 12.0 } else { base }
+                    })
+                    .collect(),
+            );
+            // Flat: every weight within the first threshold.
+            cases.push((0..n).map(|_| rng.random::<f32>() * 0.5).collect());
+            // Ties: a handful of values.
+            cases.push((0..n).map(|_| (rng.random::<u32>() % 4) as f32).collect());
+        }
+        // Ten tokens (weights 1 … e^-0.9, 6.5 together) over a tail of 40,000 at e^-9.5
+        // (7.5e-5 each, under 2^-12; 3.0 together): top-p = 0.9 needs the tail.
+        let mut tail = vec![-9.5f32; 40_000];
+        for (i, v) in tail.iter_mut().skip(100).take(10).enumerate() {
+            *v = -0.1 * i as f32;
+        }
+        cases.push(tail);
+        // One token over 100,000 at e^-28 (6.9e-13 each, under 2^-40; 6.9e-8 together):
+        // top-p = 0.99999994 (1 - 6e-8) needs the tail, which only the last threshold holds.
+        let mut far = vec![-28.0f32; 100_000];
+        far[7] = 0.0;
+        cases.push(far);
+        let mut picks = 0;
+        for logits in &cases {
+            for (temperature, top_k, top_p) in [
+                (1.0, 0, 1.0),
+                (0.7, 0, 0.9),
+                (1.0, 0, 0.9),
+                (2.0, 0, 0.95),
+                (1.0, 0, 0.999_999_94),
+                (0.7, 40, 1.0),
+                (0.7, 40, 0.5),
+                (1.0, 1, 1.0),
+                (1.5, 3, 0.9),
+            ] {
+                let sampling = Sampling {
+                    temperature,
+                    top_k,
+                    top_p,
+                    seed: picks as u64,
+                    ..Sampling::greedy()
+                };
+                let kept = reference_kept(&sampling, logits);
+                let mut sampler = Sampler::new(sampling).unwrap();
+                let mut draws = StdRng::seed_from_u64(picks as u64);
+                for _ in 0..64 {
+                    let want = reference_draw(&kept, draws.random::<f64>());
+                    let got = sampler.pick(&mut logits.clone(), &[]).unwrap();
+                    assert_eq!(got, want, "{sampling:?} on {} logits", logits.len());
+                    picks += 1;
+                }
+            }
+        }
+        assert_eq!(picks, cases.len() * 9 * 64);
+    }
+
+    #[test]
+    fn top_k_lists_the_largest_values_first_ties_by_id() {
+        let v = [1.0f32, 5.0, 3.0, 5.0, -2.0];
+        assert_eq!(top_k(&v, 3), vec![(1, 5.0), (3, 5.0), (2, 3.0)]);
+        assert_eq!(top_k(&v, 9).len(), 5);
+        assert!(top_k(&v, 0).is_empty());
     }
 }
