@@ -39,6 +39,7 @@ use ridge::nn::gguf::Gguf;
 use ridge::nn::llama::DecodeTimeline;
 use ridge::nn::llama::random::{prompt_ids as ids, random_gguf, smollm2_like};
 use ridge::nn::llama::timeline::greedy_step;
+use ridge::nn::sampling::{Sampler, Sampling};
 use ridge::nn::{KvCache, Llama, fetch};
 
 fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
@@ -96,6 +97,39 @@ fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, toke
         pollster::block_on(r.to_u32(ctx)).expect("read back");
     }
     start.elapsed().as_secs_f64()
+}
+
+/// `tokens` sampled steps as `TextGenerator::generate` takes them with a temperature: each
+/// step's logits read back and the token picked on the host (`Sampler`) before the next step
+/// is recorded. Returns the seconds, and the seconds of them the picks took.
+fn sampled(
+    ctx: &Context,
+    model: &Llama,
+    cache: &mut KvCache,
+    first: u32,
+    tokens: usize,
+) -> (f64, f64) {
+    let mut sampler = Sampler::new(Sampling {
+        temperature: 0.7,
+        top_p: 0.9,
+        repetition_penalty: 1.1,
+        seed: 1,
+        ..Sampling::greedy()
+    })
+    .expect("sampling");
+    let mut seen = vec![first];
+    let (start, mut picking) = (Instant::now(), 0.0);
+    for _ in 0..tokens {
+        let fwd = model
+            .forward(ctx, cache, &seen[seen.len() - 1..], false)
+            .expect("forward");
+        let mut logits = pollster::block_on(fwd.logits.to_f32(ctx)).expect("read back");
+        let pick = Instant::now();
+        let id = sampler.pick(&mut logits, &seen).expect("pick");
+        picking += pick.elapsed().as_secs_f64();
+        seen.push(id);
+    }
+    (start.elapsed().as_secs_f64(), picking)
 }
 
 /// Decode with the host out of the way: `tokens` pipelined steps queued behind a blocker
@@ -297,6 +331,14 @@ fn main() {
             "  one step at a time (each id read back before the next step is recorded): {:.1} tokens/s ({:.2} ms a token)",
             tokens as f64 / s,
             s * 1e3 / tokens as f64
+        );
+        cache.truncate(depth);
+        let (sampled_s, pick_s) = sampled(&ctx, &model, &mut cache, id, tokens);
+        println!(
+            "  sampled (temperature 0.7, top-p 0.9, repetition penalty 1.1; each step's logits read back, picked on the host): {:.1} tokens/s ({:.2} ms a token, the pick {:.3} ms of it)",
+            tokens as f64 / sampled_s,
+            sampled_s * 1e3 / tokens as f64,
+            pick_s * 1e3 / tokens as f64
         );
         // One token's timeline: the host's recording (unprofiled), then each dispatch on
         // the GPU with the gaps between them.
