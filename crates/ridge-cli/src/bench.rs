@@ -29,7 +29,9 @@ pub struct Args {
     /// adapter rounds x to 8 bits for one-token products from K = 2048 (GPUs with packed dot
     /// products) those as kinds of their own: qmatvec_int8, rms_qmatvec_int8,
     /// rms_qmatvec_swiglu_int8, rms_qmatvec_rope_int8 (the full sweep adds Qwen2.5-1.5B,
-    /// Llama-3.2-1B/3B and Llama-3-8B widths). The Linear and
+    /// Llama-3.2-1B/3B and Llama-3-8B widths); and the products of short prompts (2 to 32
+    /// tokens, which the matrix-vector kernel takes 8 rows a workgroup) as kinds of their
+    /// own: qmatvec_rows, rms_qmatvec_swiglu_rows, rms_qmatvec_rope_rows. The Linear and
     /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter
     /// has `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium
     /// sweeps or when named so do the norms, softmax, gelu, add and attention (the f16

@@ -203,6 +203,48 @@ fn predict_prices_ridges_decoder_plan_with_a_reports_terms() {
     }
 }
 
+/// Short prompts (2 to 32 tokens) run the matrix-vector kernel over 8 rows of x a
+/// workgroup, kinds of their own (`…_rows`) in the shipped lavapipe report: priced by them,
+/// SmolLM2-135M's time to first token of 3, 16 and 32 tokens against the generation bench's
+/// on lavapipe (2 cores, random weights, Q4_1; benches/NOTES.md, 2026-12-05 second session:
+/// 687, 1891 and 3811 ms; predicted 0.96×, 1.01×, 1.14×), within 1.2× (lavapipe's times move
+/// ~10 % between runs on 2 cores). Priced as the one-row kinds before, they came out
+/// 170–247 ms: 4–15× fast.
+#[test]
+fn predict_prices_short_prompts_by_the_matrix_vector_kinds_over_rows() {
+    let report = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/lavapipe.json"
+    );
+    for (prompt, measured_ms) in [(3, 687.2), (16, 1890.7), (32, 3810.7)] {
+        let doc = json_without_gpu(&[
+            "predict",
+            "--model",
+            "smollm2",
+            "--quant",
+            "Q4_1",
+            "--prompt",
+            &prompt.to_string(),
+            "--generate",
+            "8",
+            "--report",
+            report,
+            "--json",
+        ]);
+        let predicted = doc["time_to_first_token_s"].as_f64().unwrap() * 1e3;
+        let ratio = measured_ms / predicted;
+        assert!(
+            (1.0 / 1.2..=1.2).contains(&ratio),
+            "prompt of {prompt}: measured {measured_ms} ms ÷ predicted {predicted}"
+        );
+        for op in doc["prefill"]["ops"].as_array().unwrap() {
+            if op["name"].as_str().unwrap().contains("qmat") {
+                assert_eq!(op["fitted"], true, "{op}");
+            }
+        }
+    }
+}
+
 /// Larger decoders' shapes on the same report and against the same call (see above): every
 /// product of K ≥ 2048 priced as the integer kernel's kind, and decode after 128 tokens
 /// within 15 % of the wall clock (SmolLM2-1.7B 0.96× / 1.00×, Llama-3.2-1B 0.88× / 0.88×,

@@ -4,8 +4,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 
 use super::matvec::{TPR, WG, lanes, shuffled_lanes};
 use super::{
-    MATVEC_MAX_M, MATVEC_ROWS, MATVEC_RPT, MIN_TILES, MatvecShape, QMatmul, RopeAppend, TILE,
-    TILE_SHORT,
+    MATVEC_MAX_M, MATVEC_ROWS, MATVEC_RPT, MatvecShape, QMatmul, RopeAppend, TILE, TILE_SHORT,
 };
 use crate::launch::{self, Launch, Params};
 use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
@@ -205,7 +204,7 @@ impl QMatmul {
             .u(rope.map_or(0, |r| r.kv_heads as u32))
             .u(rope.map_or(0, |r| r.table.head_dim as u32));
         let matvec = self.m <= MATVEC_MAX_M;
-        let mrows = if self.m == 1 { 1 } else { MATVEC_ROWS };
+        let mrows = self.matvec_rows();
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || self.rope;
         let shape = self.matvec_shape(ctx, x.dtype(), w);
@@ -221,10 +220,10 @@ impl QMatmul {
             launch::check_workgroup(ctx, name, shape.wg, shape.shared_bytes(k) as u32)?;
         }
         let coop = !matvec && self.on_tensor_cores(ctx, x.dtype(), w);
-        let bm = if matvec || n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
+        let bm = if matvec {
             TILE_SHORT
         } else {
-            TILE
+            self.tile_rows(n)
         };
         launch::float_dtype(ctx, name, x.dtype())?;
         // Built once per variant: a decode token launches ~120 of these, and building and

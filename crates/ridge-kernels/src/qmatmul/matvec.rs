@@ -53,6 +53,16 @@ thread_local! {
 }
 
 impl MatvecShape {
+    /// The launch of products of 2 to [`super::MATVEC_MAX_M`] rows of `x`
+    /// ([`super::MATVEC_ROWS`] rows a workgroup): the default lanes, one row of W each.
+    pub const ROWS: Self = Self {
+        wg: WG,
+        tpr: TPR,
+        rpt: 1,
+        words: false,
+        int8_x: false,
+    };
+
     /// Runs `f` with every one-row product on this thread taking `shape` (`None`: Ridge's
     /// choice), then puts back what was forced before, also when `f` panics: for benches that
     /// compare launch shapes and tests that cover each (a shape that does not

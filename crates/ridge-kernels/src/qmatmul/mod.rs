@@ -29,7 +29,6 @@ mod matvec;
 pub(crate) use dispatch::variants;
 pub use gather::{gather_cost, gather_rows};
 pub use matvec::{INT8_MIN_BLOCKS, MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
-use matvec::{TPR, WG};
 
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
 pub const MATVEC_MAX_M: usize = 32;
@@ -112,6 +111,19 @@ pub const INT8_KINDS: [(&str, &str); 6] = [
     ("rms_qmatvec_rope", "rms_qmatvec_rope_int8"),
 ];
 
+/// The matrix-vector products' kinds over 2 to [`MATVEC_MAX_M`] rows of `x` (a short
+/// prompt, [`MATVEC_ROWS`] rows a workgroup: [`QMatmul::kind`]), each beside the one-row
+/// kind of the same kernel: the launch shape and the work a weight load feeds differ, so a
+/// fit over one-row launches cannot price them (held out 1.2–1.4× on the CPU drivers).
+pub const ROWS_KINDS: [(&str, &str); 6] = [
+    ("qmatvec", "qmatvec_rows"),
+    ("qmatvec_swiglu", "qmatvec_swiglu_rows"),
+    ("qmatvec_rope", "qmatvec_rope_rows"),
+    ("rms_qmatvec", "rms_qmatvec_rows"),
+    ("rms_qmatvec_swiglu", "rms_qmatvec_swiglu_rows"),
+    ("rms_qmatvec_rope", "rms_qmatvec_rope_rows"),
+];
+
 impl QMatmul {
     /// A plain product over `m` rows.
     pub fn new(m: usize) -> Self {
@@ -149,13 +161,19 @@ impl QMatmul {
     /// The kind a launch of this product is swept and priced as
     /// (`ridge_model::calibrate`): its [`QMatmul::name`], but `…_int8` for one row of `x`
     /// rounded to 8 bits (`rounds_x`: [`MatvecShape::int8_x`], [`MatvecShape::rounds_x`]),
-    /// a kernel of its own with its own fitted terms ([`INT8_KINDS`]).
+    /// a kernel of its own with its own fitted terms ([`INT8_KINDS`]), and `…_rows` for 2 to
+    /// [`MATVEC_MAX_M`] rows of `x` ([`ROWS_KINDS`]).
     pub fn kind(&self, rounds_x: bool) -> &'static str {
         let name = self.name();
-        match INT8_KINDS.iter().find(|(float, _)| *float == name) {
-            Some((_, int8)) if rounds_x && self.m == 1 => int8,
-            _ => name,
-        }
+        let table = match self.m {
+            1 if rounds_x => &INT8_KINDS,
+            2..=MATVEC_MAX_M => &ROWS_KINDS,
+            _ => return name,
+        };
+        table
+            .iter()
+            .find(|(plain, _)| *plain == name)
+            .map_or(name, |(_, kind)| kind)
     }
 
     /// Columns of `y` for a weight of `n` rows.
@@ -197,10 +215,12 @@ impl QMatmul {
     /// The kind one launch is swept and priced as, and its cost, on an adapter whose
     /// [`MatvecShape::int8_storage`] is `int8_storage`: for one row of `x`, the kind is `…_int8`
     /// where [`MatvecShape::rule`]'s shape rounds `x` to 8 bits ([`MatvecShape::int8_x`],
-    /// [`QMatmul::kind`]), and the cost ([`QMatmul::cost`]) states the workgroups and
-    /// invocations that shape launches (a CPU driver's time follows the invocations,
-    /// `ridge_model::calibrate`'s `ω`: its launch shapes put 64 to 256 in a workgroup); more
-    /// rows: [`QMatmul::name`] and the plain cost.
+    /// [`QMatmul::kind`]); 2 to [`MATVEC_MAX_M`] rows, the matrix-vector kernel's `…_rows`
+    /// kinds ([`ROWS_KINDS`]). A matrix-vector launch's cost ([`QMatmul::cost`]) states the
+    /// workgroups and invocations it launches, [`MATVEC_ROWS`] rows of `x` a workgroup (a CPU
+    /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`: its launch
+    /// shapes put 64 to 256 in a workgroup); the tiled kernel's, the FLOPs of the whole tiles
+    /// it computes ([`OpCost::with_tiles`]: 37 rows of x cost what 64 do, as on a CPU driver).
     pub fn kind_and_cost(
         &self,
         format: QuantFormat,
@@ -210,16 +230,40 @@ impl QMatmul {
         int8_storage: Option<u32>,
     ) -> (&'static str, OpCost) {
         let cost = self.cost(format, n, k, dtype);
-        if self.m != 1 {
+        if self.m > MATVEC_MAX_M {
+            // The tiled kernel computes whole tiles of TILE rows of W by `bm` rows of x.
+            let bm = self.tile_rows(n);
+            let tiles = n.div_ceil(TILE) * self.m.div_ceil(bm);
+            let per_product = cost.flops / (self.m * n) as f64;
+            let cost = cost.with_tiles(tiles, per_product * (bm * TILE) as f64);
             return (self.name(), cost);
         }
-        let paired = self.glu || self.rope;
-        let shape = MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage);
-        let workgroups = shape.workgroups(n);
+        let shape = if self.m == 1 {
+            let paired = self.glu || self.rope;
+            MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage)
+        } else {
+            MatvecShape::ROWS
+        };
+        let workgroups = shape.workgroups(n) * self.m.div_ceil(self.matvec_rows());
         let cost = cost
             .with_workgroups(workgroups)
             .with_invocations(workgroups * shape.wg as usize);
         (self.kind(shape.int8_x), cost)
+    }
+
+    /// Rows of `x` a tiled workgroup takes over `n` rows of W: [`TILE`], or [`TILE_SHORT`]
+    /// where that launches fewer than [`MIN_TILES`] workgroups.
+    fn tile_rows(&self, n: usize) -> usize {
+        if n.div_ceil(TILE) * self.m.div_ceil(TILE) < MIN_TILES {
+            TILE_SHORT
+        } else {
+            TILE
+        }
+    }
+
+    /// Rows of `x` one matrix-vector workgroup takes.
+    fn matvec_rows(&self) -> usize {
+        if self.m == 1 { 1 } else { MATVEC_ROWS }
     }
 
     /// f64 reference with `w` already dequantized (`[n, k]`, by [`crate::quant::dequantize`]);
@@ -274,13 +318,7 @@ impl QMatmul {
             let paired = self.glu || self.rope;
             return MatvecShape::for_product(ctx, w.rows, w.cols / BLOCK, w.format, dtype, paired);
         }
-        MatvecShape {
-            wg: WG,
-            tpr: TPR,
-            rpt: 1,
-            words: false,
-            int8_x: false,
-        }
+        MatvecShape::ROWS
     }
 
     /// Per-element error bounds against [`QMatmul::reference`] (`want` its result). A dot
@@ -384,4 +422,50 @@ pub fn weight_magnitudes(format: QuantFormat, bytes: &[u8]) -> Result<Vec<f32>> 
             ws.iter().map(move |v| (v - m).abs() + m.abs())
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A prompt of up to [`MATVEC_MAX_M`] tokens runs the matrix-vector kernel, a workgroup
+    /// to [`MATVEC_ROWS`] rows of x: its kind is that kernel's over rows (`…_rows`) and its
+    /// cost states those workgroups (before, a 16-token prompt's products were priced as the
+    /// tiled kernel's kind, stating no units).
+    #[test]
+    fn short_prompts_are_matrix_vector_launches_of_their_rows() {
+        let (n, k) = (576, 1536);
+        let launch =
+            |m: usize| QMatmul::new(m).kind_and_cost(QuantFormat::Q4_1, n, k, DType::F32, None);
+        let (one, decode) = launch(1);
+        let (kind, cost) = launch(16);
+        assert_eq!((one, kind), ("qmatvec", "qmatvec_rows"));
+        let per_pass = MatvecShape::ROWS.workgroups(n);
+        assert_eq!(cost.workgroups, (2 * per_pass) as f64);
+        assert_eq!(
+            cost.invocations,
+            cost.workgroups * MatvecShape::ROWS.wg as f64
+        );
+        assert!(decode.workgroups > 0.0 && decode.invocations > 0.0);
+        assert_eq!(launch(17).1.workgroups, (3 * per_pass) as f64);
+        // Past 32 rows the tiled kernel: its own kind, priced by its whole tiles' FLOPs
+        // (33 rows: two tiles of 32 rows over 9 of 64 columns of W).
+        let (kind, cost) = launch(MATVEC_MAX_M + 1);
+        assert_eq!((kind, cost.workgroups), ("qmatmul", 0.0));
+        let padded = cost.flops * 64.0 / 33.0;
+        assert!((cost.tiled_flops - padded).abs() < 1e-6 * padded);
+        assert_eq!(launch(128).1.tiled_flops, launch(128).1.flops);
+        let fused = QMatmul {
+            rms_norm: true,
+            glu: true,
+            ..QMatmul::new(16)
+        };
+        let (kind, _) = fused.kind_and_cost(QuantFormat::Q4_1, 2 * n, k, DType::F16, Some(49152));
+        assert_eq!(kind, "rms_qmatvec_swiglu_rows");
+        // Rounding x to 8 bits is a one-row launch's alone.
+        let wide =
+            QMatmul::new(16).kind_and_cost(QuantFormat::Q4_1, 2048, 8192, DType::F32, Some(49152));
+        assert_eq!(wide.0, "qmatvec_rows");
+        assert_eq!(QMatmul::new(1).kind(true), "qmatvec_int8");
+    }
 }

@@ -60,23 +60,16 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
         v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
         v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
     }
-    // Each decode product named by the kind it launches as.
-    for c in &mut v {
-        let (q, n, k) = decoder_product(&c.op, &c.shape);
-        c.op = q
-            .kind_and_cost(DECODER_FORMAT, n, k, dtype, int8)
-            .0
-            .to_string();
-    }
-    // Prompts of 128 and 1024 tokens at the two small widths, and of 4096 at the smallest
-    // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast).
-    // (On CPU drivers, the medium sweep: 16 to 512 tokens.)
+    // Prompts at the two small widths: of 128 and 1024 tokens, and of 4096 at the smallest
+    // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast); on
+    // CPU drivers (the medium sweep) 64 to 512 tokens. And short prompts, 3, 16 and 32
+    // tokens, which the matrix-vector kernel takes (the `…_rows` kinds).
     for (i, &(h, f, nh, nkv)) in DECODER_WIDTHS[..2].iter().enumerate() {
         let long: &[usize] = match (full, i) {
-            (true, 0) => &[128, 1024, 4096],
-            (true, _) => &[128, 1024],
-            (false, 0) => &[16, 128, 512],
-            (false, _) => &[16, 128],
+            (true, 0) => &[3, 16, 32, 128, 1024, 4096],
+            (true, _) => &[3, 16, 32, 128, 1024],
+            (false, 0) => &[3, 16, 32, 64, 128, 512],
+            (false, _) => &[3, 16, 32, 64, 128],
         };
         for &m in long {
             v.push(spec("qmatmul", &[m, h, h], dtype));
@@ -84,6 +77,15 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
             v.push(spec("rms_qmatmul_swiglu", &[m, 2 * f, h], dtype));
             v.push(spec("rms_qmatmul_rope", &[m, nh, nkv, h], dtype));
         }
+    }
+    // Each product named by the kind it launches as: a prompt of up to 32 tokens (the
+    // medium sweep's 16) runs the matrix-vector kernel, a kind of the decode products.
+    for c in &mut v {
+        let (q, n, k) = decoder_product(&c.op, &c.shape);
+        c.op = q
+            .kind_and_cost(DECODER_FORMAT, n, k, dtype, int8)
+            .0
+            .to_string();
     }
     // Medium: six contexts a kind (on CPU drivers a launch's time moves more from launch to
     // launch, and the fit's launches are cheap).

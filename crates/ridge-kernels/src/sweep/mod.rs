@@ -93,7 +93,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 29] = [
+pub const OPS: [&str; 32] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -123,6 +123,9 @@ pub const OPS: [&str; 29] = [
     "rms_qmatvec_int8",
     "rms_qmatvec_swiglu_int8",
     "rms_qmatvec_rope_int8",
+    "qmatvec_rows",
+    "rms_qmatvec_swiglu_rows",
+    "rms_qmatvec_rope_rows",
 ];
 
 /// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
@@ -144,7 +147,8 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// on the tensor cores where the adapter has them), so that a decoder's forward can be
 /// predicted from its own kinds. The matrix-vector products that round `x` to 8 bits on the
 /// adapter ([`crate::QMatmul::kind`]: from K = 2048 on GPUs with packed dot products) are
-/// kinds of their own (`…_int8`); the full sweep adds the widths of Qwen2.5-1.5B,
+/// kinds of their own (`…_int8`), as are the matrix-vector products over the 2 to 32 rows
+/// of a short prompt (`…_rows`: a workgroup takes 8 rows); the full sweep adds the widths of Qwen2.5-1.5B,
 /// Llama-3.2-1B and -3B and Llama-3-8B, and a decode step's attention at 15/5, 32/8 and
 /// 32/32 heads.
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
@@ -402,7 +406,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 15);
+        assert_eq!(DECODER_OPS.len(), 18);
         let is_int8 = |op: &str| op.ends_with("_int8");
         for (dtype, size, int8) in [DType::F32, DType::F16].into_iter().flat_map(|d| {
             [
@@ -428,6 +432,9 @@ mod tests {
                     crate::qmatmul::MatvecShape::rounds_x(n, k / crate::quant::BLOCK, b)
                 });
                 assert_eq!(is_int8(&c.op), rounds && q.m == 1, "{c:?}");
+                assert_eq!(c.op.ends_with("_rows"), (2..=32).contains(&q.m), "{c:?}");
+                let kind = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8).0;
+                assert_eq!(c.op, kind, "{c:?}");
             }
             for c in &cases {
                 let cost = cost(c).unwrap();
@@ -440,9 +447,10 @@ mod tests {
 
     /// The shipped reports' launches cost what the sweep prices them at now: FLOPs, bytes and
     /// the reduction depth the calibration reads (added to the reports after they were
-    /// measured; a change to a cost formula shows here first), and the decode products the
-    /// workgroups and invocations of their launch on the report's adapter (written into the
-    /// older reports after they were measured, from [`crate::qmatmul::MatvecShape::rule`]).
+    /// measured; a change to a cost formula shows here first), and the matrix-vector
+    /// products (decode, and prompts of up to 32 tokens) the kind and the workgroups and
+    /// invocations of their launch on the report's adapter (written into the older reports
+    /// after they were measured, from [`crate::qmatmul::QMatmul::kind_and_cost`]).
     #[test]
     fn shipped_reports_cost_what_the_sweep_says() {
         for text in [
@@ -460,9 +468,10 @@ mod tests {
                 } else {
                     DType::F32
                 };
-                if is_decoder_product(&r.op) && r.shape[0] == 1 {
+                if is_decoder_product(&r.op) && r.shape[0] <= crate::qmatmul::MATVEC_MAX_M {
                     let (q, n, k) = decoder_product(&r.op, &r.shape);
-                    let (_, launch) = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8);
+                    let (kind, launch) = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8);
+                    assert_eq!(kind, r.op, "{:?}", r.shape);
                     assert_eq!(launch.workgroups, r.workgroups, "{} {:?}", r.op, r.shape);
                     assert_eq!(launch.invocations, r.invocations, "{} {:?}", r.op, r.shape);
                     assert!(r.workgroups > 0.0 && r.invocations >= 64.0 * r.workgroups);
