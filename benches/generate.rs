@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use ridge::core::{Context, DType, Tensor, profiler};
 use ridge::kernels::quant::QuantFormat;
-use ridge::kernels::{argmax, ceilings};
+use ridge::kernels::{argmax, ceilings, sample};
 use ridge::model::Ceilings;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::Gguf;
@@ -76,17 +76,28 @@ fn step(ctx: &Context, model: &Llama, cache: &mut KvCache, ids: &[u32]) -> u32 {
     pollster::block_on(greedy_step(ctx, model, cache, ids)).expect("step")
 }
 
-/// `tokens` greedy steps as `TextGenerator::generate` runs them: each step recorded from the
-/// previous step's argmax on the GPU before that id is read back, so the host records step
-/// t + 1 while the GPU runs step t. Returns the seconds.
-fn pipelined(ctx: &Context, model: &Llama, cache: &mut KvCache, first: u32, tokens: usize) -> f64 {
+/// `tokens` steps as `TextGenerator::generate` runs them: each step recorded from the previous
+/// step's pick on the GPU (the argmax, or `sampler`'s) before that id is read back, so the
+/// host records step t + 1 while the GPU runs step t. Returns the seconds.
+fn pipelined(
+    ctx: &Context,
+    model: &Llama,
+    cache: &mut KvCache,
+    first: u32,
+    tokens: usize,
+    sampler: Option<&sample::Sampler>,
+) -> f64 {
     let start = Instant::now();
     let mut ids = Tensor::from_slice(ctx, &[first], &[1]).expect("id");
     let mut read: Option<ridge::core::ReadBack> = None;
-    for _ in 0..tokens {
+    for step in 0..tokens {
         let fwd = model.forward_ids(ctx, cache, &ids, false).expect("forward");
         let next = Tensor::empty(ctx, &[1], DType::U32).expect("id");
-        argmax::argmax(ctx, &fwd.logits, &next).expect("argmax");
+        match sampler {
+            Some(s) => s.sample(ctx, &fwd.logits, step as u32, &next),
+            None => argmax::argmax(ctx, &fwd.logits, &next),
+        }
+        .expect("pick");
         let next_read = next.read_back(ctx).expect("read back");
         if let Some(r) = read.replace(next_read) {
             pollster::block_on(r.to_u32(ctx)).expect("read back");
@@ -130,6 +141,43 @@ fn sampled(
         seen.push(id);
     }
     (start.elapsed().as_secs_f64(), picking)
+}
+
+/// The GPU sampler's pick alone at `temperature` (top-p 0.9, penalty 1.1 over `seen`): `n`
+/// picks of `logits` queued behind a blocker in one submission ([`ceilings::queued_gpu_ms`]),
+/// ms a pick (three dispatches), and the candidates it sorts (tokens whose weight is at least 2^-12 of the
+/// largest; past 512, or not holding top-p's cut, the multisection's path).
+fn pick_alone(
+    ctx: &Context,
+    logits: &Tensor,
+    temperature: f32,
+    seen: &[u32],
+    n: usize,
+) -> (f64, usize) {
+    let spec = sample::SampleSpec {
+        temperature,
+        top_k: 0,
+        top_p: 0.9,
+        repetition_penalty: 1.1,
+        seed: 1,
+    };
+    let sampler = sample::Sampler::new(ctx, logits.numel(), spec, seen).expect("sampler");
+    let ids = Tensor::empty(ctx, &[1], DType::U32).expect("ids");
+    sampler.sample(ctx, logits, 0, &ids).expect("pick");
+    let values = pollster::block_on(logits.to_f32(ctx)).expect("read back");
+    let max = values.iter().fold(f32::MIN, |m, &v| m.max(v));
+    let candidates = values
+        .iter()
+        .filter(|&&v| ((v - max) / temperature).exp() as f64 >= sample::TAU)
+        .count();
+    let (ms, _) = ceilings::queued_gpu_ms(ctx, n as f64 * 0.05, || {
+        for step in 0..n {
+            sampler.sample(ctx, logits, step as u32, &ids)?;
+        }
+        Ok(())
+    })
+    .expect("queued picks");
+    (ms / n as f64, candidates)
 }
 
 /// Decode with the host out of the way: `tokens` pipelined steps queued behind a blocker
@@ -297,7 +345,7 @@ fn main() {
         let mut id = step(&ctx, &model, &mut cache, &ids(c, vocab));
         id = step(&ctx, &model, &mut cache, &[id]); // warm the decode pipelines
         let depth = cache.len();
-        let s = pipelined(&ctx, &model, &mut cache, id, tokens);
+        let s = pipelined(&ctx, &model, &mut cache, id, tokens, None);
         println!(
             "tg{tokens} at depth {c}: {:.1} tokens/s ({:.2} ms a token, wall clock: each step recorded while the previous one runs, its id read back)",
             tokens as f64 / s,
@@ -333,9 +381,43 @@ fn main() {
             s * 1e3 / tokens as f64
         );
         cache.truncate(depth);
+        let spec = sample::SampleSpec {
+            temperature: 0.7,
+            top_k: 0,
+            top_p: 0.9,
+            repetition_penalty: 1.1,
+            seed: 1,
+        };
+        let sampler = sample::Sampler::new(&ctx, vocab, spec, &[id]).expect("sampler");
+        pipelined(&ctx, &model, &mut cache, id, 1, Some(&sampler)); // compile its pipelines
+        cache.truncate(depth);
+        let s = pipelined(&ctx, &model, &mut cache, id, tokens, Some(&sampler));
+        println!(
+            "  sampled on the GPU (temperature 0.7, top-p 0.9, repetition penalty 1.1; pipelined as greedy, 3 more dispatches a token): {:.1} tokens/s ({:.2} ms a token)",
+            tokens as f64 / s,
+            s * 1e3 / tokens as f64
+        );
+        cache.truncate(depth);
+        let logits = model
+            .forward(&ctx, &mut cache, &[id], false)
+            .expect("forward")
+            .logits;
+        for t in [0.7, 0.1] {
+            let (ms, candidates) = pick_alone(&ctx, &logits, t, &[id], 50);
+            println!(
+                "  the GPU pick alone (50 queued behind a blocker), temperature {t}: {:.1} µs ({candidates} candidates{})",
+                ms * 1e3,
+                if candidates > sample::CAPACITY {
+                    ": multisection"
+                } else {
+                    ""
+                }
+            );
+        }
+        cache.truncate(depth);
         let (sampled_s, pick_s) = sampled(&ctx, &model, &mut cache, id, tokens);
         println!(
-            "  sampled (temperature 0.7, top-p 0.9, repetition penalty 1.1; each step's logits read back, picked on the host): {:.1} tokens/s ({:.2} ms a token, the pick {:.3} ms of it)",
+            "  sampled on the host (the same, each step's logits read back and picked by `Sampler`): {:.1} tokens/s ({:.2} ms a token, the pick {:.3} ms of it)",
             tokens as f64 / sampled_s,
             sampled_s * 1e3 / tokens as f64,
             pick_s * 1e3 / tokens as f64

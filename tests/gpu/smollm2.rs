@@ -284,3 +284,88 @@ fn generate_streams_the_reference_tokens_and_keeps_the_cache_exact() {
         Ok(())
     });
 }
+
+/// Sampled `generate` (temperature 0.7, top-p 0.9, repetition penalty 1.1: each token picked
+/// on the GPU and fed to the next step without its logits leaving the GPU) draws every token
+/// as the sampling reference does from that step's logits (replayed step by step and read
+/// back), with the generator's draw for its step and the penalty over the prompt and the
+/// tokens before it; the same seed gives the same reply, another seed another.
+#[test]
+fn sampled_generation_draws_each_token_as_the_reference() {
+    use ridge::kernels::sample::{self, SampleSpec};
+    use ridge::nn::{GenerateOptions, Sampling};
+    on_every_adapter("smollm2_generate", |ctx| {
+        let model = load(ctx, DType::F32)?;
+        let nn = |e: ridge::nn::Error| Error::invalid("smollm2", e.to_string());
+        let prompt = prompt(&model, &cases()[0])?;
+        let sampling = |seed| Sampling {
+            temperature: 0.7,
+            top_k: 0,
+            top_p: 0.9,
+            repetition_penalty: 1.1,
+            seed,
+        };
+        let run = |seed: u64| -> Result<Vec<u32>> {
+            let mut cache = model.cache(ctx, 64).map_err(nn)?;
+            let options = GenerateOptions {
+                max_tokens: 12,
+                sampling: sampling(seed),
+                stop_at_eos: false,
+                top_logits: 0,
+            };
+            let mut got = Vec::new();
+            block(model.generate(ctx, &mut cache, &prompt, &options, |t| {
+                got.push(t.id);
+                true
+            }))
+            .map_err(nn)?;
+            Ok(got)
+        };
+        let got = run(42)?;
+        let again = run(42)?;
+        let other = run(43)?;
+        if got != again || got == other || got.len() != 12 {
+            return Err(Error::invalid(
+                "sampled",
+                format!("seed 42: {got:?}, again {again:?}; seed 43: {other:?}"),
+            ));
+        }
+        let s = sampling(42);
+        let spec = SampleSpec {
+            temperature: s.temperature,
+            top_k: s.top_k,
+            top_p: s.top_p,
+            repetition_penalty: s.repetition_penalty,
+            seed: s.seed,
+        };
+        let mut cache = model.cache(ctx, 64).map_err(nn)?;
+        let mut seen = prompt.clone();
+        let mut ids: &[u32] = &prompt;
+        let mut decided = 0;
+        for (step, &id) in got.iter().enumerate() {
+            let fwd = model
+                .model()
+                .forward(ctx, &mut cache, ids, false)
+                .map_err(nn)?;
+            let logits = block(fwd.logits.to_f32(ctx))?;
+            let u = sample::draw(spec.seed, step as u32) as f64;
+            let want = sample::reference(&logits, &spec, &seen, u, 1e-4);
+            if !want.contains(&id) {
+                return Err(Error::invalid(
+                    "sampled",
+                    format!("step {step}: {id}, not among {want:?} ({got:?})"),
+                ));
+            }
+            decided += usize::from(want.len() == 1);
+            seen.push(id);
+            ids = &got[step..=step];
+        }
+        if decided < 10 {
+            return Err(Error::invalid(
+                "sampled",
+                format!("only {decided} of 12 steps decided one id"),
+            ));
+        }
+        Ok(())
+    });
+}

@@ -258,11 +258,20 @@ try {
         at.push(performance.now());
       }
       const stats = llm.lastStats;
+      // Sampled on the GPU (the pick's three kernels compiled by this browser's WGSL
+      // compiler): the same seed gives the same tokens.
+      const sampled = [];
+      for (let run = 0; run < 2; run++) {
+        const got = [];
+        const options = { maxTokens: 4, ignoreEos: true, temperature: 0.7, topP: 0.9, repetitionPenalty: 1.1, seed: 5 };
+        for await (const t of llm.generate(messages, options)) got.push(t.id);
+        sampled.push(got);
+      }
       await llm.dispose();
       const embedder = await ridge.embedder("/model/");
       const [v] = await embedder.embed([sentence]);
       ridge.terminate();
-      return { ids, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v };
+      return { ids, sampled, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v };
     },
     { gguf: GGUF, messages: first.messages, sentence: fixture.sentences[0].text },
   ).catch((e) => ({ error: e.message }));
@@ -271,6 +280,10 @@ try {
   check(
     JSON.stringify(generated.ids) === JSON.stringify(want),
     `package: SmolLM2's first 8 greedy tokens ${JSON.stringify(generated.ids)} = the fixture's ${JSON.stringify(want)}`,
+  );
+  check(
+    generated.sampled?.[0]?.length === 4 && JSON.stringify(generated.sampled[0]) === JSON.stringify(generated.sampled[1]),
+    `package: sampled on the GPU, seed 5 twice: ${JSON.stringify(generated.sampled)}`,
   );
   console.log(`SmolLM2 in this browser: ${JSON.stringify(generated.stats)}`);
   check(generated.spread_ms > 0, `package: tokens arrive one by one (${generated.spread_ms?.toFixed(0)} ms from first to last)`);

@@ -114,7 +114,10 @@ fn predict_prices_an_encoder_with_a_reports_fitted_terms() {
 /// tokens/s after it (NaN: not measured), time to first token in ms and the factor it is held
 /// to. Also the dispatch counts of the plan the GPU tests hold against a profile.
 fn holds_decoder_run(report: &str, adapter: &str, rows: &[(&str, usize, f64, f64, f64)]) {
-    let report = format!("{}/../../benches/reports/{report}", env!("CARGO_MANIFEST_DIR"));
+    let report = format!(
+        "{}/../../benches/reports/{report}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     for &(dtype, prompt, decode, ttft_ms, within) in rows {
         let doc = json_without_gpu(&[
             "predict",
@@ -278,7 +281,10 @@ fn predict_prices_larger_decoders_products_as_the_integer_kinds() {
         ("h100-decoder.json", "llama-3.2-1b", "f32", 1016.5, 1.25),
         ("h100-decoder.json", "llama-3.2-1b", "f16", 1007.2, 1.25),
     ] {
-        let report = format!("{}/../../benches/reports/{report}", env!("CARGO_MANIFEST_DIR"));
+        let report = format!(
+            "{}/../../benches/reports/{report}",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let doc = json_without_gpu(&[
             "predict",
             "--model",

@@ -20,6 +20,7 @@ pub mod qmatmul;
 pub mod quant;
 pub mod rope;
 pub mod rows;
+pub mod sample;
 pub mod shaders;
 pub mod softmax;
 pub mod suite;

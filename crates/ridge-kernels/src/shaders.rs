@@ -50,6 +50,11 @@ pub static ARGMAX: ShaderSource = ShaderSource {
     name: "argmax",
     body: include_str!("../../../shaders/argmax.wgsl"),
 };
+/// `shaders/sample.wgsl`: sampling the next token on the GPU.
+pub static SAMPLE: ShaderSource = ShaderSource {
+    name: "sample",
+    body: include_str!("../../../shaders/sample.wgsl"),
+};
 /// `shaders/norm.wgsl`.
 pub static NORM: ShaderSource = ShaderSource {
     name: "norm",
@@ -149,6 +154,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::rope::variants(dtype));
         v.extend(crate::kv_attention::variants(dtype));
         v.extend(crate::argmax::variants(dtype));
+        v.extend(crate::sample::variants(dtype));
     }
     v
 }

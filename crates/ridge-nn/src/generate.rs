@@ -78,14 +78,15 @@ pub struct Stats {
     pub prefill_tokens_per_s: f64,
     /// Tokens after the first per second of the time after the first (`None` for one token):
     /// no step is recorded ahead of the first id's arrival, so the time after it holds
-    /// exactly the steps of the tokens after it (greedy decoding records each later step
+    /// exactly the steps of the tokens after it (without logits for the caller each later step is recorded
     /// ahead of the GPU).
     pub decode_tokens_per_s: Option<f64>,
     /// Why it ended.
     pub finish: Finish,
 }
 
-/// A token still on the GPU: the argmax's output (the next step's input) and its read-back.
+/// A token still on the GPU: the argmax's or the sampler's output (the next step's input) and
+/// its read-back.
 struct PendingId {
     ids: Tensor,
     read: ridge_core::ReadBack,
@@ -93,10 +94,20 @@ struct PendingId {
 
 /// What the next token comes from.
 enum Next {
-    /// Greedy: an argmax on the GPU.
+    /// Picked on the GPU: greedy's argmax or the GPU sampler's pick.
     Id(PendingId),
-    /// Sampling, or logits the caller wants: the logits, read back to pick from.
+    /// Logits the caller wants: read back, the token picked on the host.
     Logits(Tensor),
+}
+
+/// How a step's token is picked on the GPU: the argmax, or the sampler with its step counter
+/// (the generator's draw is a hash of the seed and the step, so a seed gives one reply).
+enum GpuPick {
+    Argmax,
+    Sample {
+        sampler: Box<ridge_kernels::sample::Sampler>,
+        step: u32,
+    },
 }
 
 /// A GGUF chat or text model on the GPU: decoder, tokenizer and chat template.
@@ -219,8 +230,10 @@ impl TextGenerator {
 
     /// Generates from `prompt` (ids, appended to whatever `cache` already holds), handing
     /// each token to `on_token` as soon as its id is on the host; `on_token` returns `false`
-    /// to stop. Greedy decoding picks on the GPU and reads back 4 bytes a token; sampling and
-    /// `top_logits` read back the logits.
+    /// to stop. Greedy decoding and sampling pick on the GPU (the argmax, or
+    /// `ridge_kernels::sample`: the same parameters, a counter-based generator seeded with
+    /// `seed`) and read back 4 bytes a token; with `top_logits` the logits are read back and
+    /// the host's [`Sampler`] picks (another generator: the same seed gives another reply).
     ///
     /// Errors: [`Error::Input`] for an empty prompt, `max_tokens` of 0, bad sampling
     /// parameters, a prompt that leaves no room in the cache for one token, or non-finite
@@ -252,14 +265,36 @@ impl TextGenerator {
         let start = Instant::now();
         let mut seen: Vec<u32> = prompt.to_vec();
         let mut stream = self.tokenizer.tokenizer.decode_stream(true);
-        // Greedy decoding without logits for the caller stays on the GPU: each step's argmax
-        // feeds the next step directly, so the host records step t + 1 while the GPU runs
-        // step t and only waits for the 4 bytes of t's id (a step recorded past the end is
-        // dropped from the cache).
-        let on_gpu = sampler.sampling().is_greedy() && options.top_logits == 0;
+        // Without logits for the caller every step's token is picked on the GPU (greedy's
+        // argmax, or the sampler: penalty, temperature, top-k, top-p and the draw) and feeds
+        // the next step directly, so the host records step t + 1 while the GPU runs step t and
+        // only waits for the 4 bytes of t's id (a step recorded past the end is dropped from
+        // the cache). With logits for the caller, they are read back and picked on the host.
+        let on_gpu = options.top_logits == 0;
+        let mut gpu_pick = if sampler.sampling().is_greedy() {
+            GpuPick::Argmax
+        } else {
+            let s = *sampler.sampling();
+            let spec = ridge_kernels::sample::SampleSpec {
+                temperature: s.temperature,
+                top_k: s.top_k,
+                top_p: s.top_p,
+                repetition_penalty: s.repetition_penalty,
+                seed: s.seed,
+            };
+            GpuPick::Sample {
+                sampler: Box::new(ridge_kernels::sample::Sampler::new(
+                    ctx,
+                    self.model.config().vocab,
+                    spec,
+                    prompt,
+                )?),
+                step: 0,
+            }
+        };
         let fwd = self.model.forward(ctx, cache, prompt, false)?;
         let mut next = if on_gpu {
-            Next::Id(self.argmax(ctx, &fwd.logits)?)
+            Next::Id(self.pick_on_gpu(ctx, &fwd.logits, &mut gpu_pick)?)
         } else {
             Next::Logits(fwd.logits)
         };
@@ -274,7 +309,7 @@ impl TextGenerator {
             let ahead = match (&next, room) {
                 (Next::Id(p), true) => {
                     let fwd = self.model.forward_ids(ctx, cache, &p.ids, false)?;
-                    Some(self.argmax(ctx, &fwd.logits)?)
+                    Some(self.pick_on_gpu(ctx, &fwd.logits, &mut gpu_pick)?)
                 }
                 _ => None,
             };
@@ -324,7 +359,7 @@ impl TextGenerator {
                 None => {
                     let logits = self.model.forward(ctx, cache, &[id], false)?.logits;
                     if on_gpu {
-                        Next::Id(self.argmax(ctx, &logits)?)
+                        Next::Id(self.pick_on_gpu(ctx, &logits, &mut gpu_pick)?)
                     } else {
                         Next::Logits(logits)
                     }
@@ -343,15 +378,21 @@ impl TextGenerator {
         })
     }
 
-    /// The argmax of `logits` into a u32 tensor on the GPU, its read-back started.
-    fn argmax(&self, ctx: &Context, logits: &Tensor) -> Result<PendingId> {
+    /// The token of `logits` picked on the GPU into a u32 tensor, its read-back started.
+    fn pick_on_gpu(&self, ctx: &Context, logits: &Tensor, pick: &mut GpuPick) -> Result<PendingId> {
         let ids = Tensor::empty(ctx, &[1], DType::U32)?;
-        ridge_kernels::argmax::argmax(ctx, logits, &ids)?;
+        match pick {
+            GpuPick::Argmax => ridge_kernels::argmax::argmax(ctx, logits, &ids)?,
+            GpuPick::Sample { sampler, step } => {
+                sampler.sample(ctx, logits, *step, &ids)?;
+                *step += 1;
+            }
+        }
         let read = ids.read_back(ctx)?;
         Ok(PendingId { ids, read })
     }
 
-    /// The id of a pending argmax, once on the host.
+    /// The id of a pending pick, once on the host.
     ///
     /// Errors: [`Error::Input`] when the logits held NaN or an infinity.
     async fn read_id(&self, ctx: &Context, p: PendingId) -> Result<u32> {
