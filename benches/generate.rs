@@ -146,7 +146,7 @@ fn sampled(
 /// The GPU sampler's pick alone at `temperature` (top-p 0.9, penalty 1.1 over `seen`): `n`
 /// picks of `logits` queued behind a blocker in one submission ([`ceilings::queued_gpu_ms`]),
 /// ms a pick (three dispatches), and the candidates it sorts (tokens whose weight is at least 2^-12 of the
-/// largest; past 512, or not holding top-p's cut, the multisection's path).
+/// largest; past 1024, or not holding top-p's cut, the multisection's path).
 fn pick_alone(
     ctx: &Context,
     logits: &Tensor,

@@ -26,7 +26,7 @@
 const WG: u32 = 256u;
 const ITEMS: u32 = 4u;
 const BLOCK: u32 = 1024u; // WG * ITEMS
-const CAP: u32 = 512u; // 2 * WG: one compare-exchange an invocation a sorting stage
+const CAP: u32 = 1024u; // 4 * WG: two compare-exchanges an invocation a sorting stage
 const PROBES: u32 = 8u;
 const NONE: u32 = 0xFFFFFFFFu;
 const TAU: f32 = 0.000244140625; // 2^-12
@@ -100,6 +100,8 @@ fn sample_scale(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
             }
             w[i] = z;
             m = max(m, z);
+        } else if i < 4u * p.vocab4 {
+            w[i] = 0.0; // the last vec4's padding: no weight (a pooled buffer holds old values)
         }
     }
     if bad {
@@ -187,10 +189,11 @@ fn weight(i: u32) -> f32 {
     return w4[i / 4u][i % 4u];
 }
 
-var<workgroup> sw: array<f32, CAP>;
-var<workgroup> sid: array<u32, CAP>;
+// The candidates (weights' bits [0, CAP), ids [CAP, 2 CAP)) or, on the multisection's path,
+// the thresholds' partial sums (f32 bits, PROBES * WG): 8 KB either way (WebGPU's floor for a
+// workgroup's memory is 16 KB).
+var<workgroup> pool: array<u32, 2048>;
 var<workgroup> scan: array<f32, WG>;
-var<workgroup> probe_sum: array<f32, 2048>; // PROBES * WG
 var<workgroup> found: atomic<u32>;
 var<workgroup> last: atomic<u32>;
 var<workgroup> sh_u: u32;
@@ -250,22 +253,30 @@ fn before(wa: f32, ia: u32, wb: f32, ib: u32) -> bool {
     return wa > wb || (wa == wb && ia < ib);
 }
 
+fn cw(e: u32) -> f32 {
+    return bitcast<f32>(pool[e]);
+}
+
 // Sorts the CAP candidates in the descending order (a bitonic network).
 fn sort_candidates(lid: u32) {
     for (var k = 2u; k <= CAP; k <<= 1u) {
         for (var j = k >> 1u; j > 0u; j >>= 1u) {
-            let i = 2u * j * (lid / j) + (lid % j);
-            let l = i + j;
-            let up = (i & k) == 0u;
-            let wi = sw[i];
-            let ii = sid[i];
-            let wl = sw[l];
-            let il = sid[l];
-            if (up && before(wl, il, wi, ii)) || (!up && before(wi, ii, wl, il)) {
-                sw[i] = wl;
-                sid[i] = il;
-                sw[l] = wi;
-                sid[l] = ii;
+            for (var t = lid; t < CAP / 2u; t += WG) {
+                let i = 2u * j * (t / j) + (t % j);
+                let l = i + j;
+                let up = (i & k) == 0u;
+                let wi = pool[i];
+                let ii = pool[CAP + i];
+                let wl = pool[l];
+                let il = pool[CAP + l];
+                let l_first = before(bitcast<f32>(wl), il, bitcast<f32>(wi), ii);
+                let i_first = before(bitcast<f32>(wi), ii, bitcast<f32>(wl), il);
+                if (up && l_first) || (!up && i_first) {
+                    pool[i] = wl;
+                    pool[CAP + i] = il;
+                    pool[l] = wi;
+                    pool[CAP + l] = ii;
+                }
             }
             workgroupBarrier();
         }
@@ -274,16 +285,22 @@ fn sort_candidates(lid: u32) {
 
 // The sorted candidates' weights become their inclusive prefix sums.
 fn prefix_candidates(lid: u32) {
-    let a = max(sw[2u * lid], 0.0);
-    let b = max(sw[2u * lid + 1u], 0.0);
-    scan[lid] = a + b;
-    inclusive_scan(lid);
-    var before_pair = 0.0;
-    if lid > 0u {
-        before_pair = scan[lid - 1u];
+    let per = CAP / WG;
+    var own = 0.0;
+    for (var c = 0u; c < per; c++) {
+        own += max(cw(per * lid + c), 0.0);
     }
-    sw[2u * lid] = before_pair + a;
-    sw[2u * lid + 1u] = before_pair + a + b;
+    scan[lid] = own;
+    inclusive_scan(lid);
+    var run = 0.0;
+    if lid > 0u {
+        run = scan[lid - 1u];
+    }
+    for (var c = 0u; c < per; c++) {
+        let e = per * lid + c;
+        run += max(cw(e), 0.0);
+        pool[e] = bitcast<u32>(run);
+    }
     workgroupBarrier();
 }
 
@@ -294,7 +311,7 @@ fn first_past(lid: u32, n: u32, limit: f32, strict: bool) -> u32 {
     }
     workgroupBarrier();
     for (var e = lid; e < n; e += WG) {
-        if sw[e] > limit || (!strict && sw[e] >= limit) {
+        if cw(e) > limit || (!strict && cw(e) >= limit) {
             atomicMin(&found, e);
         }
     }
@@ -343,13 +360,15 @@ fn multisection(lid: u32, lo0: u32, goal: f32, count: bool) -> u32 {
             acc[j] += above;
         }
         for (var j = 0u; j < PROBES; j++) {
-            probe_sum[j * WG + lid] = acc[j];
+            pool[j * WG + lid] = bitcast<u32>(acc[j]);
         }
         workgroupBarrier();
         for (var s = WG / 2u; s > 0u; s >>= 1u) {
             if lid < s {
                 for (var j = 0u; j < PROBES; j++) {
-                    probe_sum[j * WG + lid] += probe_sum[j * WG + lid + s];
+                    pool[j * WG + lid] = bitcast<u32>(
+                        bitcast<f32>(pool[j * WG + lid]) + bitcast<f32>(pool[j * WG + lid + s]),
+                    );
                 }
             }
             workgroupBarrier();
@@ -359,7 +378,7 @@ fn multisection(lid: u32, lo0: u32, goal: f32, count: bool) -> u32 {
             var nhi = hi;
             for (var j = 0u; j < PROBES; j++) {
                 let q = min(lo + step * (j + 1u), hi - 1u);
-                if probe_sum[j * WG] >= goal {
+                if bitcast<f32>(pool[j * WG]) >= goal {
                     nlo = max(nlo, q);
                 } else {
                     nhi = min(nhi, q);
@@ -461,11 +480,11 @@ fn sample_pick(@builtin(local_invocation_index) lid: u32) {
     if (k_on || p_on) && count <= CAP {
         for (var e = lid; e < CAP; e += WG) {
             if e < count {
-                sw[e] = bitcast<f32>(atomicLoad(&cand[4u + e]));
-                sid[e] = atomicLoad(&cand[4u + CAP + e]);
+                pool[e] = atomicLoad(&cand[4u + e]);
+                pool[CAP + e] = atomicLoad(&cand[4u + CAP + e]);
             } else {
-                sw[e] = -1.0;
-                sid[e] = NONE;
+                pool[e] = bitcast<u32>(-1.0);
+                pool[CAP + e] = NONE;
             }
         }
         workgroupBarrier();
@@ -478,7 +497,7 @@ fn sample_pick(@builtin(local_invocation_index) lid: u32) {
         if k_on {
             if p.top_k <= count {
                 limit = p.top_k;
-                mass = sw[p.top_k - 1u];
+                mass = cw(p.top_k - 1u);
             } else {
                 k_held = false;
             }
@@ -496,10 +515,10 @@ fn sample_pick(@builtin(local_invocation_index) lid: u32) {
             }
         }
         if kept > 0u {
-            let r = u * sw[kept - 1u];
+            let r = u * cw(kept - 1u);
             let at = first_past(lid, kept, r, true);
             if lid == 0u {
-                let id = sid[select(kept - 1u, at, at != NONE)];
+                let id = pool[CAP + select(kept - 1u, at, at != NONE)];
                 ids[0] = id;
                 if p.penalize != 0u {
                     atomicOr(&seen[id / 32u], 1u << (id % 32u));
