@@ -195,6 +195,7 @@ fn weight(i: u32) -> f32 {
 var<workgroup> pool: array<u32, 2048>;
 var<workgroup> scan: array<f32, WG>;
 var<workgroup> found: atomic<u32>;
+var<workgroup> tally: array<atomic<u32>, 10>; // PROBES + 2
 var<workgroup> last: atomic<u32>;
 var<workgroup> sh_u: u32;
 var<workgroup> sh_lo: u32;
@@ -323,24 +324,39 @@ fn first_past(lid: u32, n: u32, limit: f32, strict: bool) -> u32 {
 }
 
 // The largest weight's bits v ≥ lo such that the tokens whose weight's bits are ≥ v number
-// (count) or weigh (!count) at least `goal`; given that those ≥ lo do.
+// (count) or weigh (!count) at least `goal`; given that those ≥ lo do. Each pass over the
+// vocabulary narrows the bracket [lo, hi) to one of PROBES + 1 parts; once at most CAP
+// tokens lie inside it, they are gathered, sorted, and the cut read off their prefix sums.
 fn multisection(lid: u32, lo0: u32, goal: f32, count: bool) -> u32 {
     var lo = lo0;
     var hi = ONE_PAST;
+    var inside = NONE; // tokens with bits in [lo, hi), once counted
+    var beyond = 0.0; // their count or weight at or past hi
     loop {
         if hi - lo <= 1u {
             break;
         }
+        if inside <= CAP {
+            return cut_among_few(lid, lo, hi, goal - beyond, count);
+        }
+        if lid < PROBES + 2u {
+            atomicStore(&tally[lid], 0u);
+        }
+        workgroupBarrier();
         let step = max((hi - lo) / (PROBES + 1u), 1u);
         var acc: array<f32, PROBES>;
+        var n: array<u32, PROBES>;
         var q: array<u32, PROBES>;
         for (var j = 0u; j < PROBES; j++) {
             acc[j] = 0.0;
+            n[j] = 0u;
             q[j] = min(lo + step * (j + 1u), hi - 1u);
         }
         // Tokens at or past hi count for every probe: summed once. Below the lowest probe:
         // nothing. Only those inside the bracket are compared with each probe.
         var above = 0.0;
+        var above_n = 0u;
+        var in_n = 0u;
         for (var i4 = lid; i4 < p.vocab4; i4 += WG) {
             let v4 = w4[i4];
             for (var c = 0u; c < 4u; c++) {
@@ -349,16 +365,26 @@ fn multisection(lid: u32, lo0: u32, goal: f32, count: bool) -> u32 {
                 let add = select(v, 1.0, count);
                 if key >= hi {
                     above += add;
-                } else if key >= q[0] {
-                    for (var j = 0u; j < PROBES; j++) {
-                        acc[j] += select(0.0, add, key >= q[j]);
+                    above_n += 1u;
+                } else if key >= lo {
+                    in_n += 1u;
+                    if key >= q[0] {
+                        for (var j = 0u; j < PROBES; j++) {
+                            let past = key >= q[j];
+                            acc[j] += select(0.0, add, past);
+                            n[j] += u32(past);
+                        }
                     }
                 }
             }
         }
         for (var j = 0u; j < PROBES; j++) {
             acc[j] += above;
+            atomicAdd(&tally[j], n[j]);
         }
+        atomicAdd(&tally[PROBES], in_n);
+        atomicAdd(&tally[PROBES + 1u], above_n);
+        let above_all = wg_sum(lid, above);
         for (var j = 0u; j < PROBES; j++) {
             pool[j * WG + lid] = bitcast<u32>(acc[j]);
         }
@@ -374,23 +400,81 @@ fn multisection(lid: u32, lo0: u32, goal: f32, count: bool) -> u32 {
             workgroupBarrier();
         }
         if lid == 0u {
+            // Counts at or past lo, and past hi; the new bracket's ends take the probes'.
+            var n_lo = atomicLoad(&tally[PROBES + 1u]) + atomicLoad(&tally[PROBES]);
+            var n_hi = atomicLoad(&tally[PROBES + 1u]);
+            var s_hi = above_all;
             var nlo = lo;
             var nhi = hi;
             for (var j = 0u; j < PROBES; j++) {
-                let q = min(lo + step * (j + 1u), hi - 1u);
-                if bitcast<f32>(pool[j * WG]) >= goal {
-                    nlo = max(nlo, q);
-                } else {
-                    nhi = min(nhi, q);
+                let qj = q[j];
+                let sj = bitcast<f32>(pool[j * WG]);
+                let nj = atomicLoad(&tally[PROBES + 1u]) + atomicLoad(&tally[j]);
+                if sj >= goal {
+                    if qj > nlo {
+                        nlo = qj;
+                        n_lo = nj;
+                    }
+                } else if qj < nhi {
+                    nhi = qj;
+                    n_hi = nj;
+                    s_hi = sj;
                 }
             }
             sh_lo = nlo;
             sh_hi = nhi;
+            sh_u = n_lo - n_hi;
+            sh_f = s_hi;
         }
         lo = workgroupUniformLoad(&sh_lo);
         hi = workgroupUniformLoad(&sh_hi);
+        inside = workgroupUniformLoad(&sh_u);
+        beyond = workgroupUniformLoad(&sh_f);
     }
     return lo;
+}
+
+// The cut among the at most CAP tokens with bits in [lo, hi): they are gathered and sorted,
+// and the cut is the bits of the first whose count (count) or prefix weight (!count) with the
+// rest reaches `goal` (the goal less what lies at or past hi); lo if rounding leaves it short.
+fn cut_among_few(lid: u32, lo: u32, hi: u32, goal: f32, count: bool) -> u32 {
+    if lid == 0u {
+        atomicStore(&found, 0u);
+    }
+    for (var e = lid; e < CAP; e += WG) {
+        pool[e] = bitcast<u32>(-1.0);
+        pool[CAP + e] = NONE;
+    }
+    workgroupBarrier();
+    for (var i = lid; i < 4u * p.vocab4; i += WG) {
+        let key = bitcast<u32>(weight(i));
+        if key >= lo && key < hi {
+            let slot = atomicAdd(&found, 1u);
+            if slot < CAP {
+                pool[slot] = key;
+                pool[CAP + slot] = key;
+            }
+        }
+    }
+    workgroupBarrier();
+    let gathered = min(atomicLoad(&found), CAP);
+    sort_candidates(lid);
+    if lid == 0u {
+        sh_u = gathered;
+    }
+    let m = workgroupUniformLoad(&sh_u);
+    var at = NONE;
+    if count {
+        // The n-th largest, n = goal less the count past hi (at least 1 by the bracket).
+        at = min(u32(max(ceil(goal), 1.0)), m) - 1u;
+    } else {
+        prefix_candidates(lid);
+        at = first_past(lid, m, goal, false);
+    }
+    if at == NONE || at >= m {
+        return lo;
+    }
+    return pool[CAP + at];
 }
 
 // The weight of the tokens whose weight's bits are ≥ cut.
