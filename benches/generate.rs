@@ -285,10 +285,6 @@ fn main() {
         10
     };
 
-    // Working clocks first: after a long weight upload the GPU idles, and the larger presets'
-    // copy probe (after 17–30 s of loading) measured 1,230 GB/s on an H100 where SmolLM2's
-    // (after 2 s) measured 2,455 in the same call.
-    pollster::block_on(ridge::kernels::suite::raise_clocks(&ctx)).expect("warm-up");
     let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     let ceil = measured.ceilings(dtype == DType::F16);
     let calibrated = Calibrated::from_args(dtype);

@@ -471,10 +471,11 @@ fn cut_among_few(lid: u32, lo: u32, hi: u32, goal: f32, count: bool) -> u32 {
         prefix_candidates(lid);
         at = first_past(lid, m, goal, false);
     }
-    if at == NONE || at >= m {
-        return lo;
+    // Through workgroup memory: the cut bounds the next multisection's uniform loop.
+    if lid == 0u {
+        sh_lo = select(pool[CAP + min(at, CAP - 1u)], lo, at == NONE || at >= m);
     }
-    return pool[CAP + at];
+    return workgroupUniformLoad(&sh_lo);
 }
 
 // The weight of the tokens whose weight's bits are ≥ cut.

@@ -77,6 +77,8 @@ export declare class Ridge {
     options?: { f16?: boolean; context?: number; onProgress?: (p: Progress) => void },
   ): Promise<Generator>;
   gpuBytes(): Promise<number>;
+  /** The shader variants this browser's WGSL compiler refuses (empty: every one compiled). */
+  checkShaders(): Promise<{ shader: string; entry: string; error: string }[]>;
   terminate(): void;
 }
 

@@ -130,6 +130,14 @@ export class Ridge {
     return this.#call("gpu_bytes");
   }
 
+  /**
+   * Compiles every shader variant Ridge builds (those this device's features allow) with
+   * this browser's WGSL compiler; resolves to the ones it refuses, `[{ shader, entry, error }]`.
+   */
+  checkShaders() {
+    return this.#call("check_shaders");
+  }
+
   /** Stops the worker; the device and every model go with it. */
   terminate() {
     this.#worker.terminate();

@@ -136,6 +136,10 @@ const commands = {
   async gpu_bytes() {
     return ridge.gpu_bytes();
   },
+
+  async check_shaders() {
+    return JSON.parse(await ridge.check_shaders());
+  },
 };
 
 // One model file: from the Cache API when there, else fetched with progress and stored.

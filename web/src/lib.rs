@@ -199,6 +199,42 @@ impl Ridge {
         })
     }
 
+    /// Compiles every shader variant Ridge builds (`ridge_kernels::shaders::all_variants`)
+    /// that this device's features allow (f16, subgroups; no cooperative matrices) with this browser's WGSL compiler, each in its own
+    /// validation error scope, and resolves to a JSON array of `{shader, entry, error}` for
+    /// those it refuses (empty: every one compiled). naga, which the CPU-only tests run,
+    /// accepts WGSL that browsers refuse (Tint's uniformity analysis is stricter), and a
+    /// variant no browser test launches would otherwise first fail in a user's page.
+    pub fn check_shaders(&self) -> Promise {
+        let ctx = self.ctx.clone();
+        future_to_promise(async move {
+            let mut refused = Vec::new();
+            for (shader, entry, defines) in ridge_kernels::shaders::all_variants() {
+                let source = defines.apply(shader);
+                let lacks_f16 = source.contains("enable f16;") && !ctx.has_f16();
+                let lacks_subgroups = source.contains("enable subgroups;") && !ctx.has_subgroups();
+                if lacks_f16
+                    || lacks_subgroups
+                    || source.contains("enable wgpu_cooperative_matrix;")
+                {
+                    continue;
+                }
+                let scope = ctx
+                    .device()
+                    .push_error_scope(ridge_core::wgpu::ErrorFilter::Validation);
+                let _ = ctx.pipelines().get(ctx.device(), shader, entry, &defines);
+                if let Some(e) = scope.pop().await {
+                    refused.push(serde_json::json!({
+                        "shader": shader.name,
+                        "entry": entry,
+                        "error": e.to_string(),
+                    }));
+                }
+            }
+            Ok(serde_json::to_string(&refused).map_err(js_err)?.into())
+        })
+    }
+
     /// The adapter as JSON: name, backend, fingerprint, features, subgroup sizes, limits
     /// (the same object `ridge info --json` prints per adapter).
     pub fn adapter(&self) -> Result<String, JsValue> {

@@ -246,6 +246,17 @@ try {
   // 9. The package as a web developer uses it.
   const api = await open("api-test.html");
   await api.waitForFunction(() => window.apiReady, null, { timeout: 60_000 });
+  // Every shader variant through this browser's WGSL compiler (stricter than naga's).
+  const refused = await api.evaluate(async () => {
+    const ridge = await window.Ridge.create();
+    const r = await ridge.checkShaders();
+    ridge.terminate();
+    return r;
+  }).catch((e) => [{ error: e.message }]);
+  check(
+    Array.isArray(refused) && refused.length === 0,
+    `package: every shader variant compiles in this browser (${JSON.stringify(refused).slice(0, 2000)})`,
+  );
   const first = smollm2.cases[0];
   const generated = await api.evaluate(
     async ({ gguf, messages, sentence }) => {

@@ -130,12 +130,38 @@ impl Defines {
             }
             body.push('\n');
         }
+        // Browsers compile subgroup built-ins only under `enable subgroups;` (naga here has
+        // no such directive); Ridge builds such code only for devices with subgroups.
+        let subgroups = if cfg!(target_arch = "wasm32") && uses_subgroups(&body) {
+            "enable subgroups;\n"
+        } else {
+            ""
+        };
         format!(
-            "// {}.wgsl with Ridge defines\n{}\n{}",
+            "// {}.wgsl with Ridge defines\n{subgroups}{}\n{}",
             shader.name,
             self.header(),
             body
         )
+    }
+}
+
+/// Whether WGSL code calls a subgroup built-in or reads a subgroup built-in value (comments
+/// aside).
+pub fn uses_subgroups(wgsl: &str) -> bool {
+    wgsl.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .any(|code| code.contains("subgroup"))
+}
+
+#[cfg(test)]
+mod subgroup_tests {
+    /// A comment naming subgroups is not a use; a built-in call or value is.
+    #[test]
+    fn subgroup_use_ignores_comments() {
+        assert!(!super::uses_subgroups("// subgroup shuffles\nlet x = 1;"));
+        assert!(super::uses_subgroups("let m = subgroupShuffleXor(v, 1u);"));
+        assert!(super::uses_subgroups("@builtin(subgroup_size) n: u32,"));
     }
 }
 

@@ -157,6 +157,12 @@ const CEILING_TRIALS: usize = 3;
 /// flooded. The sustained values (the largest copy, the FMA peak) are the best of
 /// [`CEILING_TRIALS`] medians.
 pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Measured> {
+    // Work still queued (a model's weights just uploaded) would be timed with the first
+    // copies, and the copy's growth stop at a small size: the generation bench's probe after
+    // a 1 GB model's upload measured 1,212–1,232 GB/s on an H100 and an H200 where the same
+    // probe after SmolLM2's measured 2,455 (benches/NOTES.md, 2026-12-05 third session).
+    ctx.flush();
+    ctx.wait()?;
     let limit = ctx
         .limits()
         .max_storage_buffer_binding_size
