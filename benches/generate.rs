@@ -143,6 +143,20 @@ fn sampled(
     (start.elapsed().as_secs_f64(), picking)
 }
 
+/// Greedy's argmax alone: `n` of `logits` queued behind a blocker in one submission, ms an
+/// argmax (one or two dispatches: [`argmax::dispatches`]).
+fn argmax_alone(ctx: &Context, logits: &Tensor, n: usize) -> f64 {
+    let ids = Tensor::empty(ctx, &[1], DType::U32).expect("ids");
+    let (ms, _) = ceilings::queued_gpu_ms(ctx, n as f64 * 0.02, || {
+        for _ in 0..n {
+            argmax::argmax(ctx, logits, &ids)?;
+        }
+        Ok(())
+    })
+    .expect("queued argmaxes");
+    ms / n as f64
+}
+
 /// The GPU sampler's pick alone at `temperature` (top-p 0.9, penalty 1.1 over `seen`): `n`
 /// picks of `logits` queued behind a blocker in one submission ([`ceilings::queued_gpu_ms`]),
 /// ms a pick (three dispatches), and the candidates it sorts (tokens whose weight is at least 2^-12 of the
@@ -402,6 +416,11 @@ fn main() {
             .forward(&ctx, &mut cache, &[id], false)
             .expect("forward")
             .logits;
+        println!(
+            "  greedy's argmax alone (50 queued behind a blocker): {:.1} µs ({} dispatches)",
+            argmax_alone(&ctx, &logits, 50) * 1e3,
+            argmax::dispatches(1, logits.numel(), dtype).len()
+        );
         for t in [0.7, 0.1] {
             let (ms, candidates) = pick_alone(&ctx, &logits, t, &[id], 50);
             println!(

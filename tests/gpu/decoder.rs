@@ -380,6 +380,24 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
                     ));
                 }
             }
+            // A vocabulary longer than a chunk: the argmax's two passes, as priced.
+            let cols = 3 * ridge::kernels::argmax::CHUNK + 5;
+            let logits = ridge::core::Tensor::from_slice(ctx, &vec![0.5f32; cols], &[1, cols])?;
+            let id = ridge::core::Tensor::empty(ctx, &[1], DType::U32)?;
+            ctx.start_profiling();
+            ridge::kernels::argmax::argmax(ctx, &logits, &id)?;
+            let profile = block(ctx.finish_profiling())?;
+            let got: Vec<&str> = profile.spans.iter().map(|s| s.name.as_str()).collect();
+            let want: Vec<&str> = ridge::kernels::argmax::dispatches(1, cols, DType::F32)
+                .iter()
+                .map(|d| d.0)
+                .collect();
+            if got != want || want != ["argmax", "argmax_merge"] {
+                return Err(Error::invalid(
+                    "plan",
+                    format!("argmax of {cols}: ran {got:?}, planned {want:?}"),
+                ));
+            }
             Ok(())
         },
     );

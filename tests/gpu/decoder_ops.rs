@@ -238,34 +238,43 @@ fn kv_attention_refuses_what_it_cannot_run() {
     });
 }
 
+/// Rows longer than a chunk ([`argmax::CHUNK`]) run in two passes (a partial per chunk, then
+/// their merge): ties across chunks and within one invocation's strided scan, the last
+/// column, a NaN and an infinity in a later chunk than the maximum, rows of one value, a
+/// chunk and a value past it. The ids start poisoned.
 #[test]
 fn argmax_picks_the_first_maximum_and_flags_non_finite_rows() {
     on_every_adapter("argmax", |ctx| {
         for dtype in dtypes(ctx) {
             let cols = 49_152 + 7;
-            let mut x = random(9, 4 * cols, -10.0, 10.0);
-            x[cols + 5] = 50.0; // row 1: a tie, the first wins
-            x[cols + 9000] = 50.0;
+            let mut x = random(9, 5 * cols, -10.0, 10.0);
+            x[cols + 9000] = 50.0; // row 1: a tie across chunks, the first wins
+            x[cols + 5] = 50.0;
             x[cols + 5 + 3 * 256] = 50.0; // ties later in one invocation's strided scan
             x[cols + 5 + 8 * 256] = 50.0;
-            x[2 * cols + cols - 1] = 60.0; // row 2: the last column
-            x[3 * cols + 17] = f32::NAN; // row 3: refused
-            let (t, xv) = upload(ctx, &x, &[4, cols], dtype)?;
-            let ids = Tensor::empty(ctx, &[4], DType::U32)?;
+            x[2 * cols + cols - 1] = 60.0; // row 2: the last column (a chunk of 7)
+            x[3 * cols + 17] = 60.0; // row 3: NaN in a later chunk than the maximum
+            x[3 * cols + 30_000] = f32::NAN;
+            x[4 * cols + cols - 2] = f32::INFINITY; // row 4: +inf
+            let (t, xv) = upload(ctx, &x, &[5, cols], dtype)?;
+            let ids = Tensor::from_slice(ctx, &[7u32; 5], &[5])?;
             argmax::argmax(ctx, &t, &ids)?;
             let got = block(ids.to_vec::<u32>(ctx))?;
             let want = argmax::reference(&xv, cols);
-            if got != want || got[1] != (cols + 5 - cols) as u32 || got[3] != argmax::NON_FINITE {
+            let none = argmax::NON_FINITE;
+            if got != want || got[1] != 5 || got[2] != cols as u32 - 1 || got[3..] != [none; 2] {
                 return Err(Error::invalid(
                     "argmax",
                     format!("{dtype}: {got:?} vs {want:?}"),
                 ));
             }
-            // Rows shorter than a workgroup.
-            for cols in [1, 3, 300] {
+            // Rows of one pass (shorter than a workgroup, one chunk) and of two (a value past
+            // a chunk).
+            let chunk = argmax::CHUNK;
+            for cols in [1, 3, 300, chunk, chunk + 1, 3 * chunk - 1] {
                 let x = random(10 + cols as u64, 2 * cols, -10.0, 10.0);
                 let (t, xv) = upload(ctx, &x, &[2, cols], dtype)?;
-                let ids = Tensor::empty(ctx, &[2], DType::U32)?;
+                let ids = Tensor::from_slice(ctx, &[7u32; 2], &[2])?;
                 argmax::argmax(ctx, &t, &ids)?;
                 let got = block(ids.to_vec::<u32>(ctx))?;
                 let want = argmax::reference(&xv, cols);

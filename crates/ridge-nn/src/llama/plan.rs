@@ -272,11 +272,9 @@ impl DecoderPlan {
             c.vocab,
             h,
         ));
-        op((
-            "argmax",
-            "argmax",
-            ridge_kernels::argmax::cost(1, c.vocab, dt),
-        ));
+        for (name, cost) in ridge_kernels::argmax::dispatches(1, c.vocab, dt) {
+            op((name, name, cost));
+        }
         ops
     }
 
