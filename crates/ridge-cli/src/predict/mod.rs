@@ -66,7 +66,7 @@ pub struct Args {
     /// `--quant`, default Q4_0) priced the same way: time to first token, decode tokens/s and
     /// per-op times, batch 1. The report's sweep should hold the decoder's kinds (the full
     /// sweep does; or, on one line:
-    /// `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8 --json FILE`;
+    /// `ridge bench --op qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8,argmax --json FILE`;
     /// the `_int8` kinds are the products that round x to 8 bits, from K = 2048 on GPUs, the
     /// `_rows` kinds those of prompts of 2 to 32 tokens).
     #[arg(long)]

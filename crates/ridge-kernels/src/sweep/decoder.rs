@@ -159,6 +159,11 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
             dtype,
         ));
     }
+    // Greedy decoding's argmax over the logits: Llama-2's, SmolLM2's, Llama-3's, Qwen2.5's
+    // and Gemma's vocabularies.
+    for vocab in [32_000, 49_152, 128_256, 151_936, 256_000] {
+        v.push(spec("argmax", &[1, vocab], dtype));
+    }
     v
 }
 

@@ -93,7 +93,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 32] = [
+pub const OPS: [&str; 33] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -126,6 +126,7 @@ pub const OPS: [&str; 32] = [
     "qmatvec_rows",
     "rms_qmatvec_swiglu_rows",
     "rms_qmatvec_rope_rows",
+    "argmax",
 ];
 
 /// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
@@ -150,7 +151,9 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// kinds of their own (`…_int8`), as are the matrix-vector products over the 2 to 32 rows
 /// of a short prompt (`…_rows`: a workgroup takes 8 rows); the full sweep adds the widths of Qwen2.5-1.5B,
 /// Llama-3.2-1B and -3B and Llama-3-8B, and a decode step's attention at 15/5, 32/8 and
-/// 32/32 heads.
+/// 32/32 heads. Greedy decoding's `argmax` over one row of logits `[1, vocab]` (its chunks
+/// and their merge, timed together) at five vocabularies from Llama-2's 32,000 to Gemma's
+/// 256,000.
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`, and in the
@@ -385,6 +388,10 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             let op = kv_attention_of(s);
             op.cost(d) + op.merge_cost(op.split().0)
         }
+        "argmax" => crate::argmax::dispatches(s[0], s[1], d)
+            .into_iter()
+            .map(|(_, c)| c)
+            .fold(OpCost::new(0.0, 0.0), |a, b| a + b),
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",
@@ -406,7 +413,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 18);
+        assert_eq!(DECODER_OPS.len(), 19);
         let is_int8 = |op: &str| op.ends_with("_int8");
         for (dtype, size, int8) in [DType::F32, DType::F16].into_iter().flat_map(|d| {
             [

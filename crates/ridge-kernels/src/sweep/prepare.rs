@@ -214,6 +214,16 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 launch: Box::new(move |ctx| att.run(ctx, &q, &kc, &vc, None, None, &o)),
             }
         }
+        "argmax" => {
+            let (x, ids) = (
+                filled(ctx, &[s[0], s[1]], d)?,
+                Tensor::empty(ctx, &[s[0]], DType::U32)?,
+            );
+            Prepared {
+                cost,
+                launch: Box::new(move |ctx| crate::argmax::argmax(ctx, &x, &ids)),
+            }
+        }
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",

@@ -228,6 +228,12 @@ impl DecoderPlan {
                     split.priced = Some(("kv_attention_split", split.cost + cost));
                     None
                 }
+                // The argmax kind times a long row's chunks and their merge together.
+                "argmax_merge" => {
+                    let chunks = ops.last_mut().expect("the argmax's chunks before their merge");
+                    chunks.priced = Some(("argmax", chunks.cost + cost));
+                    None
+                }
                 _ => Some((kind, cost)),
             };
             ops.push(PlannedOp { name, cost, priced });
@@ -337,7 +343,8 @@ mod tests {
 
     /// Five dispatches a layer plus the embedding, the logits and the argmax; a prompt's
     /// attention priced as a prompt's; a long decode step's split attention priced with its
-    /// merge pass, which is not priced again; every other op priced as itself.
+    /// merge pass, which is not priced again, as is the argmax over a vocabulary longer than
+    /// a chunk with its merge; every other op priced as itself.
     #[test]
     fn dispatches_and_the_kinds_that_price_them() {
         let p = plan();
@@ -377,6 +384,19 @@ mod tests {
                 );
             }
         }
+
+        let mut smollm2 = p.clone();
+        smollm2.config.vocab = 49_152;
+        let decode = smollm2.ops(1, 10);
+        let [.., logits, chunks, merge] = decode.as_slice() else {
+            panic!("{decode:?}")
+        };
+        assert_eq!(
+            [logits.name, chunks.name, merge.name],
+            ["rms_qmatvec", "argmax", "argmax_merge"]
+        );
+        assert_eq!(chunks.priced, Some(("argmax", chunks.cost + merge.cost)));
+        assert_eq!(merge.priced, None);
     }
 
     /// Where the adapter rounds one row of `x` to 8 bits, the products it rounds (K ≥ 2048,
