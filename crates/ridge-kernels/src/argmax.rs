@@ -63,7 +63,10 @@ pub fn dispatches(rows: usize, cols: usize, dtype: DType) -> Vec<(&'static str, 
             "argmax",
             OpCost::new(n, n * dtype.size() as f64 + 8.0 * partials),
         ),
-        ("argmax_merge", OpCost::new(partials, 8.0 * partials + 4.0 * r)),
+        (
+            "argmax_merge",
+            OpCost::new(partials, 8.0 * partials + 4.0 * r),
+        ),
     ]
 }
 
@@ -101,10 +104,7 @@ pub fn argmax(ctx: &Context, x: &Tensor, ids: &Tensor) -> Result<()> {
     }
     float_dtype(ctx, name, x.dtype())?;
     let defines = defines(x.dtype(), launch::workgroup_size_1d(ctx, WG_CAP));
-    let params = Params::new()
-        .u(rows as u32)
-        .u(cols as u32)
-        .u(chunks as u32);
+    let params = Params::new().u(rows as u32).u(cols as u32).u(chunks as u32);
     if chunks == 1 {
         return Launch {
             label: name,

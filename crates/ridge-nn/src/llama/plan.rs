@@ -230,7 +230,9 @@ impl DecoderPlan {
                 }
                 // The argmax kind times a long row's chunks and their merge together.
                 "argmax_merge" => {
-                    let chunks = ops.last_mut().expect("the argmax's chunks before their merge");
+                    let chunks = ops
+                        .last_mut()
+                        .expect("the argmax's chunks before their merge");
                     chunks.priced = Some(("argmax", chunks.cost + cost));
                     None
                 }
