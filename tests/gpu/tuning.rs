@@ -78,6 +78,51 @@ fn a_table_entry_picks_the_kernel_and_stays_correct() {
                 g.kernel(ctx, DType::F32),
                 GemmKernel::heuristic(ctx, DType::F32)
             );
+            // So do entries no tiling could hold: a zero thread tile (a division by zero
+            // once), sizes whose products overflow u32, a zero tensor-core tile.
+            for params in [
+                [
+                    ("COOP", 0),
+                    ("BM", 64),
+                    ("BN", 64),
+                    ("BK", 8),
+                    ("TM", 0),
+                    ("TN", 4),
+                ],
+                [
+                    ("COOP", 0),
+                    ("BM", 64),
+                    ("BN", 64),
+                    ("BK", 8),
+                    ("TM", 4),
+                    ("TN", 0),
+                ],
+                [
+                    ("COOP", 0),
+                    ("BM", 1 << 30),
+                    ("BN", 1 << 30),
+                    ("BK", 1 << 20),
+                    ("TM", 4),
+                    ("TN", 4),
+                ],
+                [
+                    ("COOP", 1),
+                    ("SG_M", 0),
+                    ("SG_N", 1 << 31),
+                    ("FM", 1 << 31),
+                    ("FN", 2),
+                    ("BK", 16),
+                ],
+            ] {
+                ctx.set_tuning(Some(Arc::new(table_with(
+                    "gemm",
+                    &[128, 128, 128],
+                    &params,
+                ))));
+                if g.kernel(ctx, DType::F32) != GemmKernel::heuristic(ctx, DType::F32) {
+                    return Err(Error::invalid("tuning", format!("{params:?} was used")));
+                }
+            }
             // A row-op entry with a non-power-of-two workgroup is ignored too.
             let set = table_with("softmax", &[128, 128], &[("WG", 48)]);
             ctx.set_tuning(Some(Arc::new(set)));

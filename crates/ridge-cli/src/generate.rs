@@ -361,7 +361,10 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
         let mut bytes = Vec::new();
         interrupted.store(false, Ordering::Relaxed);
         match lines.read_until(b'\n', &mut bytes) {
-            Ok(0) => break,
+            Ok(0) => {
+                eprintln!(); // end the prompt's line at the end of input
+                break;
+            }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
             Err(e) => return Err(format!("standard input: {e}").into()),

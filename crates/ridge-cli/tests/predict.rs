@@ -485,3 +485,100 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
         "not a llama.cpp backend",
     );
 }
+
+/// What a user trying bad input found (2026-12-05): a GGUF whose metadata disagrees with its
+/// tensors is refused by `predict` as by `generate`, not priced as the metadata says; f16
+/// priced on a report of an adapter without f16 is refused; `--model list` and `--adapter
+/// list` print JSON under `--json`; an unknown GPU is one short line; flags of the other
+/// kind of model are warned about; a small model's largest batch is the memory's, not a
+/// search's cap of 4096.
+#[test]
+fn predict_refuses_what_it_cannot_price_honestly() {
+    let dir = std::env::temp_dir().join(format!("ridge-predict-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = ridge_nn::llama::LlamaConfig {
+        layers: 2,
+        hidden: 64,
+        ffn: 128,
+        heads: 4,
+        kv_heads: 2,
+        head_dim: 16,
+        rope_base: 10_000.0,
+        rms_eps: 1e-5,
+        context: 1024,
+        vocab: 300,
+    };
+    let q = ridge_kernels::quant::QuantFormat::Q8_0;
+    let bytes = ridge_nn::llama::random::random_gguf(&config, q, q, 5);
+    let good = dir.join("good.gguf");
+    std::fs::write(&good, &bytes).unwrap();
+    let good = good.to_str().unwrap();
+    assert!(
+        json_without_gpu(&["predict", "--model", good, "--json"])["decode_tokens_per_s"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0)
+    );
+    // The same tensors, the metadata saying 4 KV heads: K and V would be [64, 64].
+    let key = b"llama.attention.head_count_kv";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    assert_eq!(bytes[at..at + 8], [4, 0, 0, 0, 2, 0, 0, 0], "a UINT32 of 2");
+    let mut lying = bytes.clone();
+    lying[at + 4] = 4;
+    let bad = dir.join("kv4.gguf");
+    std::fs::write(&bad, &lying).unwrap();
+    let out = ridge(&["predict", "--model", bad.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("attn_k.weight") && err.lines().count() == 1,
+        "{err}"
+    );
+
+    let llvmpipe = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/llvmpipe.json"
+    );
+    for model in ["smollm2", "minilm"] {
+        let out = ridge(
+            &[
+                "predict", "--model", model, "--report", llvmpipe, "--dtype", "f16",
+            ],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("shader-f16"), "{err}");
+    }
+
+    let models = json_without_gpu(&["predict", "--model", "list", "--json"]);
+    assert!(models["decoders"].as_array().unwrap().len() > 10);
+    let gpus = json_without_gpu(&["predict", "--adapter", "list", "--json"]);
+    assert!(gpus.as_array().unwrap().len() >= 100);
+    for adapter in ["Voodoo 5", "", "RTX"] {
+        let out = ridge(&["predict", "--adapter", adapter], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.lines().count() == 1 && err.len() < 400,
+            "{adapter:?}: {err}"
+        );
+    }
+    for (args, says) in [
+        (
+            &["predict", "--model", "minilm", "--prompt", "10"][..],
+            "--prompt is not used",
+        ),
+        (
+            &["predict", "--model", "smollm2", "--seq", "64"][..],
+            "--seq is not used",
+        ),
+    ] {
+        let out = ridge(args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    let doc = json_without_gpu(&["predict", "--model", "smollm2", "--json"]);
+    let memory = &doc["memory_bytes"];
+    assert!(memory["largest_batch"].as_u64().unwrap() > 4096, "{memory}");
+    std::fs::remove_dir_all(&dir).ok();
+}

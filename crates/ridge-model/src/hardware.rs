@@ -148,29 +148,37 @@ pub fn find(query: &str) -> Result<GpuSpec, String> {
             let names: Vec<&str> = many.iter().map(|r| r.name.as_str()).collect();
             return Err(format!(
                 "{query:?} could be any of: {}; name one",
-                names.join(", ")
+                some_of(&names)
             ));
         }
     }
     lookup(0, 0, query).ok_or_else(|| {
-        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-        let near: Vec<&str> = names
+        let near: Vec<&str> = rows
             .iter()
-            .copied()
-            .filter(|n| n.to_lowercase().contains(&q))
+            .map(|r| r.name.as_str())
+            .filter(|n| !q.is_empty() && n.to_lowercase().contains(&q))
             .collect();
         if near.is_empty() {
             format!(
-                "no GPU named {query:?} in the spec table; known: {}",
-                names.join(", ")
+                "no GPU named {query:?} among the spec table's {}",
+                rows.len()
             )
         } else {
             format!(
                 "no GPU named {query:?} in the spec table; did you mean: {}",
-                near.join(", ")
+                some_of(&near)
             )
         }
     })
+}
+
+/// Up to eight names, then how many more: an error line a reader takes in.
+fn some_of(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{}, and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
+    }
 }
 
 #[cfg(test)]
@@ -196,7 +204,12 @@ mod tests {
             let e = find(query).unwrap_err();
             assert!(both.iter().all(|b| e.contains(b)), "{query}: {e}");
         }
-        assert!(find("Voodoo 5").unwrap_err().contains("known:"));
+        // An unknown name: one short line, however long the table (it listed all 104 once).
+        for query in ["Voodoo 5", "", "RTX"] {
+            let e = find(query).unwrap_err();
+            assert!(e.len() < 300 && !e.contains('\n'), "{query:?}: {e}");
+        }
+        assert!(find("Voodoo 5").unwrap_err().contains("spec table's"));
     }
 
     #[test]

@@ -391,11 +391,17 @@ impl BenchReport {
         Ok(report)
     }
 
-    /// Whether its rows carry reduction depths ([`Row::depth`]; reports written before
-    /// them read 0 everywhere, and their compute-bound kinds are fitted without the depth
-    /// term).
+    /// Whether its rows carry reduction depths ([`Row::depth`]): false where a row of a kind
+    /// that reduces (a product or an attention: its K, its keys) reads 0, as in reports
+    /// written before depths, whose compute-bound kinds are fitted without the depth term. A
+    /// report of kinds without a reduction (element-wise, layouts) has nothing to miss.
     pub fn has_depths(&self) -> bool {
-        self.rows.iter().any(|r| r.depth > 0.0)
+        let reduces = |op: &str| {
+            ["gemm", "linear", "qmat", "attention"]
+                .iter()
+                .any(|k| op.contains(k))
+        };
+        !self.rows.iter().any(|r| reduces(&r.op) && r.depth <= 0.0)
     }
 }
 
@@ -471,6 +477,17 @@ mod tests {
         }
         assert!(
             !BenchReport::parse(json.to_string().as_bytes())
+                .unwrap()
+                .has_depths()
+        );
+        // A report of element-wise kinds alone lacks nothing (it warned of old depths once).
+        json["rows"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|row| row["op"] == "add" || row["op"] == "layer_norm");
+        assert!(!json["rows"].as_array().unwrap().is_empty());
+        assert!(
+            BenchReport::parse(json.to_string().as_bytes())
                 .unwrap()
                 .has_depths()
         );

@@ -68,6 +68,9 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     let file = ridge_nn::file::FileBytes::open(path).map_err(|e| e.to_string())?;
     let g = ridge_nn::gguf::Gguf::parse(file).map_err(|e| prefixed(&name, e))?;
     let c = ridge_nn::llama::LlamaConfig::shape_from_gguf(&g).map_err(|e| prefixed(&name, e))?;
+    // The metadata against the tensors: a file whose head counts or widths disagree with its
+    // weights is refused, as `ridge generate` refuses it, not priced as the metadata says.
+    c.check_tensors(&g).map_err(|e| prefixed(&name, e))?;
     let tied = g.tensor("output.weight").is_none();
     let shape = DecoderShape {
         name: name.clone(),
@@ -111,21 +114,6 @@ fn from_gguf(path: &Path) -> Result<Model, Box<dyn std::error::Error>> {
     }
     types.sort();
     types.dedup();
-    // The metadata's block count against the tensors: a layer without its products would be
-    // priced as free.
-    if let Some(l) = layers
-        .iter()
-        .position(|l| l.qkv == 0.0 || l.gate_up == 0.0 || l.down == 0.0)
-    {
-        return Err(format!(
-            "{name}: layer {l} of the {} that llama.block_count names has no attention or feed-forward tensors",
-            c.layers
-        )
-        .into());
-    }
-    if embedding == 0.0 {
-        return Err(format!("{name}: no token_embd.weight tensor").into());
-    }
     let weights = ModelWeights {
         format: format!("the GGUF's tensors ({})", types.join(", ")),
         embedding,
@@ -148,13 +136,16 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         return Err("--quant applies to presets and config.json; a GGUF file's tensors have their own types".into());
     }
     let context = args
-        .prompt
-        .checked_add(args.generate)
+        .prompt()
+        .checked_add(args.generate())
         .filter(|&c| c <= s.context);
     let Some(context) = context else {
         return Err(format!(
             "--prompt {} + --generate {} is longer than {}'s {} positions",
-            args.prompt, args.generate, s.name, s.context
+            args.prompt(),
+            args.generate(),
+            s.name,
+            s.context
         )
         .into());
     };
@@ -173,7 +164,8 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
             "warning: --dtype prices an encoder, or a decoder on Ridge's kernels with --report; here a decoder's weights are priced in --quant"
         );
     }
-    let gpu = hardware::find(&args.adapter)?;
+    let gpu = hardware::find(&args.adapter)
+        .map_err(|e| format!("--adapter: {e} (`--adapter list` names them)"))?;
     let quant = args.quant.unwrap_or_else(predict::default_quant);
     let w = model.weights.unwrap_or_else(|| ModelWeights::of(s, quant));
     let p = predict::predict(
@@ -182,8 +174,8 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         &gpu,
         args.backend.as_deref(),
         batch,
-        args.prompt,
-        args.generate,
+        args.prompt(),
+        args.generate(),
     );
     if let Some(b) = &args.backend {
         backend_note(&gpu, b, &p.efficiency);
@@ -197,7 +189,7 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
     if args.json {
         let doc = serde_json::json!({
             "model": s, "weights": w.format, "adapter": gpu,
-            "batch": batch, "prompt": args.prompt, "generate": args.generate,
+            "batch": batch, "prompt": args.prompt(), "generate": args.generate(),
             "prefill_tokens_per_s": p.prefill.tokens_per_s,
             "decode_tokens_per_s": p.decode.tokens_per_s,
             "time_to_first_token_s": p.time_to_first_token_s,
@@ -243,8 +235,8 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
             100.0 * t.compute_bound_share
         );
     };
-    row("prefill", batch * args.prompt, &p.prefill);
-    row("decode", batch * args.generate, &p.decode);
+    row("prefill", batch * args.prompt(), &p.prefill);
+    row("decode", batch * args.generate(), &p.decode);
     println!(
         "time to first token {:.1} ms · batch {batch}",
         1e3 * p.time_to_first_token_s

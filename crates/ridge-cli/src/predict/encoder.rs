@@ -32,10 +32,11 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         );
     }
     let batch = args.batch.unwrap_or(32);
-    if args.seq > s.max_positions {
+    if args.seq() > s.max_positions {
         return Err(format!(
             "--seq {} is longer than the model's {} positions (max_position_embeddings)",
-            args.seq, s.max_positions
+            args.seq(),
+            s.max_positions
         )
         .into());
     }
@@ -44,13 +45,13 @@ pub fn run(args: &super::Args) -> crate::CliResult {
     let widest = [
         s.hidden.saturating_mul(4),
         s.intermediate.saturating_mul(2),
-        args.seq.saturating_mul(s.heads),
+        args.seq().saturating_mul(s.heads),
     ]
     .into_iter()
     .max()
     .unwrap_or(1);
     let exact = batch
-        .checked_mul(args.seq)
+        .checked_mul(args.seq())
         .and_then(|t| t.checked_mul(widest))
         .and_then(|v| v.checked_mul(8))
         .is_some_and(|v| v < 1 << 53);
@@ -58,7 +59,8 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         return Err(format!(
             "--batch {} × --seq {}: too large to count exactly (batch × seq × the widest \
              activation must stay below 2^53 bytes)",
-            batch, args.seq
+            batch,
+            args.seq()
         )
         .into());
     }
@@ -68,15 +70,23 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         (Precision::F32, 4)
     };
     let f16 = args.dtype == "f16";
-    let calibrated = args.report.as_deref().map(super::load_report).transpose()?;
+    let calibrated = args
+        .report
+        .as_deref()
+        .map(|r| super::load_report(r, &args.dtype))
+        .transpose()?;
+    // The GPU's usable memory, where the spec table states it (a report's adapter: unknown).
+    let mut budget = None;
     let (adapter, ceilings) = match (&calibrated, &args.report) {
         (Some(c), Some(path)) => (
             serde_json::json!({ "name": c.report.adapter, "report": path }),
             c.report.measured.ceilings(f16),
         ),
         _ => {
-            let spec = hardware::find(&args.adapter)?;
+            let spec = hardware::find(&args.adapter)
+                .map_err(|e| format!("--adapter: {e} (`--adapter list` names them)"))?;
             let ceilings = spec.ceilings(precision);
+            budget = ridge_model::decoder::memory::usable_bytes(&spec);
             (serde_json::to_value(spec)?, ceilings)
         }
     };
@@ -87,7 +97,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         Some(c) => c.report.measured.roof_for(name, f16).0,
         None => ceilings.clone(),
     };
-    let ops = transformer::encoder_ops(&s, batch, args.seq, true, e);
+    let ops = transformer::encoder_ops(&s, batch, args.seq(), true, e);
     // The calibrated time of one op, s, and whether its kind was fitted (else the roofline).
     let calibrate = |op: &transformer::PlannedOp| {
         calibrated
@@ -118,12 +128,15 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         g.5.map(|(s, fitted)| (t + s, all && fitted))
     });
     let total_cost: OpCost = ops.iter().map(|o| o.cost).sum();
-    let memory = InferenceMemory::of(&s, batch, args.seq, e);
-    let layer = LayerFlops::of(&s, args.seq);
+    let memory = InferenceMemory::of(&s, batch, args.seq(), e);
+    let layer = LayerFlops::of(&s, args.seq());
+    // The weights and one layer's live activations against the GPU's memory.
+    let needed = memory.weights + memory.activations;
+    let fits = budget.map(|b| needed <= b);
 
     if args.json {
         let doc = serde_json::json!({
-            "model": s, "seq": args.seq, "batch": batch, "dtype": args.dtype,
+            "model": s, "seq": args.seq(), "batch": batch, "dtype": args.dtype,
             "adapter": adapter, "ceilings": ceilings,
             "ops": ops.iter().map(|o| serde_json::json!({
                 "scope": o.scope, "name": o.name, "flops": o.cost.flops, "bytes": o.cost.bytes,
@@ -133,9 +146,10 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             "total_seconds": total_s, "sequences_per_second": batch as f64 / total_s,
             "calibrated_total_seconds": calibrated_total.map(|c| c.0),
             "calibrated_sequences_per_second": calibrated_total.map(|c| batch as f64 / c.0),
-            "memory_bytes": memory, "layer_flops_per_sequence": layer,
-            "quoted": { "attention_8nd2_4n2d": transformer::quoted_attention_flops(args.seq, s.hidden),
-                        "layer_24nd2_4n2d": transformer::quoted_layer_flops(args.seq, s.hidden) },
+            "memory_bytes": memory, "budget": budget, "fits": fits,
+            "layer_flops_per_sequence": layer,
+            "quoted": { "attention_8nd2_4n2d": transformer::quoted_attention_flops(args.seq(), s.hidden),
+                        "layer_24nd2_4n2d": transformer::quoted_layer_flops(args.seq(), s.hidden) },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
@@ -147,7 +161,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         s.heads,
         s.intermediate,
         batch,
-        args.seq,
+        args.seq(),
         args.dtype,
         adapter_name,
         ceilings.peak_flops / 1e12,
@@ -168,7 +182,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         );
     }
     println!(
-        "\n{:<11} {:>5} {:>12} {:>12} {:>8} {:>12} {:>7}  {:<8}{}",
+        "\n{:<15} {:>5} {:>12} {:>12} {:>8} {:>12} {:>7}  {:<8}{}",
         "op",
         "count",
         "FLOPs",
@@ -201,7 +215,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
             "mixed"
         };
         println!(
-            "{name:<11} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12} {:>6.1}%  {bound:<8}{}",
+            "{name:<15} {count:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12} {:>6.1}%  {bound:<8}{}",
             cost.flops,
             cost.bytes,
             cost.intensity(),
@@ -211,7 +225,7 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         );
     }
     println!(
-        "{:<11} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12}  → {:.0} sequences/s{}",
+        "{:<15} {:>5} {:>12.3e} {:>12.3e} {:>8.2} {:>12}  → {:.0} sequences/s{}",
         "total",
         ops.len(),
         total_cost.flops,
@@ -233,8 +247,8 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         "\nper layer and sequence: {:.3e} FLOPs op by op ({:.3e} in matmuls) · quoted 24nd²+4n²d = {:.3e} · attention 8nd²+4n²d = {:.3e}",
         layer.total(),
         layer.matmul(),
-        transformer::quoted_layer_flops(args.seq, s.hidden),
-        transformer::quoted_attention_flops(args.seq, s.hidden)
+        transformer::quoted_layer_flops(args.seq(), s.hidden),
+        transformer::quoted_attention_flops(args.seq(), s.hidden)
     );
     let mb = |b: f64| b / (1 << 20) as f64;
     println!(
@@ -243,6 +257,14 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         mb(memory.activations),
         mb(memory.kv_cache)
     );
+    if let Some(b) = budget {
+        println!(
+            "{} the {:.1} GB usable on {adapter_name}: weights and one layer's activations take {:.1} GB",
+            if needed <= b { "fits" } else { "does NOT fit" },
+            b / 1e9,
+            needed / 1e9
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -20,25 +20,26 @@ pub struct Args {
     /// types), or a Hugging Face config.json (BERT, Llama, Mistral or Qwen2).
     #[arg(long, default_value = "minilm")]
     model: String,
-    /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…).
+    /// A GPU of the spec table, by name ("NVIDIA H200", "Apple M2 Max", "RX 7900 XTX"…;
+    /// `--adapter list` names them all, with their bandwidth and peaks).
     #[arg(long, default_value = DEFAULT_ADAPTER)]
     adapter: String,
     /// Sequences per batch (default: 32 for an encoder, 1 for a decoder).
     #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
     batch: Option<usize>,
-    /// Encoders: tokens per sequence (1 to the model's positions).
-    #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
-    seq: usize,
+    /// Encoders: tokens per sequence (1 to the model's positions; default 128).
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    seq: Option<usize>,
     /// Encoders, and decoders with `--report`: the activations' precision, f32 or f16 with f32
     /// accumulation (a decoder's weights are priced in `--quant` or the GGUF's types).
     #[arg(long, default_value = "f32", value_parser = ["f32", "f16"])]
     dtype: String,
-    /// Decoders: prompt tokens (the prefill).
-    #[arg(long, default_value_t = 512, value_parser = crate::at_least_one, allow_negative_numbers = true)]
-    prompt: usize,
-    /// Decoders: tokens generated after the prompt (the decode).
-    #[arg(long, default_value_t = 128, value_parser = crate::at_least_one, allow_negative_numbers = true)]
-    generate: usize,
+    /// Decoders: prompt tokens (the prefill; default 512).
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    prompt: Option<usize>,
+    /// Decoders: tokens generated after the prompt (the decode; default 128).
+    #[arg(long, value_parser = crate::at_least_one, allow_negative_numbers = true)]
+    generate: Option<usize>,
     /// Decoders: llama.cpp's file type for a preset or config.json, as `llama-quantize` names
     /// it (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K; the mixes Q2_K, Q2_K_S,
     /// Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, IQ1_S, IQ1_M, IQ2_XXS/XS/S/M, IQ3_XXS/XS/S/M, IQ4_NL,
@@ -90,6 +91,21 @@ fn parse_quant(s: &str) -> Result<Quant, String> {
         .ok_or_else(|| format!("not a format or mix; one of {}", Quant::names().join(", ")))
 }
 
+impl Args {
+    /// Encoders' tokens per sequence.
+    fn seq(&self) -> usize {
+        self.seq.unwrap_or(128)
+    }
+    /// Decoders' prompt tokens.
+    fn prompt(&self) -> usize {
+        self.prompt.unwrap_or(512)
+    }
+    /// Decoders' generated tokens.
+    fn generate(&self) -> usize {
+        self.generate.unwrap_or(128)
+    }
+}
+
 pub fn run(args: Args) -> crate::CliResult {
     if args.validate {
         if args.backend.is_some() {
@@ -99,13 +115,40 @@ pub fn run(args: Args) -> crate::CliResult {
         }
         return validate::run(args.json);
     }
+    if args.adapter == "list" {
+        let rows = ridge_model::hardware::table();
+        if args.json {
+            println!("{}", serde_json::to_string(&rows)?);
+        } else {
+            println!(
+                "{:<36} {:>9} {:>11} {:>11}",
+                "GPU", "GB/s", "f32 TFLOP/s", "f16 TFLOP/s"
+            );
+            for r in &rows {
+                println!(
+                    "{:<36} {:>9.1} {:>11.2} {:>11.2}",
+                    r.name, r.bandwidth_gbps, r.f32_tflops, r.f16_tflops
+                );
+            }
+            println!(
+                "({} GPUs; each row's source: crates/ridge-model/data/gpus.json)",
+                rows.len()
+            );
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     if args.model == "list" {
-        println!("encoders: minilm");
         let names: Vec<String> = DecoderShape::presets()
             .into_iter()
             .map(|p| p.name)
             .collect();
-        println!("decoders: {}", names.join(", "));
+        if args.json {
+            let doc = serde_json::json!({ "encoders": ["minilm"], "decoders": names });
+            println!("{doc}");
+        } else {
+            println!("encoders: minilm");
+            println!("decoders: {}", names.join(", "));
+        }
         return Ok(std::process::ExitCode::SUCCESS);
     }
     if args.report.is_some() && args.adapter != DEFAULT_ADAPTER {
@@ -119,7 +162,27 @@ pub fn run(args: Args) -> crate::CliResult {
             "warning: --backend is not used with --report: Ridge's own kernels, priced by the report, run the model"
         );
     }
-    match (decoder::source(&args.model)?, &args.report) {
+    let source = decoder::source(&args.model)?;
+    // Flags of the other kind of model: said, not silently dropped.
+    let unused: &[(&str, bool)] = if source.is_some() {
+        &[("--seq", args.seq.is_some())]
+    } else {
+        &[
+            ("--prompt", args.prompt.is_some()),
+            ("--generate", args.generate.is_some()),
+        ]
+    };
+    for (flag, given) in unused {
+        if *given {
+            let (kind, instead) = if source.is_some() {
+                ("a decoder", "--prompt and --generate")
+            } else {
+                ("an encoder", "--seq")
+            };
+            eprintln!("warning: {flag} is not used for {kind}, which takes {instead}");
+        }
+    }
+    match (source, &args.report) {
         (Some(model), Some(report)) => {
             ridge_plan::run(&args, &model.shape, model.gguf.as_deref(), report)
         }
@@ -128,18 +191,27 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 }
 
-/// `--report FILE` with its fitted terms.
+/// `--report FILE` with its fitted terms, to price a model stored in `dtype` (`f32`, `f16`).
 ///
 /// Errors: an unreadable file, or one that is not a `ridge bench --json` report
-/// ([`ridge_model::report::BenchReport::parse`]). A report without reduction depths gets a
-/// warning.
+/// ([`ridge_model::report::BenchReport::parse`]); f16 on an adapter the report measured
+/// without f16 (no `shader-f16`: Ridge would refuse to run it there). A report without
+/// reduction depths gets a warning.
 fn load_report(
     path: &std::path::Path,
+    dtype: &str,
 ) -> Result<ridge_model::calibrate::Calibrated, Box<dyn std::error::Error>> {
     let name = path.display();
     let bytes = std::fs::read(path).map_err(|e| format!("--report {name}: {e}"))?;
     let report = ridge_model::report::BenchReport::parse(&bytes)
         .map_err(|e| format!("--report {name}: {e}"))?;
+    if dtype == "f16" && report.measured.f16_tflops.is_none() {
+        return Err(format!(
+            "--dtype f16: {}, which --report {name} measured, has no shader-f16 (Ridge runs f32 there); price --dtype f32",
+            report.adapter
+        )
+        .into());
+    }
     if !report.has_depths() {
         eprintln!(
             "warning: --report {name} predates reduction depths: its compute-bound kinds are \

@@ -146,7 +146,7 @@ pub fn run(
     if args.batch.is_some_and(|b| b != 1) {
         return Err("--report prices Ridge's decoder, which runs one sequence: --batch 1".into());
     }
-    let (prompt, generate) = (args.prompt, args.generate);
+    let (prompt, generate) = (args.prompt(), args.generate());
     if prompt + generate > shape.context {
         return Err(format!(
             "--prompt {prompt} + --generate {generate} is longer than {}'s {} positions",
@@ -157,7 +157,7 @@ pub fn run(
     if gguf.is_some() && args.quant.is_some() {
         return Err("--quant applies to presets and config.json; a GGUF file's tensors have their own types".into());
     }
-    let cal = super::load_report(report)?;
+    let cal = super::load_report(report, &args.dtype)?;
     let dtype = if args.dtype == "f16" {
         DType::F16
     } else {

@@ -199,11 +199,14 @@ impl TiledConfig {
             && y > 0
             && head_dim.is_multiple_of(self.bkv)
             && head_dim / self.bkv <= 2
-            && (self.bkv * head_dim / 4).is_multiple_of(x * y)
-            && (self.bq * head_dim / 4).is_multiple_of(x * y)
             && x <= l.max_compute_workgroup_size_x
             && y <= l.max_compute_workgroup_size_y
-            && x * y <= l.max_compute_invocations_per_workgroup
+            // Checked: a tuning table's entry may hold any numbers.
+            && x.checked_mul(y).is_some_and(|xy| {
+                xy <= l.max_compute_invocations_per_workgroup
+                    && (self.bkv * head_dim / 4).is_multiple_of(xy)
+                    && self.bq.checked_mul(head_dim).is_some_and(|q| (q / 4).is_multiple_of(xy))
+            })
             && self.workgroup_bytes(head_dim) <= l.max_compute_workgroup_storage_size
     }
 }

@@ -46,14 +46,21 @@ impl GemmConfig {
         splits: 1,
     };
 
-    /// Invocations per workgroup.
+    /// Invocations per workgroup (0 for a zero thread tile, saturating: a tuning table's
+    /// entry may hold any numbers).
     pub fn invocations(&self) -> u32 {
-        (self.bm / self.tm) * (self.bn / self.tn)
+        let per = |b: u32, t: u32| b.checked_div(t).unwrap_or(0);
+        per(self.bm, self.tm).saturating_mul(per(self.bn, self.tn))
     }
     /// Bytes of workgroup memory: the staged f32 slices of A and B (each k row padded by
-    /// four values), times the stages.
+    /// four values), times the stages (saturating).
     pub fn workgroup_bytes(&self) -> u32 {
-        (self.bm + self.bn + 8) * self.bk * 4 * self.stages
+        self.bm
+            .saturating_add(self.bn)
+            .saturating_add(8)
+            .saturating_mul(self.bk)
+            .saturating_mul(4)
+            .saturating_mul(self.stages)
     }
 }
 
@@ -92,22 +99,28 @@ impl CoopConfig {
 
     /// Rows of C per workgroup.
     pub fn bm(&self) -> u32 {
-        16 * self.fm * self.sg_m
+        16u32.saturating_mul(self.fm).saturating_mul(self.sg_m)
     }
     /// Columns of C per workgroup.
     pub fn bn(&self) -> u32 {
-        16 * self.fn_ * self.sg_n
+        16u32.saturating_mul(self.fn_).saturating_mul(self.sg_n)
     }
     /// Invocations per workgroup.
     pub fn invocations(&self) -> u32 {
-        32 * self.sg_m * self.sg_n
+        32u32.saturating_mul(self.sg_m).saturating_mul(self.sg_n)
     }
     /// Bytes of workgroup memory: f16 A and B slices, each staged row padded by 8 halves
     /// (the larger of the two stored layouts), times the stages, plus a 16×16 f32 scratch
     /// per subgroup.
     pub fn workgroup_bytes(&self) -> u32 {
-        let slice = |rows: u32| (rows * (self.bk + 8)).max(self.bk * (rows + 8));
-        (slice(self.bm()) + slice(self.bn())) * 2 * self.stages + self.sg_m * self.sg_n * 256 * 4
+        let (bk, sat) = (self.bk, |a: u32, b: u32| a.saturating_mul(b));
+        let slice =
+            |rows: u32| sat(rows, bk.saturating_add(8)).max(sat(bk, rows.saturating_add(8)));
+        sat(
+            sat(slice(self.bm()).saturating_add(slice(self.bn())), 2),
+            self.stages,
+        )
+        .saturating_add(sat(self.invocations() / 32, 256 * 4))
     }
     /// Whether the tiling is valid (see the type's documentation).
     pub fn is_valid(&self) -> bool {
@@ -119,8 +132,14 @@ impl CoopConfig {
             && self.bk > 0
             && self.bk.is_multiple_of(16)
             && (self.stages == 1 || self.stages == 2)
-            && (self.bm() * self.bk).is_multiple_of(t)
-            && (self.bn() * self.bk).is_multiple_of(t)
+            && self
+                .bm()
+                .checked_mul(self.bk)
+                .is_some_and(|a| a.is_multiple_of(t))
+            && self
+                .bn()
+                .checked_mul(self.bk)
+                .is_some_and(|b| b.is_multiple_of(t))
     }
 }
 
@@ -337,8 +356,13 @@ pub(super) fn check_config(c: &GemmConfig) -> Result<()> {
         && (1..=MAX_SPLITS).contains(&c.splits)
         && c.bm.is_multiple_of(c.tm)
         && c.bn.is_multiple_of(c.tn)
-        && (c.bm * c.bk).is_multiple_of(c.invocations())
-        && (c.bn * c.bk).is_multiple_of(c.invocations());
+        && c.invocations() > 0
+        && c.bm
+            .checked_mul(c.bk)
+            .is_some_and(|a| a.is_multiple_of(c.invocations()))
+        && c.bn
+            .checked_mul(c.bk)
+            .is_some_and(|b| b.is_multiple_of(c.invocations()));
     if ok {
         return Ok(());
     }

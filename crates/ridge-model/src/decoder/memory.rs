@@ -39,12 +39,14 @@ pub struct DecoderMemory {
 impl DecoderMemory {
     /// Memory for `batch` sequences of up to `context` tokens.
     pub fn of(s: &DecoderShape, w: &ModelWeights, batch: usize, context: usize) -> Self {
-        let rows = (batch * context).min(PREFILL_CHUNK) as f64;
+        // In f64: a batch times a context can pass a 32-bit usize (wasm).
+        let tokens = batch as f64 * context as f64;
+        let rows = tokens.min(PREFILL_CHUNK as f64);
         let (d, f) = (s.hidden as f64, s.ffn as f64);
         let qkv = ((s.heads + 2 * s.kv_heads) * s.head_dim) as f64;
         Self {
             weights: w.total(s.tied_embeddings),
-            kv_cache: kv_bytes_per_token(s) * (batch * context) as f64,
+            kv_cache: kv_bytes_per_token(s) * tokens,
             activations: (rows * (2.0 * d + qkv + 3.0 * f) + batch as f64 * s.vocab as f64)
                 * ACTIVATION_BYTES,
         }
@@ -61,9 +63,12 @@ impl DecoderMemory {
         largest(s.context, |c| Self::of(s, w, batch, c).total() <= budget)
     }
 
-    /// The largest batch of `context`-token sequences that fits `budget` bytes (up to 4096).
+    /// The largest batch of `context`-token sequences that fits `budget` bytes (searched up to
+    /// what the KV cache alone allows, so the answer is the memory's, not a cap's).
     pub fn largest_batch(s: &DecoderShape, w: &ModelWeights, context: usize, budget: f64) -> usize {
-        largest(4096, |b| Self::of(s, w, b, context).total() <= budget)
+        let per_sequence = kv_bytes_per_token(s) * context.max(1) as f64;
+        let bound = (budget / per_sequence).clamp(1.0, u32::MAX as f64) as usize;
+        largest(bound, |b| Self::of(s, w, b, context).total() <= budget)
     }
 }
 
@@ -102,5 +107,12 @@ mod tests {
         let batch = DecoderMemory::largest_batch(&s, &w, 1024, 8e9);
         assert!((18..=24).contains(&batch), "{batch}");
         assert_eq!(DecoderMemory::largest_context(&s, &w, 1, 4e9), 0);
+        // A small model's batch is the memory's, not a search's cap (it once stopped at
+        // 4096): SmolLM2-135M at 640 tokens in 134 GB holds thousands of sequences.
+        let s = DecoderShape::preset("smollm2-135m").unwrap();
+        let w = ModelWeights::of(&s, Quant::Q4_K_M);
+        let batch = DecoderMemory::largest_batch(&s, &w, 640, 134e9);
+        let total = |b| DecoderMemory::of(&s, &w, b, 640).total();
+        assert!(batch > 4096 && total(batch) <= 134e9 && total(batch + 1) > 134e9);
     }
 }

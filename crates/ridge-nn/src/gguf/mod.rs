@@ -147,6 +147,28 @@ pub enum Value {
     F64(f64),
 }
 
+/// As a user reads it in a message: `0 (UINT32)`, `"llama" (STRING)`, `an ARRAY of 3`.
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = self.type_name();
+        match self {
+            Value::U8(v) => write!(f, "{v} ({t})"),
+            Value::I8(v) => write!(f, "{v} ({t})"),
+            Value::U16(v) => write!(f, "{v} ({t})"),
+            Value::I16(v) => write!(f, "{v} ({t})"),
+            Value::U32(v) => write!(f, "{v} ({t})"),
+            Value::I32(v) => write!(f, "{v} ({t})"),
+            Value::F32(v) => write!(f, "{v} ({t})"),
+            Value::Bool(v) => write!(f, "{v} ({t})"),
+            Value::String(v) => write!(f, "{v:?} ({t})"),
+            Value::Array(v) => write!(f, "an {t} of {}", v.len()),
+            Value::U64(v) => write!(f, "{v} ({t})"),
+            Value::I64(v) => write!(f, "{v} ({t})"),
+            Value::F64(v) => write!(f, "{v} ({t})"),
+        }
+    }
+}
+
 impl Value {
     /// The GGUF type name (`UINT32`, `STRING`, …).
     pub fn type_name(&self) -> &'static str {

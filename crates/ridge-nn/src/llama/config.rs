@@ -134,9 +134,7 @@ impl LlamaConfig {
             match g.get(&full).map(|v| (v, v.as_u64())) {
                 None => Err(cfg(format!("no {full} in the metadata"))),
                 Some((_, Some(n))) if (1..=max).contains(&n) => Ok(n as usize),
-                Some((v, _)) => Err(cfg(format!(
-                    "{full} = {v:?} is not an integer in 1..={max}"
-                ))),
+                Some((v, _)) => Err(cfg(format!("{full} = {v} is not an integer in 1..={max}"))),
             }
         };
         let float = |key: &str| -> Result<Option<f64>> {
@@ -145,7 +143,7 @@ impl LlamaConfig {
                 None => Ok(None),
                 Some(v) => match v.as_f64() {
                     Some(x) if x.is_finite() && x > 0.0 => Ok(Some(x)),
-                    _ => Err(cfg(format!("{full} = {v:?} is not a positive number"))),
+                    _ => Err(cfg(format!("{full} = {v} is not a positive number"))),
                 },
             }
         };
@@ -185,7 +183,7 @@ impl LlamaConfig {
             return Err(Error::Unsupported {
                 path: path.into(),
                 message: format!(
-                    "{arch}.rope.dimension_count = {v:?}: Ridge rotates whole heads of {head_dim}"
+                    "{arch}.rope.dimension_count = {v}: Ridge rotates whole heads of {head_dim}"
                 ),
             });
         }
@@ -241,6 +239,52 @@ impl LlamaConfig {
             )));
         }
         Ok(config)
+    }
+
+    /// Every tensor a forward reads has the shape this configuration gives it (`[rows, cols]`
+    /// of a matrix, `[n]` of a norm's weights; any format): a file whose metadata disagrees
+    /// with its tensors is refused by name, for pricing as for running, instead of being
+    /// priced or run as the metadata says. `output.weight` may be absent (tied).
+    ///
+    /// Errors: [`Error::Weights`] naming the first missing or misshapen tensor.
+    pub fn check_tensors(&self, g: &Gguf) -> Result<()> {
+        let (h, f) = (self.hidden, self.ffn);
+        let (q, kv) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
+        let expect = |name: &str, shape: &[usize], optional: bool| -> Result<()> {
+            let err = |message| Error::Weights {
+                path: g.path().into(),
+                message,
+            };
+            match g.tensor(name) {
+                None if optional => Ok(()),
+                None => Err(err(format!("missing tensor {name:?}"))),
+                Some(t) if t.shape() != shape => Err(err(format!(
+                    "tensor {name:?} has shape {:?}, the metadata says {shape:?}",
+                    t.shape()
+                ))),
+                Some(_) => Ok(()),
+            }
+        };
+        expect("token_embd.weight", &[self.vocab, h], false)?;
+        expect("output.weight", &[self.vocab, h], true)?;
+        expect("output_norm.weight", &[h], false)?;
+        for l in 0..self.layers {
+            let p = |n: &str| format!("blk.{l}.{n}.weight");
+            for (n, shape) in [
+                ("attn_norm", vec![h]),
+                ("attn_q", vec![q, h]),
+                ("attn_k", vec![kv, h]),
+                ("attn_v", vec![kv, h]),
+                ("attn_output", vec![h, q]),
+                ("ffn_norm", vec![h]),
+                ("ffn_gate", vec![f, h]),
+                ("ffn_up", vec![f, h]),
+                ("ffn_down", vec![h, f]),
+            ] {
+                expect(&p(n), &shape, false)?;
+            }
+        }
+        Ok(())
     }
 
     /// Parameters (weights) of the model, for reports.
