@@ -75,10 +75,15 @@ pub const PRESETS: &[(&str, usize, usize, usize, usize, usize, usize, usize, boo
 ];
 
 /// Bounds far above any published decoder (widths ≈ 2¹⁴, vocabularies ≈ 2¹⁸, contexts ≈ 2²⁰),
-/// low enough that products such as vocab · d · layers stay exact in f64.
-const MAX_DIM: u64 = 1 << 20;
-const MAX_LAYERS: u64 = 1 << 12;
-const MAX_CONTEXT: u64 = 1 << 24;
+/// low enough that products such as vocab · d · layers stay exact in f64: a width, head
+/// count, feed-forward width or vocabulary past [`MAX_DIM`], a layer count past
+/// [`MAX_LAYERS`] or a context past [`MAX_CONTEXT`] is refused as corrupt, from a
+/// config.json as from a GGUF's metadata.
+pub const MAX_DIM: u64 = 1 << 20;
+/// See [`MAX_DIM`].
+pub const MAX_LAYERS: u64 = 1 << 12;
+/// See [`MAX_DIM`].
+pub const MAX_CONTEXT: u64 = 1 << 24;
 
 impl DecoderShape {
     /// The named presets, from each model's `config.json` on Hugging Face ([`PRESETS`]).

@@ -40,10 +40,10 @@ pub struct LlamaConfig {
 /// (`rope_freq_base_train`, 10000, the base of Su et al., "RoFormer", 2021, and Llama 1/2).
 pub const DEFAULT_ROPE_BASE: f64 = 10_000.0;
 
-/// Sizes past these are refused as corrupt rather than allocated from.
-const MAX_WIDTH: u64 = 1 << 16;
-const MAX_LAYERS: u64 = 1 << 10;
-const MAX_CONTEXT: u64 = 1 << 20;
+// Sizes past these are refused as corrupt rather than allocated from: the decoder model's
+// bounds, one set for a config.json and a GGUF, for pricing and for running (a file's
+// tensors must then match the sizes, `LlamaConfig::check_tensors`).
+use ridge_model::decoder::{MAX_CONTEXT, MAX_DIM, MAX_LAYERS};
 
 impl LlamaConfig {
     /// SmolLM2-135M (Hugging Face, 2024): 30 layers, width 576, 9 heads over 3 KV heads,
@@ -158,14 +158,14 @@ impl LlamaConfig {
                 message: format!("rope scaling {kind:?} (Ridge runs plain RoPE)"),
             });
         }
-        let hidden = int("embedding_length", MAX_WIDTH)?;
-        let heads = int("attention.head_count", MAX_WIDTH)?;
+        let hidden = int("embedding_length", MAX_DIM)?;
+        let heads = int("attention.head_count", MAX_DIM)?;
         let kv_heads = match g.get(&format!("{arch}.attention.head_count_kv")) {
             None => heads,
-            Some(_) => int("attention.head_count_kv", MAX_WIDTH)?,
+            Some(_) => int("attention.head_count_kv", MAX_DIM)?,
         };
         let key_length = match g.get(&format!("{arch}.attention.key_length")) {
-            Some(_) if !run => Some(int("attention.key_length", MAX_WIDTH)?),
+            Some(_) if !run => Some(int("attention.key_length", MAX_DIM)?),
             _ => None,
         };
         if (key_length.is_none() && !hidden.is_multiple_of(heads))
@@ -190,7 +190,7 @@ impl LlamaConfig {
         let vocab = match g.get("tokenizer.ggml.tokens").and_then(Value::as_array) {
             Some(tokens) => {
                 if g.get(&format!("{arch}.vocab_size")).is_some() {
-                    let stated = int("vocab_size", MAX_CONTEXT * 16)?;
+                    let stated = int("vocab_size", MAX_DIM)?;
                     if stated != tokens.len() {
                         return Err(cfg(format!(
                             "{arch}.vocab_size = {stated}, but the tokenizer has {} tokens",
@@ -200,7 +200,7 @@ impl LlamaConfig {
                 }
                 tokens.len()
             }
-            None => int("vocab_size", MAX_CONTEXT * 16)?,
+            None => int("vocab_size", MAX_DIM)?,
         };
         // The epsilon changes every norm's output: a file without it is refused for running,
         // as llama.cpp refuses it ("key not found"), rather than run with a guess; pricing
@@ -219,7 +219,7 @@ impl LlamaConfig {
         let config = Self {
             layers: int("block_count", MAX_LAYERS)?,
             hidden,
-            ffn: int("feed_forward_length", MAX_WIDTH * 4)?,
+            ffn: int("feed_forward_length", MAX_DIM)?,
             heads,
             kv_heads,
             head_dim,
