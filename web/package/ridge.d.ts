@@ -79,6 +79,7 @@ export declare class Ridge {
   gpuBytes(): Promise<number>;
   /** The shader variants this browser's WGSL compiler refuses (empty: every one compiled). */
   checkShaders(): Promise<{ shader: string; entry: string; error: string }[]>;
+  /** Stops the worker; calls in flight and any made after reject ("Ridge was terminated"). */
   terminate(): void;
 }
 
@@ -134,7 +135,8 @@ export declare class Generator {
     prompt: string | Message[] | { ids: number[] },
     options?: GenerateOptions,
   ): AsyncGenerator<{ id: number; text: string }, void, undefined>;
-  stop(): void;
+  /** Stops the reply in progress after its current token; rejects for a disposed generator. */
+  stop(): Promise<void>;
   reset(): Promise<void>;
   /** The roofline bound on decode tokens/s at a context of `depth` (not a forecast). */
   predictedTokensPerSecond(depth?: number): Promise<number>;

@@ -15,6 +15,7 @@ const CACHE_NAME = "ridge-model-v1";
 export class Ridge {
   #worker;
   #pending = new Map();
+  #failed = null;
   #nextId = 0;
 
   /** The adapter: name, backend, features, limits, subgroup sizes (as `ridge info --json`). */
@@ -34,9 +35,9 @@ export class Ridge {
     ridge.#worker = new Worker(workerUrl ?? new URL("./worker.js", import.meta.url), { type: "module" });
     ridge.#worker.onmessage = ({ data }) => ridge.#receive(data);
     ridge.#worker.onerror = (e) => {
-      const error = new Error(`Ridge's worker failed: ${e.message ?? e}`);
-      for (const p of ridge.#pending.values()) p.reject(error);
-      ridge.#pending.clear();
+      // A worker that failed to start gives an Event without a message.
+      const why = e.message ?? `could not start ${workerUrl ?? "worker.js"} (a wrong workerUrl?)`;
+      ridge.#fail(new Error(`Ridge's worker failed: ${why}`));
     };
     const init = await ridge.#call("init", { stored_tables: storedTables() });
     ridge.adapter = init.adapter;
@@ -54,9 +55,18 @@ export class Ridge {
   }
 
   #call(cmd, args = {}, onEvent) {
+    if (this.#failed) return Promise.reject(this.#failed);
     const id = this.#nextId++;
     this.#worker.postMessage({ id, cmd, args });
     return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, onEvent }));
+  }
+
+  // Rejects every call in flight and every later one with `error`: no promise is left
+  // waiting on a worker that is gone.
+  #fail(error) {
+    this.#failed = error;
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
   }
 
   /** @internal */
@@ -138,9 +148,13 @@ export class Ridge {
     return this.#call("check_shaders");
   }
 
-  /** Stops the worker; the device and every model go with it. */
+  /**
+   * Stops the worker; the device and every model go with it. Calls in flight, and any made
+   * after, reject ("Ridge was terminated"); a generation's loop ends with that error.
+   */
   terminate() {
     this.#worker.terminate();
+    this.#fail(new Error("Ridge was terminated"));
   }
 }
 
@@ -219,6 +233,7 @@ export class Generator {
    * @returns {AsyncGenerator<{ id: number, text: string }>}
    */
   async *generate(prompt, options = {}) {
+    this.lastStats = null;
     const queue = [];
     let wake = null;
     let finished = false;
@@ -265,15 +280,18 @@ export class Generator {
       }
     } finally {
       if (!finished) {
-        this.stop();
+        await this.stop().catch(() => {});
         await done.catch(() => {});
       }
     }
   }
 
-  /** Stops the reply in progress after its current token. */
+  /**
+   * Stops the reply in progress after its current token. Resolves when the worker has the
+   * request; rejects for a disposed generator.
+   */
   stop() {
-    this.#ridge._call("stop", { handle: this.#handle });
+    return this.#ridge._call("stop", { handle: this.#handle });
   }
 
   /** Forgets the conversation. */

@@ -57,19 +57,37 @@ const commands = {
   // A sentence-transformers folder: each file fetched (a 404 leaves it out; Ridge then names
   // the required file that is missing, by URL).
   async load_embedder({ base }, event) {
+    // The wasm Ridge holds one embedding model: a second would silently replace the first
+    // under its handle.
+    const live = [...models.entries()].find(([, m]) => m.kind === "embedder");
+    if (live) {
+      throw new Error(`embedder ${live[0]} is loaded: Ridge holds one embedder at a time (dispose it first)`);
+    }
     const cache = "caches" in self ? await caches.open(CACHE_NAME) : null;
     const fromCache = [];
+    const fetched = [];
     for (const name of Ridge.model_files()) {
-      const bytes = await fetchFile(cache, new URL(name, base), name, fromCache, event);
-      if (bytes) ridge.add_model_file(name, bytes);
+      const url = new URL(name, base);
+      const bytes = await fetchFile(cache, url, name, fromCache, event);
+      if (bytes) {
+        ridge.add_model_file(name, bytes);
+        fetched.push(url);
+      }
     }
-    const dim = ridge.load_model(base);
+    let dim;
+    try {
+      dim = ridge.load_model(base);
+    } catch (e) {
+      await forget(cache, fetched); // a file that failed to load is fetched again next time
+      throw e;
+    }
     const handle = nextHandle++;
     models.set(handle, { kind: "embedder", value: ridge });
     return { handle, dim, from_cache: fromCache };
   },
 
   async embed({ handle, texts, batch_size = 16 }) {
+    strings(texts);
     const flat = await model(handle, "embedder").embed(texts, batch_size);
     const dim = flat.length / Math.max(texts.length, 1);
     const vectors = [];
@@ -78,11 +96,13 @@ const commands = {
   },
 
   async truncated({ handle, texts }) {
+    strings(texts);
     const m = model(handle, "embedder");
     return texts.map((t) => m.truncates(t));
   },
 
   async tokens({ handle, texts }) {
+    strings(texts);
     const m = model(handle, "embedder");
     return texts.map((t) => Array.from(m.token_ids(t)));
   },
@@ -93,7 +113,13 @@ const commands = {
     const name = new URL(url).pathname.split("/").pop();
     const bytes = await fetchFile(cache, new URL(url), name, fromCache, event);
     if (!bytes) throw new Error(`${url}: file not found`);
-    const generator = ridge.load_generator(bytes, url, f16, context);
+    let generator;
+    try {
+      generator = ridge.load_generator(bytes, url, f16, context);
+    } catch (e) {
+      await forget(cache, [new URL(url)]); // a file that failed to load is fetched again next time
+      throw e;
+    }
     const handle = nextHandle++;
     models.set(handle, { kind: "generator", value: generator });
     return { handle, info: JSON.parse(generator.info()), from_cache: fromCache.length > 0 };
@@ -103,7 +129,11 @@ const commands = {
     const g = model(handle, "generator");
     let ids;
     if (Array.isArray(prompt)) ids = g.encode_chat(JSON.stringify(prompt));
-    else if (prompt && typeof prompt === "object" && Array.isArray(prompt.ids)) ids = Uint32Array.from(prompt.ids);
+    else if (prompt && typeof prompt === "object" && Array.isArray(prompt.ids)) {
+      const bad = prompt.ids.find((id) => !Number.isInteger(id) || id < 0 || id > 0xffffffff);
+      if (bad !== undefined) throw new Error(`token ids are integers from 0, not ${JSON.stringify(bad)}`);
+      ids = Uint32Array.from(prompt.ids);
+    }
     else if (typeof prompt === "string" && raw) ids = g.encode(prompt);
     else if (typeof prompt === "string") ids = g.encode_chat(JSON.stringify([{ role: "user", content: prompt }]));
     else throw new Error("a prompt is a string, a list of {role, content} messages, or {ids}");
@@ -142,6 +172,18 @@ const commands = {
   },
 };
 
+// Errors unless `texts` is an array of strings (a string alone would embed each character).
+function strings(texts) {
+  if (!Array.isArray(texts) || texts.some((t) => typeof t !== "string")) {
+    throw new Error("texts are an array of strings");
+  }
+}
+
+// Drops `urls` from the cache: files that failed to load.
+async function forget(cache, urls) {
+  if (cache) await Promise.all(urls.map((u) => cache.delete(u)));
+}
+
 // One model file: from the Cache API when there, else fetched with progress and stored.
 // Returns the bytes, or null for a 404.
 async function fetchFile(cache, url, name, fromCache, event) {
@@ -149,7 +191,11 @@ async function fetchFile(cache, url, name, fromCache, event) {
   if (response) {
     fromCache.push(name);
   } else {
-    response = await fetch(url);
+    try {
+      response = await fetch(url);
+    } catch (e) {
+      throw new Error(`${url.href}: ${e?.message ?? e}`);
+    }
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`${url.href}: HTTP ${response.status} ${response.statusText}`);
   }
@@ -159,7 +205,13 @@ async function fetchFile(cache, url, name, fromCache, event) {
   let loaded = 0;
   let reported = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (e) {
+      throw new Error(`${url.href}: ${e?.message ?? e} after ${loaded} bytes`);
+    }
+    const { done, value } = chunk;
     if (done) break;
     chunks.push(value);
     loaded += value.length;

@@ -108,6 +108,28 @@ fn op_list(ops: &str) -> Vec<String> {
         .collect()
 }
 
+/// `ops` (comma separated) when every one is in `known`, else an error naming the first that
+/// is not and the choices.
+fn known_ops(ops: &str, known: &[&str]) -> Result<Vec<String>, JsValue> {
+    let ops = op_list(ops);
+    match ops.iter().find(|o| !known.contains(&o.as_str())) {
+        Some(bad) => Err(js_err(format!("op {bad:?}: one of {}", known.join(", ")))),
+        None => Ok(ops),
+    }
+}
+
+/// `repeats` when in 1..=1000 (`ridge check` and `ridge bench`'s range), else an error: a
+/// negative number from JavaScript arrives as a huge one.
+fn checked_repeats(repeats: f64) -> Result<usize, JsValue> {
+    if repeats.fract() == 0.0 && (1.0..=1000.0).contains(&repeats) {
+        Ok(repeats as usize)
+    } else {
+        Err(js_err(format!(
+            "repeats {repeats}: a whole number from 1 to 1000"
+        )))
+    }
+}
+
 /// A Ridge context on the browser's WebGPU adapter, and the model once loaded.
 #[wasm_bindgen]
 pub struct Ridge {
@@ -165,10 +187,16 @@ impl Ridge {
         let ctx = self.ctx.clone();
         let key = self.tuning_key();
         future_to_promise(async move {
-            let ops = op_list(&ops);
+            // An unknown op would tune nothing and overwrite the stored table with an empty one.
+            let ops = known_ops(&ops, &autotune::OPS)?;
+            if !(budget_s.is_finite() && budget_s > 0.0) {
+                return Err(js_err(format!(
+                    "budget {budget_s} s: a positive number of seconds"
+                )));
+            }
             let opts = TuneOptions {
                 ops: ops.clone(),
-                budget: std::time::Duration::from_secs_f64(budget_s.max(0.0)),
+                budget: std::time::Duration::from_secs_f64(budget_s.min(1e9)),
                 repeats: 3,
                 good_enough: 0.9,
             };
@@ -245,9 +273,10 @@ impl Ridge {
     /// `repeats` timed launches each); resolves to a JSON array of case results (op, shape,
     /// dtype, max_abs_error, worst_ratio, passed, detail, ms, cost).
     /// `on_progress(done, total, step)` is called as each case is checked, then timed.
-    pub fn run_suite(&self, repeats: usize, on_progress: js_sys::Function) -> Promise {
+    pub fn run_suite(&self, repeats: f64, on_progress: js_sys::Function) -> Promise {
         let ctx = self.ctx.clone();
         future_to_promise(async move {
+            let repeats = checked_repeats(repeats)?;
             let report = |p: ridge_kernels::suite::Progress| {
                 let _ = on_progress.call3(
                     &JsValue::NULL,
@@ -256,7 +285,7 @@ impl Ridge {
                     &p.step.into(),
                 );
             };
-            let results = ridge_kernels::suite::run_with_progress(&ctx, repeats.max(1), &report)
+            let results = ridge_kernels::suite::run_with_progress(&ctx, repeats, &report)
                 .await
                 .map_err(js_err)?;
             Ok(serde_json::to_string(&results).map_err(js_err)?.into())
@@ -276,7 +305,7 @@ impl Ridge {
         &self,
         size: String,
         ops: String,
-        repeats: usize,
+        repeats: f64,
         on_progress: js_sys::Function,
     ) -> Promise {
         use ridge_kernels::{bench, ceilings, sweep};
@@ -289,14 +318,8 @@ impl Ridge {
                     names.join(", ")
                 )));
             };
-            let ops = op_list(&ops);
-            if let Some(bad) = ops.iter().find(|o| !sweep::OPS.contains(&o.as_str())) {
-                return Err(js_err(format!(
-                    "op {bad:?}: one of {}",
-                    sweep::OPS.join(", ")
-                )));
-            }
-            let repeats = repeats.clamp(1, 1000);
+            let ops = known_ops(&ops, &sweep::OPS)?;
+            let repeats = checked_repeats(repeats)?;
             let m = ceilings::measure(&ctx, 64 << 20, repeats)
                 .await
                 .map_err(js_err)?;

@@ -278,15 +278,38 @@ try {
         for await (const t of llm.generate(messages, options)) got.push(t.id);
         sampled.push(got);
       }
+      // Misuse a user tried (2026-12-05): each a rejection naming the problem, the worker alive.
+      const why = (p) => p.then(() => "resolved", (e) => e.message);
+      const badIds = await why(llm.generate({ ids: [-1] }).next()); // became 4294967295
       await llm.dispose();
       const embedder = await ridge.embedder("/model/");
       const [v] = await embedder.embed([sentence]);
+      const misuse = {
+        ids: badIds,
+        second: await why(ridge.embedder("/model/")), // would have replaced the first's model
+        string: await why(embedder.embed(sentence)), // embedded each character
+        repeats: await why(ridge.runSuite({ repeats: -1 })), // panicked the worker
+        tune: await why(ridge.tune({ ops: "nonexistent_op", budgetSeconds: 1 })),
+      };
+      misuse.alive = (await embedder.embed([sentence]))[0].length;
       ridge.terminate();
-      return { ids, sampled, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v };
+      misuse.terminated = await why(ridge.gpuBytes()); // never settled
+      return { ids, sampled, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v, misuse };
     },
     { gguf: GGUF, messages: first.messages, sentence: fixture.sentences[0].text },
   ).catch((e) => ({ error: e.message }));
   check(!generated.error, `package: generator and embedder (${generated.error ?? "no error"})`);
+  const m = generated.misuse ?? {};
+  check(
+    /one embedder at a time/.test(m.second) &&
+      /array of strings/.test(m.string) &&
+      /token ids/.test(m.ids) &&
+      /repeats -1/.test(m.repeats) &&
+      /nonexistent_op/.test(m.tune) &&
+      m.alive === 384 &&
+      /terminated/.test(m.terminated),
+    `package: misuse rejected by name, the worker alive after, calls after terminate() rejected (${JSON.stringify(m)})`,
+  );
   const want = first.greedy_ids.slice(0, 8);
   check(
     JSON.stringify(generated.ids) === JSON.stringify(want),
