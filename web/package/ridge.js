@@ -128,6 +128,7 @@ export class Ridge {
    * @param {{ f16?: boolean, context?: number, onProgress?: (p: { file: string, loaded: number, total: number }) => void }} [options]
    */
   async generator(url, { f16 = false, context = 4096, onProgress } = {}) {
+    whole("context", context, 1);
     const href = new URL(url, location.href).href;
     const info = await this.#call("load_generator", { url: href, f16, context }, (e) =>
       onProgress?.(e.progress),
@@ -179,6 +180,7 @@ export class Embedder {
    * @returns {Promise<number[][]>}
    */
   async embed(texts, { batchSize = 16 } = {}) {
+    whole("batchSize", batchSize, 1);
     const { vectors } = await this.#ridge._call("embed", { handle: this.#handle, texts, batch_size: batchSize });
     return vectors;
   }
@@ -238,6 +240,7 @@ export class Generator {
     let wake = null;
     let finished = false;
     let failure = null;
+    checkOptions(options);
     const args = {
       handle: this.#handle,
       prompt,
@@ -305,6 +308,11 @@ export class Generator {
    * A bound, not a forecast (kernels run below those roofs: far below on CPU emulators).
    */
   predictedTokensPerSecond(depth = 128) {
+    try {
+      whole("depth", depth, 0);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return this.#ridge._call("predict", { handle: this.#handle, depth });
   }
 
@@ -323,6 +331,27 @@ function storedTables() {
     if (key.startsWith("ridge/tuning/")) tables[key] = localStorage.getItem(key);
   }
   return tables;
+}
+
+// Errors unless `value` is a whole number from `min` (a fraction, NaN or a negative number
+// would be coerced on its way to the worker).
+function whole(name, value, min) {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new Error(`${name} ${value}: a whole number from ${min}`);
+  }
+}
+
+const GENERATE_OPTIONS = ["maxTokens", "temperature", "topK", "topP", "repetitionPenalty", "seed", "ignoreEos", "raw"];
+
+// Errors for an option `generate` does not take (a typo would silently run the default) and
+// for numbers that are not what the option takes; the model checks their ranges.
+function checkOptions(options) {
+  const unknown = Object.keys(options).find((k) => !GENERATE_OPTIONS.includes(k));
+  if (unknown !== undefined) throw new Error(`option ${unknown}: one of ${GENERATE_OPTIONS.join(", ")}`);
+  for (const k of ["maxTokens", "topK", "seed"]) if (k in options) whole(k, options[k], 0);
+  for (const k of ["temperature", "topP", "repetitionPenalty"]) {
+    if (k in options && !Number.isFinite(options[k])) throw new Error(`${k} ${options[k]}: a finite number`);
+  }
 }
 
 export { CACHE_NAME };

@@ -281,11 +281,15 @@ try {
       // Misuse a user tried (2026-12-05): each a rejection naming the problem, the worker alive.
       const why = (p) => p.then(() => "resolved", (e) => e.message);
       const badIds = await why(llm.generate({ ids: [-1] }).next()); // became 4294967295
+      const typo = await why(llm.generate("Hi", { maxTokns: 2 }).next()); // ran the default 256
+      const nan = await why(llm.generate("Hi", { temperature: NaN }).next()); // "invalid type: null"
       await llm.dispose();
       const embedder = await ridge.embedder("/model/");
       const [v] = await embedder.embed([sentence]);
       const misuse = {
         ids: badIds,
+        typo,
+        nan,
         second: await why(ridge.embedder("/model/")), // would have replaced the first's model
         string: await why(embedder.embed(sentence)), // embedded each character
         repeats: await why(ridge.runSuite({ repeats: -1 })), // panicked the worker
@@ -304,6 +308,8 @@ try {
     /one embedder at a time/.test(m.second) &&
       /array of strings/.test(m.string) &&
       /token ids/.test(m.ids) &&
+      /option maxTokns/.test(m.typo) &&
+      /temperature NaN/.test(m.nan) &&
       /repeats -1/.test(m.repeats) &&
       /nonexistent_op/.test(m.tune) &&
       m.alive === 384 &&
