@@ -221,6 +221,9 @@ async function fetchFile(cache, url, name, fromCache, event) {
       event({ progress: { file: name, loaded, total } });
     }
   }
+  // The last event says the whole file arrived, also where the server sent no
+  // Content-Length (its total then becomes what arrived).
+  if (reported !== loaded) event({ progress: { file: name, loaded, total: total || loaded } });
   const bytes = new Uint8Array(loaded);
   let at = 0;
   for (const c of chunks) {
