@@ -107,16 +107,9 @@ fn sample_scale(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     if bad {
         atomicStore(&red_bad, 1u);
     }
-    red[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red[lid] = max(red[lid], red[lid + s]);
-        }
-        workgroupBarrier();
-    }
+    let top = wg_reduce(lid, m, true);
     if lid == 0u {
-        part[b] = red[0];
+        part[b] = top;
         part[2u * p.blocks + b] = f32(atomicLoad(&red_bad));
     }
 }
@@ -128,15 +121,7 @@ fn sample_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     for (var i = lid; i < p.blocks; i += WG) {
         m = max(m, part[i]);
     }
-    red[lid] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red[lid] = max(red[lid], red[lid + s]);
-        }
-        workgroupBarrier();
-    }
-    let top = red[0];
+    let top = wg_reduce(lid, m, true);
     if lid == 0u {
         atomicStore(&block_count, 0u);
     }
@@ -170,16 +155,9 @@ fn sample_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
             atomicStore(&cand[4u + CAP + slot], b * BLOCK + j * WG + lid);
         }
     }
-    red[lid] = sum;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let total = wg_sum(lid, sum);
     if lid == 0u {
-        part[p.blocks + b] = red[0];
+        part[p.blocks + b] = total;
     }
 }
 
@@ -219,13 +197,14 @@ fn draw() -> f32 {
     return f32(h >> 8u) * (1.0 / 16777216.0);
 }
 
-// The sum over the workgroup of each invocation's v, the same in every invocation.
-fn wg_sum(lid: u32, v: f32) -> f32 {
+// The sum (or, with take_max, the largest) over the workgroup of each invocation's v, the
+// same in every invocation. Call from uniform control flow.
+fn wg_reduce(lid: u32, v: f32, take_max: bool) -> f32 {
     red[lid] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if lid < s {
-            red[lid] += red[lid + s];
+            red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), take_max);
         }
         workgroupBarrier();
     }
@@ -233,6 +212,10 @@ fn wg_sum(lid: u32, v: f32) -> f32 {
         sh_f = red[0];
     }
     return workgroupUniformLoad(&sh_f);
+}
+
+fn wg_sum(lid: u32, v: f32) -> f32 {
+    return wg_reduce(lid, v, false);
 }
 
 // scan[lid] becomes the inclusive prefix sum of scan[0..=lid].

@@ -75,19 +75,20 @@ pub fn run(args: &super::Args) -> crate::CliResult {
         .as_deref()
         .map(|r| super::load_report(r, &args.dtype))
         .transpose()?;
-    // The GPU's usable memory, where the spec table states it (a report's adapter: unknown).
-    let mut budget = None;
-    let (adapter, ceilings) = match (&calibrated, &args.report) {
+    // The adapter, its ceilings and its usable memory where the spec table states it (a
+    // report's adapter: unknown).
+    let (adapter, ceilings, budget) = match (&calibrated, &args.report) {
         (Some(c), Some(path)) => (
             serde_json::json!({ "name": c.report.adapter, "report": path }),
             c.report.measured.ceilings(f16),
+            None,
         ),
         _ => {
             let spec = hardware::find(&args.adapter)
                 .map_err(|e| format!("--adapter: {e} (`--adapter list` names them)"))?;
             let ceilings = spec.ceilings(precision);
-            budget = ridge_model::decoder::memory::usable_bytes(&spec);
-            (serde_json::to_value(spec)?, ceilings)
+            let budget = ridge_model::decoder::memory::usable_bytes(&spec);
+            (serde_json::to_value(spec)?, ceilings, budget)
         }
     };
     let adapter_name = adapter["name"].as_str().unwrap_or("?").to_string();

@@ -164,23 +164,18 @@ pub fn run(args: Args) -> crate::CliResult {
     }
     let source = decoder::source(&args.model)?;
     // Flags of the other kind of model: said, not silently dropped.
-    let unused: &[(&str, bool)] = if source.is_some() {
-        &[("--seq", args.seq.is_some())]
+    let (kind, takes, unused) = if source.is_some() {
+        (
+            "a decoder",
+            "--prompt and --generate",
+            vec![("--seq", args.seq)],
+        )
     } else {
-        &[
-            ("--prompt", args.prompt.is_some()),
-            ("--generate", args.generate.is_some()),
-        ]
+        let flags = vec![("--prompt", args.prompt), ("--generate", args.generate)];
+        ("an encoder", "--seq", flags)
     };
-    for (flag, given) in unused {
-        if *given {
-            let (kind, instead) = if source.is_some() {
-                ("a decoder", "--prompt and --generate")
-            } else {
-                ("an encoder", "--seq")
-            };
-            eprintln!("warning: {flag} is not used for {kind}, which takes {instead}");
-        }
+    for (flag, _) in unused.iter().filter(|(_, given)| given.is_some()) {
+        eprintln!("warning: {flag} is not used for {kind}, which takes {takes}");
     }
     match (source, &args.report) {
         (Some(model), Some(report)) => {

@@ -391,7 +391,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
         "argmax" => crate::argmax::dispatches(s[0], s[1], d)
             .into_iter()
             .map(|(_, c)| c)
-            .fold(OpCost::new(0.0, 0.0), |a, b| a + b),
+            .sum(),
         other => {
             return Err(ridge_core::Error::invalid(
                 "bench",

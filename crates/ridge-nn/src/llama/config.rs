@@ -2,7 +2,7 @@
 //! (`<arch>.block_count`, `<arch>.embedding_length`, …: llama.cpp's `LLM_KV_*` keys).
 
 use crate::error::{Error, Result};
-use crate::gguf::{Gguf, Value};
+use crate::gguf::{Gguf, TensorInfo, Value};
 
 /// Architectures Ridge runs (`general.architecture`).
 pub const ARCHITECTURES: [&str; 1] = ["llama"];
@@ -251,19 +251,10 @@ impl LlamaConfig {
         let (h, f) = (self.hidden, self.ffn);
         let (q, kv) = (self.heads * self.head_dim, self.kv_heads * self.head_dim);
         let expect = |name: &str, shape: &[usize], optional: bool| -> Result<()> {
-            let err = |message| Error::Weights {
-                path: g.path().into(),
-                message,
-            };
-            match g.tensor(name) {
-                None if optional => Ok(()),
-                None => Err(err(format!("missing tensor {name:?}"))),
-                Some(t) if t.shape() != shape => Err(err(format!(
-                    "tensor {name:?} has shape {:?}, the metadata says {shape:?}",
-                    t.shape()
-                ))),
-                Some(_) => Ok(()),
+            if !(optional && g.tensor(name).is_none()) {
+                tensor_of_shape(g, name, shape)?;
             }
+            Ok(())
         };
         expect("token_embd.weight", &[self.vocab, h], false)?;
         expect("output.weight", &[self.vocab, h], true)?;
@@ -293,6 +284,31 @@ impl LlamaConfig {
         let layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
         self.vocab * h + self.layers * layer + h
     }
+}
+
+/// `g`'s tensor `name`, which must have `shape` (`[rows, cols]` of a matrix, `[n]` of a
+/// vector): what [`LlamaConfig::check_tensors`] checks and the loader reads through.
+///
+/// Errors: [`Error::Weights`] for a missing tensor or another shape.
+pub(crate) fn tensor_of_shape<'a>(
+    g: &'a Gguf,
+    name: &str,
+    shape: &[usize],
+) -> Result<&'a TensorInfo> {
+    let err = |message| Error::Weights {
+        path: g.path().into(),
+        message,
+    };
+    let t = g
+        .tensor(name)
+        .ok_or_else(|| err(format!("missing tensor {name:?}")))?;
+    if t.shape() != shape {
+        return Err(err(format!(
+            "tensor {name:?} has shape {:?}, the metadata says {shape:?}",
+            t.shape()
+        )));
+    }
+    Ok(t)
 }
 
 #[cfg(test)]

@@ -456,17 +456,7 @@ impl<'a> Loader<'a> {
     }
 
     fn info(&self, name: &str, shape: &[usize]) -> Result<&'a TensorInfo> {
-        let t = self
-            .g
-            .tensor(name)
-            .ok_or_else(|| self.err(format!("missing tensor {name:?}")))?;
-        if t.shape() != shape {
-            return Err(self.err(format!(
-                "tensor {name:?} has shape {:?}, the metadata says {shape:?}",
-                t.shape()
-            )));
-        }
-        Ok(t)
+        config::tensor_of_shape(self.g, name, shape)
     }
 
     /// The format of a `rows × cols` matrix, one Ridge runs.

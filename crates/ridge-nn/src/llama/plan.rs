@@ -220,22 +220,21 @@ impl DecoderPlan {
             (q.name(), kind, cost)
         };
         let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
-            let priced = match name {
-                "kv_attention" if t > 1 => Some(("kv_attention_prefill", cost)),
-                "attention" => Some(("attention_causal", cost)),
-                "kv_attention_merge" if t == 1 => {
-                    let split = ops.last_mut().expect("the split kernel before its merge");
-                    split.priced = Some(("kv_attention_split", split.cost + cost));
+            // A merge pass priced inside the kind of the dispatch before it, which the sweep
+            // times with its merge: a decode step's split attention, a long row's argmax.
+            let folds_into = match name {
+                "kv_attention_merge" if t == 1 => Some("kv_attention_split"),
+                "argmax_merge" => Some("argmax"),
+                _ => None,
+            };
+            let priced = match (name, folds_into) {
+                (_, Some(whole)) => {
+                    let first = ops.last_mut().expect("the pass before its merge");
+                    first.priced = Some((whole, first.cost + cost));
                     None
                 }
-                // The argmax kind times a long row's chunks and their merge together.
-                "argmax_merge" => {
-                    let chunks = ops
-                        .last_mut()
-                        .expect("the argmax's chunks before their merge");
-                    chunks.priced = Some(("argmax", chunks.cost + cost));
-                    None
-                }
+                ("kv_attention", _) if t > 1 => Some(("kv_attention_prefill", cost)),
+                ("attention", _) => Some(("attention_causal", cost)),
                 _ => Some((kind, cost)),
             };
             ops.push(PlannedOp { name, cost, priced });
