@@ -214,7 +214,11 @@ export class Generator {
   info;
   /** Whether the file came from the browser's cache. */
   fromCache;
-  /** The timings of the last reply: prompt_tokens, generated, time_to_first_token_ms, prefill_tokens_per_s, decode_tokens_per_s, finish. */
+  /**
+   * The timings of the last reply: prompt_tokens, generated (the tokens the loop took: a
+   * loop broken off counts none the worker made past it), time_to_first_token_ms,
+   * prefill_tokens_per_s, decode_tokens_per_s (the worker's pace), finish.
+   */
   lastStats = null;
 
   constructor(ridge, { handle, info, from_cache }) {
@@ -271,9 +275,16 @@ export class Generator {
         wake?.();
       },
     );
+    // Tokens the consumer took: a loop broken off leaves the worker a token or two ahead,
+    // which the stats must not count as part of the reply.
+    let taken = 0;
     try {
       for (;;) {
-        while (queue.length) yield queue.shift();
+        while (queue.length) {
+          const token = queue.shift();
+          taken++;
+          yield token;
+        }
         if (finished) {
           if (failure) throw failure;
           return;
@@ -282,9 +293,12 @@ export class Generator {
         wake = null;
       }
     } finally {
-      if (!finished) {
+      if (!finished || queue.length) {
         await this.stop().catch(() => {});
-        await done.catch(() => {});
+        const stats = await done.catch(() => null);
+        if (stats && stats.generated !== taken) {
+          this.lastStats = { ...stats, generated: taken, finish: "stopped" };
+        }
       }
     }
   }

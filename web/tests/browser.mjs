@@ -278,6 +278,13 @@ try {
         for await (const t of llm.generate(messages, options)) got.push(t.id);
         sampled.push(got);
       }
+      // A loop broken off after two tokens: the stats count the two it took, not the token
+      // or two the worker had made ahead of it.
+      let took = 0;
+      for await (const _ of llm.generate(messages, { maxTokens: 8, ignoreEos: true })) {
+        if (++took === 2) break;
+      }
+      const broken = llm.lastStats;
       // Misuse a user tried (2026-12-05): each a rejection naming the problem, the worker alive.
       const why = (p) => p.then(() => "resolved", (e) => e.message);
       const badIds = await why(llm.generate({ ids: [-1] }).next()); // became 4294967295
@@ -298,7 +305,7 @@ try {
       misuse.alive = (await embedder.embed([sentence]))[0].length;
       ridge.terminate();
       misuse.terminated = await why(ridge.gpuBytes()); // never settled
-      return { ids, sampled, stats, spread_ms: at[at.length - 1] - at[0], dim: v.length, v, misuse };
+      return { ids, sampled, stats, broken, spread_ms: at[at.length - 1] - at[0], dim: v.length, v, misuse };
     },
     { gguf: GGUF, messages: first.messages, sentence: fixture.sentences[0].text },
   ).catch((e) => ({ error: e.message }));
@@ -324,6 +331,10 @@ try {
   check(
     generated.sampled?.[0]?.length === 4 && JSON.stringify(generated.sampled[0]) === JSON.stringify(generated.sampled[1]),
     `package: sampled on the GPU, seed 5 twice: ${JSON.stringify(generated.sampled)}`,
+  );
+  check(
+    generated.broken?.generated === 2 && generated.broken?.finish === "stopped",
+    `package: a loop broken off after 2 tokens reports 2, stopped (${JSON.stringify(generated.broken)})`,
   );
   console.log(`SmolLM2 in this browser: ${JSON.stringify(generated.stats)}`);
   check(generated.spread_ms > 0, `package: tokens arrive one by one (${generated.spread_ms?.toFixed(0)} ms from first to last)`);
