@@ -306,23 +306,20 @@ fn decoder_kinds_fit_their_launches() {
 }
 
 /// The decoder's kinds on an H100 (80 GB HBM3; `calibration.sh`, benches/NOTES.md
-/// 2026-12-05 third session): all 18 kinds in f32 and f16, the median kind held out within
-/// the 1.15×, every fit better than its roofline, every kind held out within 1.2× but
-/// the f16 LM head that rounds x to 8 bits (1.93×: its widths of 3072 and 4096 were timed at
-/// 1.0 and 0.9 TB/s against 1.9 TB/s at 2048, and the f32 kind's at 4096 at 0.7 TB/s, where
-/// the H200 held 2.2–2.7 TB/s over the same cases: slow launches, not a term the model lacks).
+/// 2026-12-06, the second sweep there): all 19 kinds in f32 and f16, the argmax's among
+/// them, the median kind held out within the 1.15×, every fit better than its
+/// roofline, every kind held out within 1.25× (beyond 1.15×: the f16 RMS-normed product
+/// 1.20× and the prompt's normed RoPE product 1.17× in each type), the argmax within 1.05×.
+/// The first sweep's f16 LM head rounding x to 8 bits, held out at 1.93× (its widths of
+/// 3072 and 4096 timed at half the bandwidth of 2048), fits within 1.05× in this one.
 #[test]
 fn h100_decoder_kinds_held_out() {
     let fit = Calibration::fit(&shipped("h100-decoder"));
-    assert_eq!(fit.kinds.len(), 36, "18 decoder kinds × f32, f16");
+    assert_eq!(fit.kinds.len(), 38, "19 decoder kinds × f32, f16");
     for k in &fit.kinds {
         assert!(k.roofline_error > k.fitted_error, "{k:?}");
         let held = k.held_out_error.unwrap();
-        let limit = if (k.op.as_str(), k.dtype.as_str()) == ("rms_qmatvec_int8", "f16") {
-            2.0
-        } else {
-            1.2
-        };
+        let limit = if k.op == "argmax" { 1.05 } else { 1.25 };
         assert!(held <= limit, "{} {}: {held:.3}× held out", k.op, k.dtype);
     }
     let median = fit.median_held_out().unwrap();
