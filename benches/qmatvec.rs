@@ -162,7 +162,11 @@ fn main() {
         }
         // Each half of the bytes read once and written once: src and dst of bytes/2.
         let floats = (bytes / 8).div_ceil(4) * 4;
-        let pairs = if hot { 1 } else { COLD_BYTES.div_ceil(bytes).max(1) };
+        let pairs = if hot {
+            1
+        } else {
+            COLD_BYTES.div_ceil(bytes).max(1)
+        };
         let data: Vec<f32> = (0..floats)
             .map(|i| ((i * 2654435761usize) % 2001) as f32 / 1000.0 - 1.0)
             .collect();

@@ -3,10 +3,11 @@
 // sampled decode step's id feeds the next step without the logits leaving the GPU.
 //
 // Three passes (entry points), one dispatch each:
-//   sample_scale    a workgroup per block of BLOCK tokens: z = penalized logit ÷ temperature
-//                   into w, the block's largest z and whether it held NaN or ±∞;
-//   sample_weights  a workgroup per block: w = exp(z − max z) (the softmax's numerator; the
-//                   largest token's is exactly 1), the block's sum, and every token whose
+//   sample_scale    a workgroup per block of BLOCK tokens: z = penalized logit into w, the
+//                   block's largest z and whether it held NaN or ±∞;
+//   sample_weights  a workgroup per block: w = exp((z − max z) ÷ temperature) (the
+//                   softmax's numerator; the largest token's is exactly 1), the block's
+//                   sum, and every token whose
 //                   weight is at least TAU appended to the candidates (their count kept
 //                   past CAP);
 //   sample_pick     one workgroup: the tokens at or above a weight are a prefix of the
@@ -91,12 +92,9 @@ fn sample_scale(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
                 z = 0.0;
             }
             if p.penalize != 0u && (atomicLoad(&seen[i / 32u]) & (1u << (i % 32u))) != 0u {
-                z = select(z * p.penalty, z / p.penalty, z > 0.0);
-            }
-            z *= p.inv_temperature;
-            if !finite(z) {
-                bad = true;
-                z = 0.0;
+                // A penalty far from 1 may pass f32's range: the largest finite value keeps
+                // the token first (or last), and z − max z stays a number.
+                z = clamp(select(z * p.penalty, z / p.penalty, z > 0.0), -LARGEST, LARGEST);
             }
             w[i] = z;
             m = max(m, z);
@@ -135,7 +133,9 @@ fn sample_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
         let i = b * BLOCK + j * WG + lid;
         mine[j] = NONE;
         if i < p.vocab {
-            v[j] = exp(w[i] - top);
+            // Scaled after the subtraction: z − max z ≤ 0, so a temperature near 0 (1/T up
+            // to f32's largest) sends the others to exp(−∞) = 0 and the largest to 1.
+            v[j] = exp((w[i] - top) * p.inv_temperature);
             w[i] = v[j];
             sum += v[j];
             if v[j] >= TAU {

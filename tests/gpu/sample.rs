@@ -166,6 +166,45 @@ fn sampling_steps_follow_the_generator_and_mark_their_picks() {
     });
 }
 
+/// Temperatures near 0 (1/T past f32's range) and penalties whose products pass it pick
+/// their limits — the largest logit; the boosted seen token; the next largest when the
+/// largest is sunk — never the non-finite id (which blamed the model's weights).
+#[test]
+fn sampling_takes_extreme_temperatures_and_penalties_to_their_limits() {
+    on_every_adapter("sample", |ctx| {
+        let vocab = 3001;
+        let mut x = random(21, vocab, -3.0, 3.0);
+        x[1234] = 5.0; // the largest
+        x[77] = 4.999; // next, within 1e-3
+        x[2999] = 2.5; // positive, boosted by a tiny penalty
+        let t = Tensor::from_slice(ctx, &x, &[vocab])?;
+        for (s, seen, want) in [
+            (spec(1e-45, 0, 1.0, 1.0), vec![], 1234u32),
+            (spec(1e-38, 0, 0.9, 1.0), vec![], 1234),
+            (spec(1e-30, 40, 1.0, 1.0), vec![], 1234),
+            (spec(0.0, 0, 1.0, 1e-39), vec![2999], 2999),
+            (spec(1.0, 0, 0.9, 1e-39), vec![2999], 2999),
+            (spec(0.0, 0, 1.0, 3e38), vec![1234], 77),
+            (spec(1e-40, 0, 1.0, 3e38), vec![1234, 5], 77),
+        ] {
+            // A fresh sampler a step: a penalized pick marks its id for the steps after it.
+            for step in 0..4 {
+                let sampler = Sampler::new(ctx, vocab, s, &seen)?;
+                let ids = poisoned(ctx, &[1], DType::U32)?;
+                sampler.sample(ctx, &t, step, &ids)?;
+                let got = block(ids.to_vec::<u32>(ctx))?[0];
+                if got != want {
+                    return Err(Error::invalid(
+                        "sample",
+                        format!("{s:?} seen {seen:?}, step {step}: {got}, not {want}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
 /// NaN or ±∞ anywhere gives the non-finite id; bad shapes, dtypes, parameters, seen ids and
 /// draws are refused before any dispatch.
 #[test]

@@ -126,7 +126,8 @@ pub struct GenerateArgs {
     /// end-of-text token too, with empty text), then the timings.
     #[arg(long)]
     json: bool,
-    /// With --json: each token's K largest raw logits as [id, logit] pairs.
+    /// With --json: each token's K largest raw logits as [id, logit] pairs (read back and
+    /// picked on the host, with the GPU sampler's draws: the same seed, the same reply).
     #[arg(long, value_name = "K", default_value_t = 0, requires = "json")]
     top_logits: usize,
     /// Generate past the end-of-sequence token (until --max-tokens).
@@ -180,7 +181,13 @@ fn prompt_text(args: &GenerateArgs) -> Result<String, String> {
                 "give a prompt (or `-` to read one from standard input), or --messages FILE".into(),
             );
         }
-        Some("-") => read_text(Path::new("-"))?,
+        // A piped prompt's last line ends in a newline the user did not type as part of
+        // it (`echo Hi |`): one is dropped, as llama.cpp's `--file` does.
+        Some("-") => {
+            let text = read_text(Path::new("-"))?;
+            let trimmed = text.strip_suffix('\n').unwrap_or(&text);
+            trimmed.strip_suffix('\r').unwrap_or(trimmed).to_string()
+        }
         Some(p) => p.to_string(),
     };
     // A raw prompt may be a space (it is a token); a chat message must say something.
@@ -262,6 +269,7 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     }
     let interrupted = interrupt_flag();
     let mut failed = None;
+    let mut ends_line = true;
     let stats = pollster::block_on(model.generate(&ctx, &mut cache, &prompt, &options, |t| {
         let line = if args.json {
             // Serialized directly, not through a JSON `Value`: the f32 logits keep their
@@ -282,6 +290,9 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
                 .map_err(std::io::Error::other)
                 .and_then(|l| writeln!(out, "{l}"))
         } else {
+            if !t.text.is_empty() {
+                ends_line = t.text.ends_with('\n');
+            }
             write!(out, "{}", t.text)
         };
         if let Err(e) = line.and_then(|_| out.flush()) {
@@ -297,15 +308,27 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
         writeln!(out, "{}", serde_json::json!({ "timings": stats }))?;
     } else {
         // The reply's line ends before the statistics go to stderr, wherever it stopped.
-        writeln!(out)?;
+        if !ends_line {
+            writeln!(out)?;
+        }
         out.flush()?;
         eprintln!("{}", stats_line(&stats));
     }
-    Ok(ExitCode::SUCCESS)
+    // Cut short by Ctrl-C (the only way a reply stops early here): the status a shell gives
+    // a command ended by SIGINT, so a script tells a cut reply from a whole one.
+    Ok(if stats.finish == Finish::Stopped {
+        ExitCode::from(INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
+/// The exit status of a command cut short by Ctrl-C: 128 + SIGINT, as shells report it.
+const INTERRUPTED: u8 = 130;
+
 /// In the conversation: a line is one user turn; `/reset` starts a new conversation,
-/// `/exit` (or Ctrl-D) leaves; Ctrl-C stops a reply in progress.
+/// `/exit` (or Ctrl-D, or Ctrl-C at the prompt) leaves; Ctrl-C stops a reply in progress, and
+/// a second Ctrl-C before it stops (during a long prompt's prefill) quits at once.
 #[derive(clap::Args)]
 pub struct ChatArgs {
     /// The system message (default: the model's own, from its chat template).
@@ -337,7 +360,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     let mut session = Session::new(model.cache(&ctx, context)?);
     let interrupted = interrupt_flag();
     eprintln!(
-        "{} on {}: type a message, Enter to send. Ctrl-C stops a reply, /reset starts over, Ctrl-D or /exit leaves.",
+        "{} on {}: type a message, Enter to send. Ctrl-C stops a reply, /reset starts over, /exit (or Ctrl-D, or Ctrl-C at the prompt) leaves.",
         path.file_name().map_or(path.display().to_string(), |n| n
             .to_string_lossy()
             .into_owned()),
@@ -358,24 +381,31 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     let mut lines = stdin.lock();
     loop {
         eprint!("> ");
-        let mut bytes = Vec::new();
         interrupted.store(false, Ordering::Relaxed);
-        match lines.read_until(b'\n', &mut bytes) {
-            Ok(0) => {
+        let bytes = match read_line(&mut lines) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
                 eprintln!(); // end the prompt's line at the end of input
                 break;
             }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break,
+            // Ctrl-C at the prompt: leave (its flag must not stop the next reply).
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                interrupted.store(false, Ordering::Relaxed);
+                eprintln!();
+                break;
+            }
             Err(e) => return Err(format!("standard input: {e}").into()),
-        }
+        };
         let Ok(line) = String::from_utf8(bytes) else {
             eprintln!("(that line is not valid UTF-8: type it again)");
             refused += 1;
             continue;
         };
         let text = line.trim_end_matches(['\n', '\r']);
-        match text.trim() {
+        // A command is the line's first word (`/exit now` leaves too); a line starting with
+        // an unknown `/word` and more words is a message (`/usr/bin holds what?`).
+        let first = text.split_whitespace().next().unwrap_or("");
+        match first {
             "" => continue,
             "/exit" | "/quit" => break,
             "/reset" => {
@@ -384,7 +414,7 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
                 eprintln!("(a new conversation)");
                 continue;
             }
-            cmd if cmd.starts_with('/') && !cmd.contains(' ') => {
+            cmd if cmd.starts_with('/') && cmd == text.trim() => {
                 eprintln!("(unknown command {cmd}: /reset starts over, /exit leaves)");
                 continue;
             }
@@ -403,13 +433,19 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
             continue;
         }
         let mut out = crate::stdout();
+        let mut ends_line = true;
         let (stats, reply) =
             pollster::block_on(session.reply(&ctx, &model, &ids, &options, |t| {
+                if !t.text.is_empty() {
+                    ends_line = t.text.ends_with('\n');
+                }
                 let _ = write!(out, "{}", t.text);
                 let _ = out.flush();
                 !interrupted.swap(false, Ordering::Relaxed)
             }))?;
-        writeln!(out)?;
+        if !ends_line {
+            writeln!(out)?;
+        }
         eprintln!("({})", stats_line(&stats));
         let content = model.decode(&reply, true)?;
         messages.push(Message::new("assistant", content.trim_end()));
@@ -424,14 +460,43 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of `input` with its newline (`None` at the end of input), or the error of the
+/// read a signal interrupted: `BufRead::read_until` retries those, so Ctrl-C at the prompt
+/// would go unseen until the next line, then stop that line's reply.
+fn read_line(input: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&buf[..=end]);
+            input.consume(end + 1);
+            return Ok(Some(line));
+        }
+        let n = buf.len();
+        line.extend_from_slice(buf);
+        input.consume(n);
+    }
+}
+
 /// A flag set by Ctrl-C (SIGINT) instead of ending the process: a reply in progress stops,
-/// and a read of standard input returns `Interrupted`.
+/// and a read of standard input returns `Interrupted`. A second Ctrl-C before the first was
+/// taken (a long prompt's prefill runs before any token can stop it) ends the process with
+/// status 130.
 fn interrupt_flag() -> &'static AtomicBool {
     static FLAG: AtomicBool = AtomicBool::new(false);
     #[cfg(unix)]
     {
         extern "C" fn on_sigint(_: libc::c_int) {
-            FLAG.store(true, Ordering::Relaxed);
+            if FLAG.swap(true, Ordering::Relaxed) {
+                // SAFETY: `_exit` is async-signal-safe.
+                unsafe { libc::_exit(INTERRUPTED as libc::c_int) };
+            }
+            let note = b"\n(stopping; Ctrl-C again quits at once)\n";
+            // SAFETY: `write` is async-signal-safe; the note is a static buffer.
+            unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
         }
         // SAFETY: the handler only stores to an atomic (async-signal-safe); the sigaction
         // struct is zeroed, then filled; no SA_RESTART, so a blocked read returns EINTR.
@@ -443,4 +508,43 @@ fn interrupt_flag() -> &'static AtomicBool {
         }
     }
     &FLAG
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Input whose reads go: "ab", a signal, "c\nd".
+    struct Reads(Vec<std::io::Result<&'static [u8]>>, &'static [u8]);
+
+    impl Read for Reads {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            unreachable!("read through BufRead")
+        }
+    }
+
+    impl BufRead for Reads {
+        fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+            if self.1.is_empty() && !self.0.is_empty() {
+                self.1 = self.0.remove(0)?;
+            }
+            Ok(self.1)
+        }
+        fn consume(&mut self, n: usize) {
+            self.1 = &self.1[n..];
+        }
+    }
+
+    /// A signal during the read at the chat's prompt reaches the caller (Ctrl-C leaves),
+    /// where `read_until` retried it and the flag then stopped the next line's reply.
+    #[test]
+    fn a_read_interrupted_by_a_signal_is_the_callers() {
+        let interrupted = std::io::Error::from(std::io::ErrorKind::Interrupted);
+        let mut input = Reads(vec![Ok(b"ab"), Err(interrupted), Ok(b"c\nd")], b"");
+        let e = read_line(&mut input).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted);
+        assert_eq!(read_line(&mut input).unwrap().unwrap(), b"c\n");
+        assert_eq!(read_line(&mut input).unwrap().unwrap(), b"d");
+        assert!(read_line(&mut input).unwrap().is_none());
+    }
 }

@@ -413,6 +413,93 @@ fn generate_json_streams_prompt_ids_tokens_and_timings() {
     assert_eq!(lines[4]["timings"]["finish"], "length");
 }
 
+/// The ids of a `--json` generation's tokens, and its prompt's.
+fn generated_ids(args: &[&str], stdin: Option<&[u8]>) -> (Vec<u64>, Vec<u64>) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ridge runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.unwrap_or_default())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let ids = |v: &serde_json::Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap())
+            .collect()
+    };
+    let prompt = ids(&lines[0]["prompt_ids"]);
+    let tokens = lines[1..lines.len() - 1]
+        .iter()
+        .map(|l| l["id"].as_u64().unwrap())
+        .collect();
+    (prompt, tokens)
+}
+
+/// What a user found (2026-12-06): `--top-logits` (logits read back, the pick on the host)
+/// changed a seeded reply, the host drawing from another generator than the GPU sampler; a
+/// prompt piped through `-` kept its trailing newline; a near-zero temperature or a penalty
+/// far from 1 overflowed f32 and failed as "non-finite logits: the weights may be corrupt".
+#[test]
+fn generate_is_the_same_reply_however_it_is_asked() {
+    let sampled = |extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "Tell me a story.",
+            "--temperature",
+            "1",
+            "--top-p",
+            "0.95",
+            "--seed",
+            "1",
+            "--max-tokens",
+            "4",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        generated_ids(&args, None).1
+    };
+    assert_eq!(sampled(&[]), sampled(&["--top-logits", "1"]));
+    let (piped, _) = generated_ids(
+        &["generate", "-", "--max-tokens", "1", "--json"],
+        Some(b"Hi\n"),
+    );
+    let (given, _) = generated_ids(&["generate", "Hi", "--max-tokens", "1", "--json"], None);
+    assert_eq!(piped, given);
+    // The limits: the largest logit ("The"), as greedy; the penalty's overflow clamped.
+    for extreme in [
+        ["--temperature", "1e-38"],
+        ["--temperature", "1e-45"],
+        ["--repetition-penalty", "3e38"],
+    ] {
+        let mut args = vec![
+            "generate",
+            "What is the capital of France?",
+            "--max-tokens",
+            "1",
+            "--json",
+        ];
+        args.extend_from_slice(&extreme);
+        let (_, tokens) = generated_ids(&args, None);
+        assert_eq!(tokens, [504], "{extreme:?}");
+    }
+}
+
 #[test]
 fn generate_refuses_bad_input_in_one_line() {
     let missing = std::env::temp_dir().join("ridge-no-such-model.gguf");
@@ -475,6 +562,20 @@ fn chat(args: &[&str], input: &[u8]) -> std::process::Output {
         .expect("ridge runs");
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// A command is a line's first word: `/exit now` leaves without a reply (it went to the
+/// model as a message); a reply ending its line is not followed by an empty one.
+#[test]
+fn chat_takes_a_command_with_words_after_it() {
+    let out = chat(&["--max-tokens", "2"], b"/reset please\n/exit now\nHi\n");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("a new conversation"), "{stderr}");
+    assert_eq!(stdout, "", "no reply after /exit: {stdout:?}");
 }
 
 /// A piped chat whose turn cannot be answered (its context too short) ends non-zero, so a

@@ -172,8 +172,8 @@ fn holds_decoder_run(report: &str, adapter: &str, rows: &[(&str, usize, f64, f64
             .iter()
             .any(|op| op["name"] == "argmax" && op["fitted"] == true);
         for op in step["ops"].as_array().unwrap() {
-            let merge = op["name"] == "kv_attention_merge"
-                || (op["name"] == "argmax_merge" && argmax_kind);
+            let merge =
+                op["name"] == "kv_attention_merge" || (op["name"] == "argmax_merge" && argmax_kind);
             assert_eq!(op["priced_with_the_op_before"], merge, "{op}");
         }
         // Every product and attention kind is in the report's sweep.

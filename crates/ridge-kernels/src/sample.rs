@@ -73,7 +73,9 @@ impl SampleSpec {
             return (1.0, 1, 1.0);
         }
         let k = if self.top_k >= vocab { 0 } else { self.top_k };
-        (1.0 / self.temperature, k as u32, self.top_p)
+        // 1 / T past f32's range (T below ~3e-39) is its largest value: the pick is then
+        // the limit's, the largest logit, with no ∞ · 0 in the kernel.
+        ((1.0 / self.temperature).min(f32::MAX), k as u32, self.top_p)
     }
 }
 
@@ -294,7 +296,8 @@ pub fn reference(
     for (v, m) in z.iter_mut().zip(&marked) {
         if *m && s.repetition_penalty != 1.0 {
             let p = s.repetition_penalty as f64;
-            *v = if *v > 0.0 { *v / p } else { *v * p };
+            let most = f32::MAX as f64; // the kernel clamps to f32's range
+            *v = if *v > 0.0 { *v / p } else { *v * p }.clamp(-most, most);
         }
     }
     let (inv_t, top_k, top_p) = s.kernel_terms(z.len());

@@ -233,7 +233,8 @@ impl TextGenerator {
     /// to stop. Greedy decoding and sampling pick on the GPU (the argmax, or
     /// `ridge_kernels::sample`: the same parameters, a counter-based generator seeded with
     /// `seed`) and read back 4 bytes a token; with `top_logits` the logits are read back and
-    /// the host's [`Sampler`] picks (another generator: the same seed gives another reply).
+    /// the host's [`Sampler`] picks, with the GPU sampler's draws and walk (the same seed
+    /// gives the same reply but where f32 and f64 roundings decide a near tie apart).
     ///
     /// Errors: [`Error::Input`] for an empty prompt, `max_tokens` of 0, bad sampling
     /// parameters, a prompt that leaves no room in the cache for one token, or non-finite

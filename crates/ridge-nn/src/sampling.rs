@@ -1,8 +1,11 @@
 //! Choosing the next token from logits: greedy, or sampled after a repetition penalty,
 //! temperature, top-k and top-p, from a seeded generator (the order and definitions of
-//! Hugging Face `transformers`' logits processors).
+//! Hugging Face `transformers`' logits processors). The draws are the GPU sampler's
+//! (`ridge_kernels::sample::draw`, counter-based: pick n of a reply takes draw n of its seed),
+//! so a reply picked here and one picked on the GPU follow the same seed to the same tokens
+//! but where their roundings (f64 here, f32 there) decide a near tie differently.
 
-use rand::{RngExt, SeedableRng, rngs::StdRng};
+use ridge_kernels::sample::{CAPACITY, TAU};
 
 use crate::error::{Error, Result};
 
@@ -71,22 +74,20 @@ impl Sampling {
     }
 }
 
-/// A [`Sampling`] with its random generator.
+/// A [`Sampling`] with its place in the seed's stream of draws.
 pub struct Sampler {
     sampling: Sampling,
-    rng: StdRng,
+    /// Sampled picks made: the counter of the next draw.
+    step: u32,
 }
 
 impl Sampler {
-    /// A sampler seeded with `sampling.seed`.
+    /// A sampler at the first draw of `sampling.seed`.
     ///
     /// Errors: as [`Sampling::validate`].
     pub fn new(sampling: Sampling) -> Result<Self> {
         sampling.validate()?;
-        Ok(Self {
-            rng: StdRng::seed_from_u64(sampling.seed),
-            sampling,
-        })
+        Ok(Self { sampling, step: 0 })
     }
 
     /// The parameters.
@@ -116,11 +117,14 @@ impl Sampler {
                 if let Some(v) = logits.get_mut(id as usize)
                     && done.insert(id)
                 {
+                    // A penalty far from 1 overflows f32: the largest finite value keeps
+                    // the token first (or last), as the GPU sampler clamps it.
                     *v = if *v > 0.0 {
                         *v / s.repetition_penalty
                     } else {
                         *v * s.repetition_penalty
-                    };
+                    }
+                    .clamp(-f32::MAX, f32::MAX);
                 }
             }
         }
@@ -129,12 +133,34 @@ impl Sampler {
         }
         // The one draw of this pick, taken before any candidate is looked at, so a seed
         // gives the same stream of picks however many candidate rounds a pick takes.
-        let u = self.rng.random::<f64>();
+        let u = ridge_kernels::sample::draw(s.seed, self.step) as f64;
+        self.step = self.step.wrapping_add(1);
         let t = s.temperature as f64;
         let descending = |a: &u32, b: &u32| {
             logits[*b as usize]
                 .total_cmp(&logits[*a as usize])
                 .then(a.cmp(b))
+        };
+        // Every token's weight relative to the largest logit's (the softmax's numerator).
+        let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+        let all: Vec<f64> = logits
+            .iter()
+            .map(|&v| ((v as f64 - max) / t).exp())
+            .collect();
+        let total: f64 = all.iter().sum();
+        // The GPU sampler's walk: in descending order where its candidates (weights ≥ TAU,
+        // at most CAPACITY of them) hold the kept tokens, else in id order. The host takes
+        // the same walk, so a draw lands on the same token here and there.
+        let candidates = all.iter().filter(|&&w| w >= TAU).count();
+        let walk = |order: &[u32], n: usize, mass: f64, kept_from_candidates: bool| {
+            if kept_from_candidates {
+                let weights: Vec<f64> = order[..n].iter().map(|&i| all[i as usize]).collect();
+                return Kept::Cut { n, mass }.draw(order, &weights, u);
+            }
+            let mut ids = order[..n].to_vec();
+            ids.sort_unstable();
+            let weights: Vec<f64> = ids.iter().map(|&i| all[i as usize]).collect();
+            Kept::Cut { n, mass }.draw(&ids, &weights, u)
         };
         if s.top_k != 0 && s.top_k < logits.len() {
             // Top-k: the k largest logits, sorted; the softmax over them alone.
@@ -142,59 +168,58 @@ impl Sampler {
             order.select_nth_unstable_by(s.top_k - 1, descending);
             order.truncate(s.top_k);
             order.sort_by(descending);
-            let max = logits[order[0] as usize] as f64;
-            let weights: Vec<f64> = order
-                .iter()
-                .map(|&i| ((logits[i as usize] as f64 - max) / t).exp())
-                .collect();
-            let total = weights.iter().sum();
-            let kept = Kept::new(&weights, total, s.top_p, true);
-            return Ok(kept.draw(&order, &weights, u).unwrap_or(order[0]));
+            let weights: Vec<f64> = order.iter().map(|&i| all[i as usize]).collect();
+            let mass_k = weights.iter().sum();
+            let Kept::Cut { n, mass } = Kept::new(&weights, mass_k, s.top_p, true) else {
+                unreachable!("an exhaustive prefix decides its cut")
+            };
+            let from_candidates = candidates <= CAPACITY && s.top_k <= candidates;
+            return Ok(walk(&order, n, mass, from_candidates).unwrap_or(order[0]));
         }
-        // Every token: its weight relative to the largest logit's (the softmax's numerator).
-        // Sorting all of them (49,152 for SmolLM2) took ~1.7 ms a token; the tokens top-p
-        // keeps and the draw lands on are nearly always among the few whose weights pass a
-        // threshold. The tokens at or above a threshold are a prefix of the descending order,
-        // so sorting them alone decides the pick whenever the prefix holds the cut (top-p)
-        // and the draw; else the threshold drops and the pick is decided again.
-        let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
-        let all: Vec<f64> = logits
-            .iter()
-            .map(|&v| ((v as f64 - max) / t).exp())
-            .collect();
-        let total: f64 = all.iter().sum();
-        let mut order = Vec::new();
-        for threshold in [2f64.powi(-12), 2f64.powi(-40), 0.0] {
-            order = (0..logits.len() as u32)
+        if s.top_p >= 1.0 {
+            // Every token kept: walked in id order, as the GPU does (no candidates needed).
+            let ids: Vec<u32> = (0..logits.len() as u32).collect();
+            return Ok(Kept::Cut {
+                n: ids.len(),
+                mass: total,
+            }
+            .draw(&ids, &all, u)
+            .unwrap_or(ids[ids.len() - 1]));
+        }
+        // Top-p: its cut is a prefix of the descending order. Sorting every token (49,152
+        // for SmolLM2) took ~1.7 ms a token; the tokens at or above a threshold are a prefix
+        // of that order, so sorting them alone finds the cut whenever they hold it, else the
+        // threshold drops and the cut is sought again (the last threshold holds every token).
+        for threshold in [TAU, 2f64.powi(-40), 0.0] {
+            let mut order: Vec<u32> = (0..logits.len() as u32)
                 .filter(|&i| all[i as usize] >= threshold)
                 .collect();
             order.sort_by(descending);
             let weights: Vec<f64> = order.iter().map(|&i| all[i as usize]).collect();
-            let kept = Kept::new(&weights, total, s.top_p, order.len() == logits.len());
-            if let Some(id) = kept.draw(&order, &weights, u) {
-                return Ok(id);
+            if let Kept::Cut { n, mass } =
+                Kept::new(&weights, total, s.top_p, order.len() == logits.len())
+            {
+                let from_candidates = candidates <= CAPACITY && n <= candidates;
+                return Ok(walk(&order, n, mass, from_candidates).unwrap_or(order[0]));
             }
         }
-        // The threshold 0 keeps every token, where a draw always lands.
-        Ok(order[0])
+        unreachable!("the threshold 0 keeps every token, where top-p's cut lies")
     }
 }
 
 /// What a sampled pick keeps of a prefix of the candidates in descending order: top-p's
-/// cut (the shortest prefix whose probability reaches `top_p`; every token for `top_p` = 1)
-/// and the kept weights' sum, which the draw scales to.
+/// cut (the shortest prefix whose probability reaches `top_p`; the whole prefix for `top_p`
+/// = 1) and the kept weights' sum, which the draw scales to.
 enum Kept {
     /// The first `n` candidates, their weights summing to `mass`.
     Cut { n: usize, mass: f64 },
-    /// Every token (`top_p` = 1), of which the prefix holds the first; `mass`: all weights.
-    Every { mass: f64 },
     /// top-p's cut lies past the prefix.
     Undecided,
 }
 
 impl Kept {
-    /// `weights`: the prefix's, descending; `total`: every token's; `exhaustive`: whether
-    /// the prefix holds every token.
+    /// `weights`: the prefix's, descending; `total`: the mass the probabilities are taken
+    /// over; `exhaustive`: whether the prefix holds every token of that mass.
     fn new(weights: &[f64], total: f64, top_p: f32, exhaustive: bool) -> Self {
         if top_p < 1.0 {
             let mut cum = 0.0;
@@ -205,10 +230,7 @@ impl Kept {
                     return Self::Cut { n: n + 1, mass };
                 }
             }
-            if !exhaustive {
-                return Self::Undecided;
-            }
-            // Rounding left the sum of every probability short of top_p: all kept.
+            // Rounding may leave the sum of every probability short of top_p: all kept.
         }
         if exhaustive {
             return Self::Cut {
@@ -216,16 +238,14 @@ impl Kept {
                 mass: total,
             };
         }
-        Self::Every { mass: total }
+        Self::Undecided
     }
 
-    /// The token the draw `u` ∈ [0, 1) lands on, walking the kept candidates in order; `None`
-    /// where the prefix cannot decide it (the cut, or the draw, lies past it).
+    /// The token the draw `u` ∈ [0, 1) lands on, walking the kept tokens in `order` (the
+    /// first `n`, `weights` theirs); `None` when undecided.
     fn draw(&self, order: &[u32], weights: &[f64], u: f64) -> Option<u32> {
-        let (n, mass) = match *self {
-            Self::Cut { n, mass } => (n, mass),
-            Self::Every { mass } => (order.len(), mass),
-            Self::Undecided => return None,
+        let Self::Cut { n, mass } = *self else {
+            return None;
         };
         let mut r = u * mass;
         for (&id, &w) in order[..n].iter().zip(weights) {
@@ -234,12 +254,8 @@ impl Kept {
             }
             r -= w;
         }
-        // Past the last kept weight by rounding: the last kept token (as the walk over
-        // every token ends); past a prefix of every token: undecided.
-        match *self {
-            Self::Cut { .. } => n.checked_sub(1).map(|last| order[last]),
-            _ => None,
-        }
+        // Past the last kept weight by rounding: the last kept token.
+        n.checked_sub(1).map(|last| order[last])
     }
 }
 
@@ -329,6 +345,103 @@ mod tests {
         assert!(picks.iter().filter(|&&p| p == 1 || p == 2).count() > 40);
     }
 
+    /// The host's picks follow the GPU sampler's draws: pick n of a seed takes the kernel's
+    /// draw n, so the kernel's f64 reference, given that draw, names the same token (where
+    /// the decision lies clear of rounding; the reference then names one id). The same seed
+    /// gives the same reply whether its logits are read back (`--top-logits`) or not.
+    #[test]
+    fn picks_follow_the_gpu_samplers_draws() {
+        use ridge_kernels::sample::{SampleSpec, draw, reference};
+        let logits: Vec<f32> = (0..500u32)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) % 1000) as f32 / 150.0)
+            .collect();
+        let mut decided = 0;
+        for (temperature, top_k, top_p, repetition_penalty) in [
+            (1.0, 0, 1.0, 1.0),
+            (0.7, 0, 0.9, 1.1),
+            (1.3, 40, 0.95, 1.0),
+            (0.5, 5, 1.0, 0.8),
+        ] {
+            let seed = 0x5EED_0000_0001 + top_k as u64;
+            let sampling = Sampling {
+                temperature,
+                top_k,
+                top_p,
+                repetition_penalty,
+                seed,
+            };
+            let spec = SampleSpec {
+                temperature,
+                top_k,
+                top_p,
+                repetition_penalty,
+                seed,
+            };
+            let mut sampler = Sampler::new(sampling).unwrap();
+            let mut seen = vec![3u32, 17, 17, 256];
+            for step in 0..40 {
+                let want = reference(&logits, &spec, &seen, draw(seed, step) as f64, 1e-5);
+                let got = sampler.pick(&mut logits.clone(), &seen).unwrap();
+                if let [one] = want[..] {
+                    assert_eq!(got, one, "{sampling:?}, pick {step}");
+                    decided += 1;
+                } else {
+                    assert!(
+                        want.contains(&got),
+                        "{sampling:?}, pick {step}: {got} of {want:?}"
+                    );
+                }
+                seen.push(got);
+            }
+        }
+        assert!(decided >= 150, "{decided} of 160 picks decided");
+    }
+
+    /// Temperatures near 0 and penalties far from 1 overflow f32 (1 / 1e-45; 10 / 1e-38):
+    /// the pick is still the limit's (the largest logit; the boosted or sunk seen token),
+    /// never an error blaming the model's logits.
+    #[test]
+    fn extreme_temperatures_and_penalties_pick_their_limits() {
+        let logits = [1.0f32, 3.0, 2.999, -2.0];
+        for temperature in [1e-30, 1e-38, 1e-45] {
+            let mut s = Sampler::new(Sampling {
+                temperature,
+                seed: 3,
+                ..Sampling::greedy()
+            })
+            .unwrap();
+            for _ in 0..10 {
+                assert_eq!(
+                    s.pick(&mut logits.clone(), &[]).unwrap(),
+                    1,
+                    "{temperature}"
+                );
+            }
+        }
+        // 3 / 1e-39 and −2 · 3e38 pass f32's largest value.
+        for (penalty, seen, want) in [
+            (1e-38, 0u32, 0u32),
+            (1e-39, 1, 1),
+            (1e-38, 3, 1),
+            (1e38, 1, 2),
+            (3e38, 3, 1),
+        ] {
+            for temperature in [0.0, 1e-3] {
+                let mut s = Sampler::new(Sampling {
+                    temperature,
+                    repetition_penalty: penalty,
+                    ..Sampling::greedy()
+                })
+                .unwrap();
+                let got = s.pick(&mut logits.clone(), &[seen]).unwrap();
+                assert_eq!(
+                    got, want,
+                    "penalty {penalty}, seen {seen}, temperature {temperature}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn bad_parameters_and_non_finite_logits_are_errors() {
         for bad in [
@@ -362,9 +475,10 @@ mod tests {
 
     /// The sampler's definition, sorting every token (as transformers' processors do):
     /// the candidates by descending logit (ties: lower id first), cut to top-k, the softmax
-    /// at the temperature, top-p's shortest prefix reaching `top_p` (every token at 1).
-    /// Returns the kept tokens in order, their weights and the mass a draw scales to (the
-    /// totals over every token summed in index order, as the sampler sums them).
+    /// at the temperature, top-p's shortest prefix reaching `top_p` (every token at 1); the
+    /// kept tokens walked as the GPU sampler walks them. Returns the kept tokens in the
+    /// walk's order, their weights and the mass a draw scales to (the totals over every
+    /// token summed in index order, as the sampler sums them).
     fn reference_kept(s: &Sampling, logits: &[f32]) -> (Vec<u32>, Vec<f64>, f64) {
         let mut order: Vec<u32> = (0..logits.len() as u32).collect();
         order.sort_by(|a, b| {
@@ -401,6 +515,19 @@ mod tests {
         } else {
             weights.iter().sum()
         };
+        // The GPU sampler's walk (shaders/sample.wgsl): descending where its candidates
+        // (weights ≥ TAU, at most CAPACITY) hold the kept tokens, else in id order.
+        let candidates = (0..logits.len() as u32)
+            .filter(|&i| weight(i) >= TAU)
+            .count();
+        let by_candidates = (top_k || s.top_p < 1.0)
+            && candidates <= CAPACITY
+            && cut <= candidates
+            && (!top_k || s.top_k <= candidates);
+        if !by_candidates {
+            order.sort_unstable();
+        }
+        let weights = order.iter().map(|&i| weight(i)).collect();
         (order, weights, kept)
     }
 
@@ -423,6 +550,7 @@ mod tests {
     /// top-k with and without top-p.
     #[test]
     fn candidates_above_a_threshold_pick_as_sorting_every_token_does() {
+        use rand::{RngExt, SeedableRng, rngs::StdRng};
         let mut rng = StdRng::seed_from_u64(11);
         let mut cases: Vec<Vec<f32>> = Vec::new();
         for n in [1usize, 2, 7, 1000, 49_152] {
@@ -465,18 +593,19 @@ mod tests {
                 (1.0, 1, 1.0),
                 (1.5, 3, 0.9),
             ] {
+                let seed = picks as u64;
                 let sampling = Sampling {
                     temperature,
                     top_k,
                     top_p,
-                    seed: picks as u64,
+                    seed,
                     ..Sampling::greedy()
                 };
                 let kept = reference_kept(&sampling, logits);
                 let mut sampler = Sampler::new(sampling).unwrap();
-                let mut draws = StdRng::seed_from_u64(picks as u64);
-                for _ in 0..64 {
-                    let want = reference_draw(&kept, draws.random::<f64>());
+                for step in 0..64 {
+                    let u = ridge_kernels::sample::draw(seed, step) as f64;
+                    let want = reference_draw(&kept, u);
                     let got = sampler.pick(&mut logits.clone(), &[]).unwrap();
                     assert_eq!(got, want, "{sampling:?} on {} logits", logits.len());
                     picks += 1;
