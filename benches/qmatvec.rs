@@ -154,7 +154,7 @@ fn main() {
     // cold): a launch's fixed cost (the pass, its barriers; ~4 µs on an H200, NOTES.md run
     // 109) is in both times, so their ratio is the kernel's own efficiency, where the ratio
     // to the copy bandwidth (measured on 1 GiB) also charges it that fixed cost.
-    let mut copies: Vec<(usize, std::rc::Rc<Vec<(Tensor, Tensor)>>)> = Vec::new();
+    let mut copies: Vec<(usize, Vec<(Tensor, Tensor)>)> = Vec::new();
     for &(n, k, format, ..) in &cases {
         let bytes = QMatmul::new(1).cost(format, n, k, dtype).bytes as usize;
         if copies.iter().any(|(b, _)| *b == bytes) {
@@ -177,7 +177,7 @@ fn main() {
                 (src, dst)
             })
             .collect();
-        copies.push((bytes, std::rc::Rc::new(pairs)));
+        copies.push((bytes, pairs));
     }
     let mut copy_best = vec![f64::INFINITY; copies.len()];
     const ROUNDS: usize = 3;
