@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::ridge;
+use common::{ridge, ridge_with_stdin};
 use std::process::Command;
 
 #[test]
@@ -288,23 +288,9 @@ fn a_changed_cached_model_is_refused() {
 
 #[test]
 fn embed_reads_standard_input_and_warns_of_cut_texts() {
-    use std::io::Write;
     let long = "word ".repeat(300);
     let input = format!("a short text\n{long}\nanother\n");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
-        .args(["embed", "--file", "-", "--json"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ridge runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("ridge ends");
+    let out = ridge_with_stdin(&["embed", "--file", "-", "--json"], input.as_bytes());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -415,21 +401,7 @@ fn generate_json_streams_prompt_ids_tokens_and_timings() {
 
 /// The ids of a `--json` generation's tokens, and its prompt's.
 fn generated_ids(args: &[&str], stdin: Option<&[u8]>) -> (Vec<u64>, Vec<u64>) {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ridge runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.unwrap_or_default())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = ridge_with_stdin(args, stdin.unwrap_or_default());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {err}");
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -551,17 +523,10 @@ fn generate_refuses_bad_input_in_one_line() {
 
 /// `ridge chat` with `args`, `input` piped to it.
 fn chat(args: &[&str], input: &[u8]) -> std::process::Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ridge"))
-        .arg("chat")
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ridge runs");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    let args: Vec<&str> = std::iter::once("chat")
+        .chain(args.iter().copied())
+        .collect();
+    ridge_with_stdin(&args, input)
 }
 
 /// A command is a line's first word: `/exit now` leaves without a reply (it went to the
