@@ -7,9 +7,8 @@
 //                   block's largest z and whether it held NaN or ±∞;
 //   sample_weights  a workgroup per block: w = exp((z − max z) ÷ temperature) (the
 //                   softmax's numerator; the largest token's is exactly 1), the block's
-//                   sum, and every token whose
-//                   weight is at least TAU appended to the candidates (their count kept
-//                   past CAP);
+//                   sum, and every token whose weight is at least TAU appended to the
+//                   candidates (their count kept past CAP);
 //   sample_pick     one workgroup: the tokens at or above a weight are a prefix of the
 //                   descending order, so when the candidates are all there (count ≤ CAP)
 //                   and hold top-k's and top-p's cut, sorting them decides the kept set and

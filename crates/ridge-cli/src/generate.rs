@@ -269,7 +269,7 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     }
     let interrupted = interrupt_flag();
     let mut failed = None;
-    let mut ends_line = true;
+    let mut reply = ReplyText::new(out);
     let stats = pollster::block_on(model.generate(&ctx, &mut cache, &prompt, &options, |t| {
         let line = if args.json {
             // Serialized directly, not through a JSON `Value`: the f32 logits keep their
@@ -288,14 +288,12 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
             };
             serde_json::to_string(&line)
                 .map_err(std::io::Error::other)
-                .and_then(|l| writeln!(out, "{l}"))
+                .and_then(|l| writeln!(reply.out, "{l}"))
+                .and_then(|_| reply.out.flush())
         } else {
-            if !t.text.is_empty() {
-                ends_line = t.text.ends_with('\n');
-            }
-            write!(out, "{}", t.text)
+            reply.write(&t.text)
         };
-        if let Err(e) = line.and_then(|_| out.flush()) {
+        if let Err(e) = line {
             failed = Some(e);
             return false;
         }
@@ -305,13 +303,10 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
         return Err(e.into());
     }
     if args.json {
-        writeln!(out, "{}", serde_json::json!({ "timings": stats }))?;
+        writeln!(reply.out, "{}", serde_json::json!({ "timings": stats }))?;
     } else {
         // The reply's line ends before the statistics go to stderr, wherever it stopped.
-        if !ends_line {
-            writeln!(out)?;
-        }
-        out.flush()?;
+        reply.end_line()?;
         eprintln!("{}", stats_line(&stats));
     }
     // Cut short by Ctrl-C (the only way a reply stops early here): the status a shell gives
@@ -432,20 +427,13 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
             refused += 1;
             continue;
         }
-        let mut out = crate::stdout();
-        let mut ends_line = true;
+        let mut text_out = ReplyText::new(crate::stdout());
         let (stats, reply) =
             pollster::block_on(session.reply(&ctx, &model, &ids, &options, |t| {
-                if !t.text.is_empty() {
-                    ends_line = t.text.ends_with('\n');
-                }
-                let _ = write!(out, "{}", t.text);
-                let _ = out.flush();
+                let _ = text_out.write(&t.text);
                 !interrupted.swap(false, Ordering::Relaxed)
             }))?;
-        if !ends_line {
-            writeln!(out)?;
-        }
+        text_out.end_line()?;
         eprintln!("({})", stats_line(&stats));
         let content = model.decode(&reply, true)?;
         messages.push(Message::new("assistant", content.trim_end()));
@@ -458,6 +446,37 @@ pub fn chat(args: ChatArgs) -> crate::CliResult {
         .into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A reply's text as it streams, each piece flushed; [`ReplyText::end_line`] ends its line
+/// unless the reply's own text did (no empty line after a reply ending in a newline).
+struct ReplyText<W: Write> {
+    out: W,
+    ends_line: bool,
+}
+
+impl<W: Write> ReplyText<W> {
+    fn new(out: W) -> Self {
+        Self {
+            out,
+            ends_line: true,
+        }
+    }
+
+    fn write(&mut self, text: &str) -> std::io::Result<()> {
+        if !text.is_empty() {
+            self.ends_line = text.ends_with('\n');
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+
+    fn end_line(&mut self) -> std::io::Result<()> {
+        if !self.ends_line {
+            writeln!(self.out)?;
+        }
+        self.out.flush()
+    }
 }
 
 /// One line of `input` with its newline (`None` at the end of input), or the error of the

@@ -153,12 +153,10 @@ impl Sampler {
         // the same walk, so a draw lands on the same token here and there.
         let candidates = all.iter().filter(|&&w| w >= TAU).count();
         let walk = |order: &[u32], n: usize, mass: f64, kept_from_candidates: bool| {
-            if kept_from_candidates {
-                let weights: Vec<f64> = order[..n].iter().map(|&i| all[i as usize]).collect();
-                return Kept::Cut { n, mass }.draw(order, &weights, u);
-            }
             let mut ids = order[..n].to_vec();
-            ids.sort_unstable();
+            if !kept_from_candidates {
+                ids.sort_unstable();
+            }
             let weights: Vec<f64> = ids.iter().map(|&i| all[i as usize]).collect();
             Kept::Cut { n, mass }.draw(&ids, &weights, u)
         };
@@ -179,12 +177,7 @@ impl Sampler {
         if s.top_p >= 1.0 {
             // Every token kept: walked in id order, as the GPU does (no candidates needed).
             let ids: Vec<u32> = (0..logits.len() as u32).collect();
-            return Ok(Kept::Cut {
-                n: ids.len(),
-                mass: total,
-            }
-            .draw(&ids, &all, u)
-            .unwrap_or(ids[ids.len() - 1]));
+            return Ok(walk(&ids, ids.len(), total, false).unwrap_or(ids[ids.len() - 1]));
         }
         // Top-p: its cut is a prefix of the descending order. Sorting every token (49,152
         // for SmolLM2) took ~1.7 ms a token; the tokens at or above a threshold are a prefix
