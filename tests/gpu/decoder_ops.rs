@@ -115,8 +115,8 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
         let mut seed = 40;
         for dtype in dtypes(ctx) {
             // Decode at depths of one tile, one wide tile (256) and a part, exactly two (the
-            // widest without a split), one past them, a few spans, and past 64 tiles (spans
-            // of two tiles);
+            // widest without a split), one past them (spans of 128), a few spans, and past 64
+            // spans of 128 (four KV heads want 64: spans of two tiles, the last ragged);
             // prefills whole, split, and long. Heads: SmolLM2's 9 over 3 (one quad of
             // heads), plain multi-head, a width of 80 (20 quads: 3 key lanes, 4 idle), 5 per
             // KV head and 8 (two quads), 128 (two rounds of value loads), 16 (16 key lanes)
@@ -129,7 +129,7 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                 (1, 511),
                 (1, 512),
                 (1, 1500),
-                (1, 5000),
+                (1, 9000),
                 (13, 0),
                 (17, 50),
                 (130, 3),

@@ -9,9 +9,9 @@
 //!
 //! Decode is `T = 1`: over at most [`WIDE_CONTEXT`] keys, one workgroup of 256 per KV head
 //! walks them in tiles of 256 and writes the output (no merge pass); over more, the keys are
-//! split into spans of a multiple of 64 so that about [`TARGET_WORKGROUPS`] workgroups run,
-//! each writing a partial softmax that a second pass merges (Dao et al., "Flash-Decoding for
-//! long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
+//! split into spans of a multiple of 128 (workgroups of [`SPLIT_WG`]) so that about
+//! [`TARGET_WORKGROUPS`] workgroups run, each writing a partial softmax that a second pass
+//! merges (Dao et al., "Flash-Decoding for long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
 //! token and skips the merge; on the tensor cores a prompt's keys are split into spans of
 //! [`COOP_SPAN`] past that many, and merged by the same pass.
 
@@ -29,6 +29,12 @@ const WG: u32 = 64;
 /// host's recording, benches/NOTES.md run 90; at depth 258, run 92, the wide attention took
 /// 0.47 ms a token against 0.50 for the split one and its merge).
 const WIDE_WG: u32 = 256;
+/// The workgroup (and tile) of a decode step past [`WIDE_CONTEXT`] keys, split in spans of a
+/// multiple of this many keys. On an H100 (benches/NOTES.md, 2026-12-06, one call, SmolLM2's
+/// 3 KV heads) spans of 128 keys against 64: decode at 4096 +4–5 % (the merge walks half the
+/// spans: 10.7 → 8.5 µs profiled), at 1024 unchanged; spans of 256 (a quarter of the spans)
+/// gained 3 % at 4096 but lost 2–5 % at 1024 (4 spans a head: too few workgroups).
+const SPLIT_WG: u32 = 128;
 /// Loads a loop issues before using any (vec4s of a key row, value rows): a lone workgroup
 /// hides memory latency only with many in flight. On CPU drivers 4: lavapipe spilled the
 /// 16-wide register arrays, attention 2.3–2.7× slower than with 4 (benches/NOTES.md).
@@ -113,15 +119,24 @@ impl KvAttention {
         self.split().1.min(self.context())
     }
 
-    /// Invocations per workgroup (and keys per tile): [`WIDE_WG`] for a decode step over at
-    /// most [`WIDE_CONTEXT`] keys, else 64.
-    /// (A head group whose workgroup memory at 256 would pass WebGPU's guaranteed 16 KiB
-    /// stays at 64.)
+    /// Invocations per workgroup (and keys per tile): for a decode step [`WIDE_WG`] over at
+    /// most [`WIDE_CONTEXT`] keys, [`SPLIT_WG`] over more; 64 for a prompt.
+    /// (A head group whose workgroup memory at that width would pass WebGPU's guaranteed
+    /// 16 KiB stays at 64.)
     pub fn workgroup(&self) -> u32 {
-        let wide = self.tokens == 1
-            && self.context() <= WIDE_CONTEXT
-            && self.shared_bytes(WIDE_WG) <= 16 << 10;
-        if wide { WIDE_WG } else { WG }
+        if self.tokens != 1 {
+            return WG;
+        }
+        let wide = if self.context() <= WIDE_CONTEXT {
+            WIDE_WG
+        } else {
+            SPLIT_WG
+        };
+        if self.shared_bytes(wide) <= 16 << 10 {
+            wide
+        } else {
+            WG
+        }
     }
 
     /// Workgroup memory of a launch with `wg` invocations: G queries, G·TILE weights, the
@@ -636,14 +651,16 @@ fn defines(
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for loads in [KvLoads::GPU, KvLoads::GPU_SHARED_ROWS, KvLoads::CPU] {
-        v.push((
-            &KV_ATTENTION,
-            "partial",
-            defines(shaders::storage_defines(dtype), 3, 64, false, WIDE_WG)
+    for (split, wg) in [(false, WIDE_WG), (true, SPLIT_WG)] {
+        for loads in [KvLoads::GPU, KvLoads::GPU_SHARED_ROWS, KvLoads::CPU] {
+            let d = defines(shaders::storage_defines(dtype), 3, 64, split, wg)
                 .u32("CHUNK", loads.chunk)
-                .u32("KLANES", loads.key_lanes(64)),
-        ));
+                .u32("KLANES", loads.key_lanes(64));
+            v.push((&KV_ATTENTION, "partial", d.clone()));
+            if split && loads == KvLoads::GPU {
+                v.push((&KV_ATTENTION, "merge", d));
+            }
+        }
     }
     for split in [false, true] {
         let base = defines(shaders::storage_defines(dtype), 3, 64, split, WG).u32("CHUNK", CHUNK);
@@ -705,8 +722,10 @@ mod tests {
         let at = decode(WIDE_CONTEXT - 1, 9, 3);
         assert_eq!((at.workgroup(), at.split()), (WIDE_WG, (1, 512)));
         let past = decode(WIDE_CONTEXT, 9, 3);
-        assert_eq!(past.workgroup(), WG);
-        assert!(past.split().0 > 1);
+        assert_eq!(past.workgroup(), SPLIT_WG);
+        assert_eq!(past.split(), (5, 128));
+        // At 4096 keys, 32 spans of 128 a KV head (86 wanted, 32 tiles).
+        assert_eq!(decode(4095, 9, 3).split(), (32, 128));
         // 32 query heads per KV head would need 46 KB of workgroup memory at 256.
         assert_eq!(decode(10, 32, 1).workgroup(), WG);
         // Prefill keeps 64 whatever the context.
@@ -716,7 +735,7 @@ mod tests {
     #[test]
     fn gpus_share_key_rows_of_f32_caches_where_workgroups_walk_many_keys() {
         // SmolLM2's decode: a workgroup a KV head over the whole context up to 511 keys, then
-        // spans of 128 at 8191 (86 spans × 3 heads); 32 KV heads take 8 spans of 1024.
+        // spans of 128 at 8191 (64 spans × 3 heads); 32 KV heads take 8 spans of 1024.
         assert_eq!(decode(127, 9, 3).keys_walked(), 128);
         assert_eq!(decode(510, 9, 3).keys_walked(), 511);
         assert_eq!(decode(8190, 9, 3).keys_walked(), 128);

@@ -117,7 +117,12 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
         }
         for &ctx in split {
             let shape = [1, nh, nkv, DECODER_HEAD_DIM, ctx];
-            v.push(spec("kv_attention_split", &shape, dtype));
+            let span = kv_attention_of(&shape).split().1;
+            v.push(spec(
+                "kv_attention_split",
+                &[1, nh, nkv, DECODER_HEAD_DIM, ctx, span],
+                dtype,
+            ));
         }
     }
     let prompts: &[usize] = if full {
@@ -194,6 +199,9 @@ pub(super) fn decoder_product(op: &str, s: &[usize]) -> (crate::qmatmul::QMatmul
     }
 }
 
+/// The attention of a `kv_attention…` shape `[T, nh, nkv, dh, pos0]`; a
+/// `kv_attention_split` shape adds the keys a span held when it was measured (the span's
+/// width follows the kernel: 64 keys before 2026-12-06, 128 since), which prices its merge.
 pub(super) fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
     crate::KvAttention {
         tokens: s[0],

@@ -386,7 +386,8 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
         "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);
-            op.cost(d) + op.merge_cost(op.split().0)
+            let span = s.get(5).copied().unwrap_or(op.split().1).max(1);
+            op.cost(d) + op.merge_cost(op.context().div_ceil(span))
         }
         "argmax" => crate::argmax::dispatches(s[0], s[1], d)
             .into_iter()
@@ -463,6 +464,7 @@ mod tests {
         for text in [
             include_str!("../../../../benches/reports/h200.json"),
             include_str!("../../../../benches/reports/h200-decoder.json"),
+            include_str!("../../../../benches/reports/h100-decoder.json"),
             include_str!("../../../../benches/reports/lavapipe.json"),
             include_str!("../../../../benches/reports/llvmpipe.json"),
             include_str!("../../../../benches/reports/swiftshader.json"),
