@@ -103,7 +103,7 @@ fn attention_case(ctx: &Context, op: KvAttention, dtype: DType, seed: u64) -> Re
             "kv_attention",
             format!(
                 "{op:?} {dtype} spans {:?}, tensor cores {tensor_cores}: {e}",
-                op.split()
+                op.split(ctx.is_cpu_driver())
             ),
         )
     })

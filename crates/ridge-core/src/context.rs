@@ -330,6 +330,11 @@ impl Context {
     pub fn info(&self) -> &wgpu::AdapterInfo {
         &self.info
     }
+    /// Whether the adapter is a CPU driver (lavapipe, llvmpipe, SwiftShader, WARP): kernels
+    /// whose best shape differs there choose by it.
+    pub fn is_cpu_driver(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
     /// The limits the device was created with.
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits

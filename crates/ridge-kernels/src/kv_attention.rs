@@ -9,9 +9,9 @@
 //!
 //! Decode is `T = 1`: over at most [`WIDE_CONTEXT`] keys, one workgroup of 256 per KV head
 //! walks them in tiles of 256 and writes the output (no merge pass); over more, the keys are
-//! split into spans of a multiple of 128 (workgroups of [`SPLIT_WG`]) so that about
-//! [`TARGET_WORKGROUPS`] workgroups run, each writing a partial softmax that a second pass
-//! merges (Dao et al., "Flash-Decoding for long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
+//! split into spans of a multiple of 128 (workgroups of [`SPLIT_WG`]; 64 on CPU drivers) so
+//! that about [`TARGET_WORKGROUPS`] workgroups run, each writing a partial softmax that a
+//! second pass merges (Dao et al., "Flash-Decoding for long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
 //! token and skips the merge; on the tensor cores a prompt's keys are split into spans of
 //! [`COOP_SPAN`] past that many, and merged by the same pass.
 
@@ -29,11 +29,13 @@ const WG: u32 = 64;
 /// host's recording, benches/NOTES.md run 90; at depth 258, run 92, the wide attention took
 /// 0.47 ms a token against 0.50 for the split one and its merge).
 const WIDE_WG: u32 = 256;
-/// The workgroup (and tile) of a decode step past [`WIDE_CONTEXT`] keys, split in spans of a
-/// multiple of this many keys. On an H100 (benches/NOTES.md, 2026-12-06, one call, SmolLM2's
-/// 3 KV heads) spans of 128 keys against 64: decode at 4096 +4–5 % (the merge walks half the
-/// spans: 10.7 → 8.5 µs profiled), at 1024 unchanged; spans of 256 (a quarter of the spans)
-/// gained 3 % at 4096 but lost 2–5 % at 1024 (4 spans a head: too few workgroups).
+/// The workgroup (and tile) of a decode step past [`WIDE_CONTEXT`] keys on a GPU, split in
+/// spans of a multiple of this many keys. On an H100 (benches/NOTES.md, 2026-12-06, one call,
+/// SmolLM2's 3 KV heads) spans of 128 keys against 64: decode at 4096 +4–5 % (the merge walks
+/// half the spans: 10.7 → 8.5 µs profiled), at 1024 unchanged; spans of 256 (a quarter of the
+/// spans) gained 3 % at 4096 but lost 2–5 % at 1024 (4 spans a head: too few workgroups). On
+/// lavapipe spans of 128 were 1–10 % slower up to 4096 keys and 25 % at 8191, so CPU drivers
+/// keep [`WG`].
 const SPLIT_WG: u32 = 128;
 /// Loads a loop issues before using any (vec4s of a key row, value rows): a lone workgroup
 /// hides memory latency only with many in flight. On CPU drivers 4: lavapipe spilled the
@@ -99,11 +101,12 @@ impl KvAttention {
         self.heads / self.kv_heads.max(1)
     }
 
-    /// (spans, keys per span): spans of a multiple of 64 keys, as many as bring the grid to
-    /// about [`TARGET_WORKGROUPS`] (one span when the tokens alone do).
-    pub fn split(&self) -> (usize, usize) {
+    /// (spans, keys per span) on a CPU driver (`cpu`) or a GPU: spans of a multiple of the
+    /// workgroup's keys ([`KvAttention::workgroup`]), as many as bring the grid to about
+    /// [`TARGET_WORKGROUPS`] (one span when the tokens alone do).
+    pub fn split(&self, cpu: bool) -> (usize, usize) {
         let len = self.context().max(1);
-        let wg = self.workgroup() as usize;
+        let wg = self.workgroup(cpu) as usize;
         if wg == WIDE_WG as usize {
             return (1, len.div_ceil(wg) * wg);
         }
@@ -115,22 +118,22 @@ impl KvAttention {
     }
 
     /// The most keys one workgroup of the SIMT kernel walks: its span's, at most the context.
-    pub fn keys_walked(&self) -> usize {
-        self.split().1.min(self.context())
+    pub fn keys_walked(&self, cpu: bool) -> usize {
+        self.split(cpu).1.min(self.context())
     }
 
-    /// Invocations per workgroup (and keys per tile): for a decode step [`WIDE_WG`] over at
-    /// most [`WIDE_CONTEXT`] keys, [`SPLIT_WG`] over more; 64 for a prompt.
-    /// (A head group whose workgroup memory at that width would pass WebGPU's guaranteed
-    /// 16 KiB stays at 64.)
-    pub fn workgroup(&self) -> u32 {
+    /// Invocations per workgroup (and keys per tile) on a CPU driver (`cpu`) or a GPU: for a
+    /// decode step [`WIDE_WG`] over at most [`WIDE_CONTEXT`] keys, over more [`SPLIT_WG`] on
+    /// a GPU and 64 on a CPU driver; 64 for a prompt. (A head group whose workgroup memory at
+    /// that width would pass WebGPU's guaranteed 16 KiB stays at 64.)
+    pub fn workgroup(&self, cpu: bool) -> u32 {
         if self.tokens != 1 {
             return WG;
         }
-        let wide = if self.context() <= WIDE_CONTEXT {
-            WIDE_WG
-        } else {
-            SPLIT_WG
+        let wide = match (self.context() <= WIDE_CONTEXT, cpu) {
+            (true, _) => WIDE_WG,
+            (false, false) => SPLIT_WG,
+            (false, true) => WG,
         };
         if self.shared_bytes(wide) <= 16 << 10 {
             wide
@@ -304,7 +307,8 @@ impl KvAttention {
             ));
         }
         let g = self.group();
-        let wg = self.workgroup();
+        let cpu = ctx.is_cpu_driver();
+        let wg = self.workgroup(cpu);
         let qpt = dh.div_ceil(4 * wg as usize);
         if g * qpt > MAX_ACCUMULATORS {
             return Err(Error::invalid(
@@ -350,7 +354,7 @@ impl KvAttention {
         if self.on_tensor_cores(ctx, q.dtype()) {
             return self.run_coop(ctx, q, k_cache, v_cache, out);
         }
-        let (spans, chunk) = self.split();
+        let (spans, chunk) = self.split(cpu);
         let split = spans > 1;
         let part = self.partials(ctx, spans)?;
         launch::float_dtype(ctx, name, q.dtype())?;
@@ -428,15 +432,16 @@ impl KvAttention {
 
     /// The memoized defines of kv_attention.wgsl for `dtype` (its merge pass included).
     fn cache_defines(&self, ctx: &Context, dtype: DType, split: bool) -> ridge_core::Defines {
+        let cpu = ctx.is_cpu_driver();
         let loads = KvLoads::forced_now()
-            .unwrap_or_else(|| KvLoads::for_launch(ctx, dtype, self.keys_walked()));
+            .unwrap_or_else(|| KvLoads::rule(cpu, dtype, self.keys_walked(cpu)));
         let key_lanes = loads.key_lanes(self.head_dim);
         let key = (
             dtype,
             self.group(),
             self.head_dim,
             split,
-            self.workgroup(),
+            self.workgroup(cpu),
             (loads.chunk, key_lanes),
         );
         launch::memoized(
@@ -593,13 +598,6 @@ impl KvLoads {
         shared_rows: false,
     };
 
-    /// The loads for a launch on `ctx`'s adapter over a `dtype` cache whose workgroups walk
-    /// at most `keys` keys each ([`KvLoads::rule`]).
-    pub fn for_launch(ctx: &Context, dtype: DType, keys: usize) -> Self {
-        let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
-        Self::rule(cpu, dtype, keys)
-    }
-
     /// The loads on a CPU driver (`cpu`) or a GPU: [`KvLoads::CPU`] on CPU drivers; on GPUs
     /// [`KvLoads::GPU_SHARED_ROWS`] for f32 caches from [`SHARED_ROWS_MIN_KEYS`] keys a
     /// workgroup, else [`KvLoads::GPU`].
@@ -718,35 +716,44 @@ mod tests {
 
     #[test]
     fn short_decodes_take_one_wide_workgroup_and_no_merge() {
-        // SmolLM2: 512 keys in one span of two 256-key tiles; one more key splits.
+        // SmolLM2: 512 keys in one span of two 256-key tiles; one more key splits, in spans
+        // of 128 keys on a GPU and of 64 on a CPU driver.
         let at = decode(WIDE_CONTEXT - 1, 9, 3);
-        assert_eq!((at.workgroup(), at.split()), (WIDE_WG, (1, 512)));
+        for cpu in [false, true] {
+            assert_eq!((at.workgroup(cpu), at.split(cpu)), (WIDE_WG, (1, 512)));
+        }
         let past = decode(WIDE_CONTEXT, 9, 3);
-        assert_eq!(past.workgroup(), SPLIT_WG);
-        assert_eq!(past.split(), (5, 128));
-        // At 4096 keys, 32 spans of 128 a KV head (86 wanted, 32 tiles).
-        assert_eq!(decode(4095, 9, 3).split(), (32, 128));
-        // 32 query heads per KV head would need 46 KB of workgroup memory at 256.
-        assert_eq!(decode(10, 32, 1).workgroup(), WG);
+        assert_eq!(
+            (past.workgroup(false), past.split(false)),
+            (SPLIT_WG, (5, 128))
+        );
+        assert_eq!((past.workgroup(true), past.split(true)), (WG, (9, 64)));
+        // At 4096 keys, 32 spans of 128 a KV head on a GPU (86 wanted, 32 tiles); 64 of 64.
+        assert_eq!(decode(4095, 9, 3).split(false), (32, 128));
+        assert_eq!(decode(4095, 9, 3).split(true), (64, 64));
+        // 32 query heads per KV head would need 46 KB of workgroup memory at 256, 27 KB at
+        // 128.
+        assert_eq!(decode(10, 32, 1).workgroup(false), WG);
+        assert_eq!(decode(600, 32, 1).workgroup(false), WG);
         // Prefill keeps 64 whatever the context.
-        assert_eq!(KvAttention { tokens: 2, ..at }.workgroup(), WG);
+        assert_eq!(KvAttention { tokens: 2, ..at }.workgroup(false), WG);
     }
 
     #[test]
     fn gpus_share_key_rows_of_f32_caches_where_workgroups_walk_many_keys() {
         // SmolLM2's decode: a workgroup a KV head over the whole context up to 511 keys, then
         // spans of 128 at 8191 (64 spans × 3 heads); 32 KV heads take 8 spans of 1024.
-        assert_eq!(decode(127, 9, 3).keys_walked(), 128);
-        assert_eq!(decode(510, 9, 3).keys_walked(), 511);
-        assert_eq!(decode(8190, 9, 3).keys_walked(), 128);
-        assert_eq!(decode(8190, 32, 32).keys_walked(), 1024);
+        assert_eq!(decode(127, 9, 3).keys_walked(false), 128);
+        assert_eq!(decode(510, 9, 3).keys_walked(false), 511);
+        assert_eq!(decode(8190, 9, 3).keys_walked(false), 128);
+        assert_eq!(decode(8190, 32, 32).keys_walked(false), 1024);
         // A prompt's last token sees the whole context.
         let prompt = KvAttention {
             tokens: 300,
             pos0: 20,
             ..decode(0, 9, 3)
         };
-        assert_eq!(prompt.keys_walked(), 320);
+        assert_eq!(prompt.keys_walked(false), 320);
         let rule = KvLoads::rule;
         assert_eq!(
             rule(false, DType::F32, SHARED_ROWS_MIN_KEYS),

@@ -36,11 +36,18 @@ pub(super) const LARGER_WIDTHS: [(usize, usize, usize, usize); 4] = [
 ];
 
 /// The decoder cases on an adapter whose products may round `x` with `int8` bytes of
-/// workgroup memory ([`crate::qmatmul::MatvecShape::int8_storage`]). Products: `[m, n, k]`
-/// (`n` the rows of W: 2× the MLP width for SwiGLU); with RoPE `[m, heads, kv_heads, k]`;
-/// named by the kind they launch as ([`crate::QMatmul::kind`]: `…_int8` where the adapter
-/// rounds `x`). Attention: `[tokens, heads, kv_heads, head_dim, pos0]`.
-pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) -> Vec<CaseSpec> {
+/// workgroup memory ([`crate::qmatmul::MatvecShape::int8_storage`]), a CPU driver (`cpu`) or
+/// a GPU. Products: `[m, n, k]` (`n` the rows of W: 2× the MLP width for SwiGLU); with RoPE
+/// `[m, heads, kv_heads, k]`; named by the kind they launch as ([`crate::QMatmul::kind`]:
+/// `…_int8` where the adapter rounds `x`). Attention: `[tokens, heads, kv_heads, head_dim,
+/// pos0]`, and for `kv_attention_split` the keys of a span on this adapter
+/// ([`crate::KvAttention::split`]).
+pub(super) fn decoder_cases(
+    int8: Option<u32>,
+    cpu: bool,
+    dtype: DType,
+    size: SweepSize,
+) -> Vec<CaseSpec> {
     let full = size == SweepSize::Full;
     let mut v = Vec::new();
     // Medium (CPU drivers): three of the larger widths' decode products too, so that each
@@ -117,7 +124,7 @@ pub(super) fn decoder_cases(int8: Option<u32>, dtype: DType, size: SweepSize) ->
         }
         for &ctx in split {
             let shape = [1, nh, nkv, DECODER_HEAD_DIM, ctx];
-            let span = kv_attention_of(&shape).split().1;
+            let span = kv_attention_of(&shape).split(cpu).1;
             v.push(spec(
                 "kv_attention_split",
                 &[1, nh, nkv, DECODER_HEAD_DIM, ctx, span],
@@ -200,8 +207,8 @@ pub(super) fn decoder_product(op: &str, s: &[usize]) -> (crate::qmatmul::QMatmul
 }
 
 /// The attention of a `kv_attention…` shape `[T, nh, nkv, dh, pos0]`; a
-/// `kv_attention_split` shape adds the keys a span held when it was measured (the span's
-/// width follows the kernel: 64 keys before 2026-12-06, 128 since), which prices its merge.
+/// `kv_attention_split` shape adds the keys a span held when it was measured, which prices
+/// its merge (spans of 64 keys on every adapter before 2026-12-06; since, of 128 on GPUs).
 pub(super) fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
     crate::KvAttention {
         tokens: s[0],

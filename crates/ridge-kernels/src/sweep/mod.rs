@@ -302,9 +302,10 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         // Named decoder kinds on a quick sweep take the full sweep's sizes (as before).
         let size = if medium { size } else { SweepSize::Full };
         let int8 = crate::qmatmul::MatvecShape::int8_storage(ctx);
-        v.extend(decoder_cases(int8, f32, size));
+        let cpu = ctx.is_cpu_driver();
+        v.extend(decoder_cases(int8, cpu, f32, size));
         if ctx.has_f16() {
-            v.extend(decoder_cases(int8, DType::F16, size));
+            v.extend(decoder_cases(int8, cpu, DType::F16, size));
         }
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
@@ -386,7 +387,12 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
         "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);
-            let span = s.get(5).copied().unwrap_or(op.split().1).max(1);
+            let span = s.get(5).copied().filter(|&n| n > 0).ok_or_else(|| {
+                ridge_core::Error::invalid(
+                    "bench",
+                    format!("kv_attention_split {s:?}: the shape ends with the keys of a span"),
+                )
+            })?;
             op.cost(d) + op.merge_cost(op.context().div_ceil(span))
         }
         "argmax" => crate::argmax::dispatches(s[0], s[1], d)
@@ -424,7 +430,7 @@ mod tests {
                 (d, SweepSize::Medium, None),
             ]
         }) {
-            let cases = decoder_cases(int8, dtype, size);
+            let cases = decoder_cases(int8, size == SweepSize::Medium, dtype, size);
             for op in DECODER_OPS {
                 let n = cases.iter().filter(|c| c.op == *op).count();
                 if is_int8(op) && int8.is_none() {
