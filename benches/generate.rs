@@ -293,11 +293,7 @@ fn main() {
         model.weight_bytes() as f64 / 1e6,
         start.elapsed().as_secs_f64()
     );
-    let repeats = if ctx.info().device_type == ridge::core::wgpu::DeviceType::Cpu {
-        2
-    } else {
-        10
-    };
+    let repeats = if ctx.is_cpu_driver() { 2 } else { 10 };
 
     let measured = pollster::block_on(ceilings::measure(&ctx, 1 << 28, 3)).expect("ceilings");
     let ceil = measured.ceilings(dtype == DType::F16);

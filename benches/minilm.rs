@@ -248,11 +248,7 @@ fn main() {
                 ctx.pipelines().compiled(),
             );
         }
-        let repeats = if ctx.info().device_type == ridge::core::wgpu::DeviceType::Cpu {
-            1
-        } else {
-            20
-        };
+        let repeats = if ctx.is_cpu_driver() { 1 } else { 20 };
         let (mut times, mut recording): (Vec<f64>, Vec<f64>) = (0..repeats)
             .map(|_| {
                 let start = Instant::now();

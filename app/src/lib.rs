@@ -165,7 +165,7 @@ impl Gpu {
     /// Measures the ceilings again in the background.
     pub fn measure(&mut self, egui: &egui::Context) {
         let Some(ctx) = self.ctx.clone() else { return };
-        let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+        let cpu = ctx.is_cpu_driver();
         // CPU drivers and the browser's SwiftShader: a short curve; real GPUs: past the caches.
         let max_bytes = if cpu { 8 << 20 } else { 512 << 20 };
         self.measure_error = None;

@@ -66,7 +66,7 @@ fn ms(v: Option<f64>) -> String {
 
 pub fn run(args: Args) -> crate::CliResult {
     let ctx = crate::context()?;
-    let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+    let cpu = ctx.is_cpu_driver();
     let size = match args.size.as_deref().and_then(sweep::SweepSize::parse) {
         Some(size) => size,
         None if cpu => sweep::SweepSize::Quick,

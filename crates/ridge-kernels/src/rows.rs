@@ -26,11 +26,7 @@ pub fn fits(ctx: &Context, wg: u32) -> bool {
 /// invocations than with 256: fewer barrier rounds, benches/NOTES.md), else 256 — one
 /// invocation per element up to 256 columns — capped by the adapter's limits.
 pub fn heuristic(ctx: &Context) -> u32 {
-    let cap = if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
-        32
-    } else {
-        256
-    };
+    let cap = if ctx.is_cpu_driver() { 32 } else { 256 };
     launch::workgroup_size_1d(ctx, cap)
 }
 

@@ -490,7 +490,7 @@ pub async fn run_with_progress(
 ///
 /// Errors: as the GEMM's launch.
 pub async fn raise_clocks(ctx: &Context) -> Result<()> {
-    if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu || !ctx.has_timestamps() {
+    if ctx.is_cpu_driver() || !ctx.has_timestamps() {
         return Ok(());
     }
     let g = Gemm::new(1024, 1024, 1024);

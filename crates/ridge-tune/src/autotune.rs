@@ -91,7 +91,7 @@ pub struct Problem {
 /// that cross the ridge point (smaller on CPU drivers), of the `ops` and storage types
 /// `dtypes` asked for (empty: all; f16 only where the adapter has `shader-f16`).
 pub fn problems(ctx: &Context, ops: &[String], dtypes: &[DType]) -> Vec<Problem> {
-    let cpu = ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu;
+    let cpu = ctx.is_cpu_driver();
     let mut v = Vec::new();
     let p = |op: &str, shape: &[usize], dtype| Problem {
         op: op.into(),

@@ -168,7 +168,7 @@ impl GemmKernel {
     pub fn heuristic(ctx: &Context, dtype: DType) -> Self {
         if dtype == DType::F16 && ctx.has_coop_f16() {
             GemmKernel::Coop(CoopConfig::DEFAULT)
-        } else if ctx.info().device_type == ridge_core::wgpu::DeviceType::Cpu {
+        } else if ctx.is_cpu_driver() {
             GemmKernel::Tiled(GemmConfig {
                 bm: 128,
                 bn: 128,

@@ -118,7 +118,7 @@ impl MatvecShape {
     /// bits: a GPU (not a CPU driver: lavapipe decoded 3× slower so) whose WGSL has packed
     /// integer dot products ([`Context::has_int8_dot`]); `None` elsewhere.
     pub fn int8_storage(ctx: &Context) -> Option<u32> {
-        let gpu = ctx.info().device_type != ridge_core::wgpu::DeviceType::Cpu;
+        let gpu = !ctx.is_cpu_driver();
         (gpu && ctx.has_int8_dot()).then(|| ctx.limits().max_compute_workgroup_storage_size)
     }
 
