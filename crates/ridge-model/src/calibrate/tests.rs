@@ -306,12 +306,13 @@ fn decoder_kinds_fit_their_launches() {
 }
 
 /// The decoder's kinds on an H100 (80 GB HBM3; `calibration.sh`, benches/NOTES.md
-/// 2026-12-06, the second sweep there): all 19 kinds in f32 and f16, the argmax's among
-/// them, the median kind held out within the 1.15×, every fit better than its
-/// roofline, every kind held out within 1.25× (beyond 1.15×: the f16 RMS-normed product
-/// 1.20× and the prompt's normed RoPE product 1.17× in each type), the argmax within 1.05×.
-/// The first sweep's f16 LM head rounding x to 8 bits, held out at 1.93× (its widths of
-/// 3072 and 4096 timed at half the bandwidth of 2048), fits within 1.05× in this one.
+/// 2026-12-06, the third sweep there, in the session's second): all 19 kinds in f32 and
+/// f16, the argmax's among them, the median kind held out within the 1.15×, every
+/// fit better than its roofline, every kind held out within 1.25× (beyond 1.15×: the f16
+/// RMS-normed product 1.19× and the prompt's normed RoPE product 1.17× in each type; 1.20×
+/// and 1.17× in the second sweep), the argmax within 1.05×. The first sweep's f16 LM head
+/// rounding x to 8 bits, held out at 1.93× (its widths of 3072 and 4096 timed at half the
+/// bandwidth of 2048), fits within 1.05× in the later ones.
 #[test]
 fn h100_decoder_kinds_held_out() {
     let fit = Calibration::fit(&shipped("h100-decoder"));
