@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ridge, llama.cpp's Vulkan backend and PyTorch on SmolLM2-135M, in one call on the GPU
 # machine (issue 25's ratios). prepare.sh fills .devbin (generate, random_gguf.py,
-# smollm2_torch.py, setup.sh …); add by hand: llama-bench (built per
+# smollm2_torch.py, setup.sh …); add by hand: llama-bench (xz-compressed, as prepare.sh
+# packs the others, to stay within a call's 64 MiB; built per
 # ../shared/device/llama-cpp.md), llama.cpp's gguf-py/, the real GGUF's metadata as
 # smollm2_meta.json (gguf_meta.py), and optionally generate-old (the bench before a change);
 # then one `run` call with carry [".gl", ".devbin"]:  bash .devbin/peers.sh
