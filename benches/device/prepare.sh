@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run here (not on the GPU machine), from the project root: builds Ridge's release binaries
-# and puts them, stripped and compressed, with the scripts the GPU machine needs, into .devbin/ (ignored by
-# git). Then one `run` call with carry [".gl", ".devbin"] and the command
+# and puts them, stripped and compressed, with the scripts the GPU machine needs, into
+# .devbin/ (ignored by git). Then one `run` call with carry [".gl", ".devbin"] and the command
 #     bash .devbin/sweep.sh
 # measures everything in one go (see sweep.sh) and prints the ratio table last.
 set -euo pipefail
@@ -22,12 +22,11 @@ cp "$(ls -t target/release/deps/registers-* | grep -v '\.d$' | head -1)" .devbin
 cp "$(ls -t target/release/deps/generate-* | grep -v '\.d$' | head -1)" .devbin/generate
 cp "$(ls -t target/release/deps/qmatvec-* | grep -v '\.d$' | head -1)" .devbin/qmatvec
 cp "$gpu_test" .devbin/gpu-tests
-strip .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/qmatvec .devbin/gpu-tests
+bins=".devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/qmatvec .devbin/gpu-tests"
+strip $bins
 # A call carries 64 MiB: the binaries travel xz-compressed (~4× smaller; setup.sh unpacks
 # them there), which leaves room for llama-bench (38 MB stripped) beside them.
-for f in .devbin/ridge .devbin/minilm .devbin/gemm .devbin/attention .devbin/transpose .devbin/registers .devbin/generate .devbin/qmatvec .devbin/gpu-tests; do
-  xz -T2 -6 -f "$f"
-done
+xz -T2 -6 -f $bins
 cp benches/device/sweep.sh benches/device/decode.sh benches/device/decode_ab.sh benches/device/peers.sh benches/device/encoder.sh benches/device/encoder_ab.sh benches/device/calibration.sh benches/device/kernel_ab.sh benches/device/repeat.sh benches/device/int8_ab.sh \
   benches/device/setup.sh benches/device/smollm2_torch.py benches/device/minilm_torch.py \
   benches/device/ratios.py ../shared/device/random_gguf.py .devbin/

@@ -11,9 +11,10 @@
 //! walks them in tiles of 256 and writes the output (no merge pass); over more, the keys are
 //! split into spans of a multiple of 128 (workgroups of [`SPLIT_WG`]; 64 on CPU drivers) so
 //! that about [`TARGET_WORKGROUPS`] workgroups run, each writing a partial softmax that a
-//! second pass merges (Dao et al., "Flash-Decoding for long-context inference", 2023). Prefill (many tokens) fills the GPU with one span per
-//! token and skips the merge; on the tensor cores a prompt's keys are split into spans of
-//! [`COOP_SPAN`] past that many, and merged by the same pass.
+//! second pass merges (Dao et al., "Flash-Decoding for long-context inference", 2023).
+//! Prefill (many tokens) fills the GPU with one span per token and skips the merge; on the
+//! tensor cores a prompt's keys are split into spans of [`COOP_SPAN`] past that many, and
+//! merged by the same pass.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
