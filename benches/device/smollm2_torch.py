@@ -3,15 +3,16 @@ generation bench: transformers' LlamaForCausalLM with SmolLM2-135M's configurati
 weights (the GGUF cannot travel; timing does not depend on the values), batch 1, greedy.
 
 - prefill: one forward of P tokens (CUDA events, median of 10), f16 and f32;
-- decode: `generate` with the static cache (the competent user's setting; the dynamic cache is
-  slower) from a prompt of P tokens, G new tokens; decode tokens/s = (G - 1) / (time of G
-  tokens - time of 1), wall clock with synchronisation, f16 and f32;
-- compiled: the decode with `torch.compile(mode="reduce-overhead")` on the forward (CUDA
-  graphs), reported as an error line where it fails.
+- decode (issue 25 asks PyTorch as fast as a competent user makes it): transformers'
+  StaticCache, the next token picked on the GPU (argmax) and fed back without a host round
+  trip, after a prompt of P tokens, wall clock with one synchronisation at the end:
+  `eager` (one Python forward a token), `graph` (the step captured once as a CUDA graph and
+  replayed: no launch overhead), and in f16 `compiled_graph` (the forward through
+  torch.compile, fused kernels, captured the same way). An error line where one fails.
 One JSON line per measurement. TF32 off.
 """
 import json, time, torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -39,6 +40,53 @@ def wall_s(fn):
     torch.cuda.synchronize(); t = time.perf_counter(); fn(); torch.cuda.synchronize()
     return time.perf_counter() - t
 
+def decode(model, name, p, g, compiled=False):
+    """Greedy decode after a p-token prompt with transformers' StaticCache, the next token
+    picked on the GPU, wall clock with one synchronisation at the end (g/2 tokens each):
+    eagerly (one Python call a token), then as one CUDA graph of the step replayed; compiled:
+    the forward through torch.compile(mode="max-autotune-no-cudagraphs"), captured the same
+    way. Prints one line per rate, or the error that stopped it."""
+    label = "compiled_" if compiled else ""
+    try:
+        cache = StaticCache(config=model.config, max_cache_len=p + 2 * g + 16)
+        ids = torch.randint(0, cfg.vocab_size, (1, p), device="cuda")
+        forward = model.forward
+        if compiled:
+            forward = torch.compile(model.forward, mode="max-autotune-no-cudagraphs", fullgraph=True)
+        with torch.inference_mode():
+            logits = model(ids, past_key_values=cache, use_cache=True,
+                           position_ids=torch.arange(p, device="cuda")[None]).logits
+            tok = logits[:, -1:].argmax(-1)
+            pos = torch.full((1, 1), p, device="cuda", dtype=torch.long)
+
+            def step():
+                o = forward(input_ids=tok, past_key_values=cache, use_cache=True, position_ids=pos)
+                tok.copy_(o.logits[:, -1:].argmax(-1))
+                pos.add_(1)
+
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream().wait_stream(side)
+            n = g // 2
+            if not compiled:
+                r = n / wall_s(lambda: [step() for _ in range(n)])
+                out(op=f"torch_decode_eager_{name}", depth=p, tokens_per_s=round(r, 1))
+            label += "graph"
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                step()
+            graph.replay()
+            r = n / wall_s(lambda: [graph.replay() for _ in range(n)])
+            out(op=f"torch_decode_{label}_{name}", depth=p, tokens_per_s=round(r, 1))
+    except Exception as e:  # noqa: BLE001 - the failure is the measurement
+        out(op=f"torch_decode_{label or 'eager'}_{name}", depth=p,
+            error=f"{type(e).__name__}: {str(e)[:300]}")
+
+
+models = {}
 for dtype in (torch.float16, torch.float32):
     name = str(dtype)[6:]
     model = LlamaForCausalLM(cfg).to("cuda", dtype).eval()
@@ -47,28 +95,9 @@ for dtype in (torch.float16, torch.float32):
         with torch.inference_mode():
             ms = cuda_ms(lambda: model(ids, use_cache=False).logits[:, -1].argmax(-1))
         out(op=f"torch_prefill_{name}", tokens=p, ms=round(ms, 3), tokens_per_s=round(p / ms * 1e3, 1))
-    for p, g in ((128, 128), (4096, 128)):
-        ids = torch.randint(0, 49152, (1, p), device="cuda")
-        gen = lambda n: model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False,
-                                       cache_implementation="static", pad_token_id=0)
-        with torch.inference_mode():
-            gen(2); gen(2)
-            t1 = min(wall_s(lambda: gen(1)) for _ in range(3))
-            tg = min(wall_s(lambda: gen(g)) for _ in range(2))
-        out(op=f"torch_decode_static_{name}", depth=p, tokens=g,
-            tokens_per_s=round((g - 1) / (tg - t1), 1), first_token_ms=round(t1 * 1e3, 2))
-    if dtype == torch.float16:
-        try:
-            model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-            ids = torch.randint(0, 49152, (1, 128), device="cuda")
-            gen = lambda n: model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False,
-                                           cache_implementation="static", pad_token_id=0)
-            with torch.inference_mode():
-                for _ in range(3): gen(8)
-                t1 = min(wall_s(lambda: gen(1)) for _ in range(3))
-                tg = min(wall_s(lambda: gen(128)) for _ in range(2))
-            out(op="torch_decode_compiled_f16", depth=128, tokens=128, tokens_per_s=round(127 / (tg - t1), 1))
-        except Exception as e:  # noqa: BLE001 - the failure is the measurement
-            out(op="torch_decode_compiled_f16", error=f"{type(e).__name__}: {str(e)[:300]}")
-    del model
-    torch.cuda.empty_cache()
+    for p in (128, 4096):
+        decode(model, name, p, 128)
+    models[name] = model
+# Compiling takes minutes: last, so that a time limit cuts only it.
+for p in (128, 4096):
+    decode(models["float16"], "float16", p, 128, compiled=True)

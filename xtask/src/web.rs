@@ -159,6 +159,7 @@ fn ensure_node_modules() -> Result {
     if !have("npm") {
         return Err("npm is missing (install Node.js 20 or newer)".into());
     }
+    println!("xtask: npm ci in web/ (playwright-core, pngjs, binaryen from web/package-lock.json)");
     let status = Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
         .current_dir(root().join("web"))
