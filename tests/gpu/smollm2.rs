@@ -236,17 +236,19 @@ fn generate_streams_the_reference_tokens_and_keeps_the_cache_exact() {
         let prompt = prompt(&model, case)?;
         let greedy = ids(&case["greedy_ids"]);
         let eos = case["eos_index"].as_u64().expect("case 0 ends") as usize;
-        let run = |stop_at_eos: bool,
-                   max_tokens: usize,
-                   stop_after: usize|
+        let run_in = |capacity: usize,
+                      top_logits: usize,
+                      stop_at_eos: bool,
+                      max_tokens: usize,
+                      stop_after: usize|
          -> Result<(Vec<u32>, Finish, usize)> {
-            let mut cache = model.cache(ctx, 64).map_err(nn)?;
+            let mut cache = model.cache(ctx, capacity).map_err(nn)?;
             let mut got = Vec::new();
             let options = GenerateOptions {
                 max_tokens,
                 sampling: Sampling::greedy(),
                 stop_at_eos,
-                top_logits: 0,
+                top_logits,
             };
             let stats = block(model.generate(ctx, &mut cache, &prompt, &options, |t| {
                 got.push(t.id);
@@ -255,7 +257,24 @@ fn generate_streams_the_reference_tokens_and_keeps_the_cache_exact() {
             .map_err(nn)?;
             Ok((got, stats.finish, cache.len()))
         };
+        let run = |stop_at_eos, max_tokens, stop_after| {
+            run_in(64, 0, stop_at_eos, max_tokens, stop_after)
+        };
         let p = prompt.len();
+        // A cache of p + k positions holds the prompt and the first k tokens fed back: the
+        // reply is k + 1 tokens (the last one needs no position), whether each step is
+        // recorded ahead from the GPU's pick or its logits are read back (`top_logits`).
+        for k in [1, 2, 5] {
+            for top_logits in [0, 1] {
+                let (got, finish, len) = run_in(p + k, top_logits, false, 20, usize::MAX)?;
+                if got != greedy[..=k] || finish != Finish::Context || len != p + k {
+                    return Err(Error::invalid(
+                        "context",
+                        format!("k {k}, top_logits {top_logits}: {got:?} {finish:?} cache {len}"),
+                    ));
+                }
+            }
+        }
         let (got, finish, len) = run(true, 20, usize::MAX)?;
         let want = &greedy[..=eos];
         if got != want || finish != Finish::Eos || len != p + eos {

@@ -205,6 +205,13 @@ fn cache_for(
     max_tokens: usize,
 ) -> Result<KvCache, Box<dyn std::error::Error>> {
     let context = model.model().config().context;
+    if context < 2 {
+        return Err(format!(
+            "the model's context of {context} position{} leaves no room for a prompt and a reply",
+            if context == 1 { "" } else { "s" }
+        )
+        .into());
+    }
     if prompt >= context {
         return Err(format!(
             "the prompt has {prompt} tokens, but the model's context is {context} positions: \
@@ -213,7 +220,9 @@ fn cache_for(
         )
         .into());
     }
-    let room = context - prompt;
+    // The cache holds the prompt and each token fed back; the reply's last token is never
+    // fed back, so it has one token more than the positions left.
+    let room = context - prompt + 1;
     if max_tokens > room {
         eprintln!(
             "note: --max-tokens {max_tokens}: the model's context of {context} positions leaves \

@@ -339,7 +339,7 @@ fn max_tokens_past_the_context_is_named() {
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains(
-            "--max-tokens 100000: the model's context of 8192 positions leaves room for 8161 tokens"
+            "--max-tokens 100000: the model's context of 8192 positions leaves room for 8162 tokens"
         ),
         "{err}"
     );

@@ -78,7 +78,12 @@ impl TransformerShape {
             "mpnet",
             "camembert",
         ];
-        let model_type = v.get("model_type").and_then(|t| t.as_str());
+        let model_type = match v.get("model_type") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(t) => Some(t.as_str().ok_or_else(|| {
+                format!("config.json: model_type is {t}, not a name such as \"bert\" or \"llama\"")
+            })?),
+        };
         let causal = v
             .get("architectures")
             .and_then(|a| a.as_array())
@@ -594,6 +599,18 @@ mod tests {
         );
         let bert = r#"{"model_type":"bert","hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"vocab_size":30522}"#;
         assert!(TransformerShape::from_hf_config(bert).is_ok());
+        // A model_type that is not a name: refused, not read as untyped.
+        let numbered = bert.replace(r#""bert""#, "5");
+        assert!(
+            TransformerShape::from_hf_config(&numbered)
+                .unwrap_err()
+                .contains("model_type is 5")
+        );
+        assert!(
+            crate::decoder::DecoderShape::from_hf_config("x", &numbered)
+                .unwrap_err()
+                .contains("model_type is 5")
+        );
         // Sizes whose FLOP counts would overflow, negative and fractional sizes: refused by name.
         for (bad, field) in [
             (r#""hidden_size":1099511627776"#, "hidden_size"),

@@ -343,7 +343,10 @@ impl TextGenerator {
                 Some(Finish::Eos)
             } else if generated == options.max_tokens {
                 Some(Finish::Length)
-            } else if cache.len() >= cache.capacity() {
+            } else if ahead.is_none() && cache.len() >= cache.capacity() {
+                // The next token needs this one's step, and the cache has no position left
+                // for it. (A step recorded ahead already ran this token: its pick is the
+                // next token, which needs no position, so a full cache still gives one more.)
                 Some(Finish::Context)
             } else {
                 None

@@ -339,7 +339,13 @@ impl Gguf {
             Some(v) => {
                 return Err(GgufError::Invalid {
                     what: "general.alignment".into(),
-                    message: format!("{v:?} is not a power of two as UINT32"),
+                    message: match v {
+                        Value::U32(a) => format!("{a} is not a power of two"),
+                        other => format!(
+                            "a {} ({other}) where a UINT32 power of two belongs",
+                            other.type_name()
+                        ),
+                    },
                 });
             }
         };
@@ -545,6 +551,19 @@ mod tests {
         // The value type of "b" sits after magic, version, counts (24 bytes) and the key.
         bool2[24 + 8 + 1] = 7;
         assert!(matches!(parse(bool2), Err(GgufError::Invalid { .. })));
+        // An alignment of 0, 3, or of another type: named in words, not Rust's.
+        for (value, says) in [
+            (Value::U32(0), "0 is not a power of two"),
+            (Value::U32(3), "3 is not a power of two"),
+            (Value::String("32".into()), "a STRING"),
+        ] {
+            let bytes = Writer::new().meta("general.alignment", value).finish();
+            let err = parse(bytes)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(says) && !err.contains("U32("), "{err}");
+        }
     }
 
     #[test]

@@ -191,25 +191,27 @@ impl Llama {
             }
             None => embed.clone(),
         });
-        let used = 2 + c.layers * 9 + usize::from(g.tensor("output.weight").is_some());
-        if g.tensors().len() != used {
-            let unused: Vec<&str> = g
-                .tensors()
-                .iter()
-                .map(|t| t.name.as_str())
-                .filter(|n| !is_used(n, c.layers))
-                .take(8)
-                .collect();
+        // Every tensor the model uses is loaded (a missing one named) before the file's
+        // others are counted: what is left is what the model would ignore.
+        let output_norm = Norm::rms(
+            loader.vector(ctx, "output_norm.weight", h, dtype)?,
+            c.rms_eps,
+        );
+        let unused: Vec<&str> = g
+            .tensors()
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|n| !is_used(n, c.layers))
+            .collect();
+        if !unused.is_empty() {
             return Err(loader.err(format!(
-                "{} tensors the model does not use (first: {unused:?})",
-                g.tensors().len() - used
+                "{} tensors the model does not use (first: {:?})",
+                unused.len(),
+                &unused[..unused.len().min(8)]
             )));
         }
         Ok(Self {
-            output_norm: Norm::rms(
-                loader.vector(ctx, "output_norm.weight", h, dtype)?,
-                c.rms_eps,
-            ),
+            output_norm,
             rope: RopeTable::new(ctx, c.context, c.head_dim, c.rope_base)?,
             embed,
             output,
