@@ -589,3 +589,31 @@ fn predict_refuses_what_it_cannot_price_honestly() {
     assert!(memory["largest_batch"].as_u64().unwrap() > 4096, "{memory}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A config.json's defaults and formats the model does not read are said, not assumed in
+/// silence: no `max_position_embeddings` (the context taken), a `quantization_config` (the
+/// weights priced in `--quant`).
+#[test]
+fn predict_notes_what_a_config_leaves_to_defaults() {
+    let path = std::env::temp_dir().join(format!("ridge-gptq-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"model_type":"llama","hidden_size":576,"num_hidden_layers":30,"num_attention_heads":9,
+            "num_key_value_heads":3,"intermediate_size":1536,"vocab_size":49152,
+            "quantization_config":{"quant_method":"gptq","bits":4}}"#,
+    )
+    .unwrap();
+    let out = ridge(
+        &["predict", "--model", path.to_str().unwrap(), "--json"],
+        &[("WGPU_BACKEND", "none")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("no max_position_embeddings: a context of 4096"),
+        "{err}"
+    );
+    assert!(err.contains("quantized by gptq"), "{err}");
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON");
+    std::fs::remove_file(path).ok();
+}

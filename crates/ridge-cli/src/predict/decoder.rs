@@ -45,11 +45,34 @@ pub fn source(model: &str) -> Result<Option<Model>, Box<dyn std::error::Error>> 
     }
     let name = path.display().to_string();
     let shape = DecoderShape::from_hf_config(&name, &text).map_err(|e| prefixed(&name, e))?;
+    config_notes(&name, &text, &shape);
     Ok(Some(Model {
         shape,
         weights: None,
         gguf: None,
     }))
+}
+
+/// Notes on what a config.json leaves to defaults: no `max_position_embeddings` (the
+/// context assumed), a `quantization_config` (its format is not read: `--quant` prices the
+/// weights).
+fn config_notes(name: &str, json: &str, s: &DecoderShape) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return;
+    };
+    if v.get("max_position_embeddings").is_none_or(|c| c.is_null()) {
+        eprintln!(
+            "note: {name} has no max_position_embeddings: a context of {} positions assumed",
+            s.context
+        );
+    }
+    if let Some(q) = v.get("quantization_config").filter(|q| !q.is_null()) {
+        let method = q["quant_method"].as_str().unwrap_or("its own");
+        eprintln!(
+            "note: {name} is quantized by {method}, which Ridge does not model: its weights are priced in --quant ({} unless given)",
+            predict::default_quant().name()
+        );
+    }
 }
 
 /// `e` as one line naming the file `name` once (many errors name it already).
