@@ -263,6 +263,13 @@ pub fn generate(args: GenerateArgs) -> crate::CliResult {
     };
     let ctx = crate::context()?;
     let model = args.model.load(&ctx)?;
+    let vocab = model.model().config().vocab;
+    if args.top_logits > vocab {
+        eprintln!(
+            "note: --top-logits {}: the vocabulary has {vocab} tokens; each line lists all of them",
+            args.top_logits
+        );
+    }
     let prompt = match (&messages, &raw) {
         (Some(m), _) => model.encode_chat(m).map_err(|e| match &args.messages {
             Some(file) => format!("{}: {e}", file.display()),
