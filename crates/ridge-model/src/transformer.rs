@@ -26,6 +26,17 @@ pub struct TransformerShape {
     pub max_positions: usize,
 }
 
+/// A config.json's `model_type` (`None` when absent or null). Errors: a value that is not a
+/// name (a number, a list), refused rather than read as an untyped config.
+pub(crate) fn model_type(v: &serde_json::Value) -> Result<Option<&str>, String> {
+    match v.get("model_type") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(t) => t.as_str().map(Some).ok_or_else(|| {
+            format!("config.json: model_type is {t}, not a name such as \"bert\" or \"llama\"")
+        }),
+    }
+}
+
 impl TransformerShape {
     /// all-MiniLM-L6-v2: 6 layers, d = 384, 12 heads, d_ff = 1536, vocab 30,522, 512
     /// positions (its `config.json`).
@@ -78,12 +89,7 @@ impl TransformerShape {
             "mpnet",
             "camembert",
         ];
-        let model_type = match v.get("model_type") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(t) => Some(t.as_str().ok_or_else(|| {
-                format!("config.json: model_type is {t}, not a name such as \"bert\" or \"llama\"")
-            })?),
-        };
+        let model_type = model_type(&v)?;
         let causal = v
             .get("architectures")
             .and_then(|a| a.as_array())

@@ -152,14 +152,7 @@ impl DecoderShape {
     /// width, KV heads that do not divide the heads, sizes beyond any published model).
     pub fn from_hf_config(name: &str, json: &str) -> Result<DecoderShape, String> {
         let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
-        if let Some(t) = v
-            .get("model_type")
-            .filter(|t| !t.is_null() && !t.is_string())
-        {
-            return Err(format!(
-                "config.json: model_type is {t}, not a name such as \"llama\""
-            ));
-        }
+        crate::transformer::model_type(&v)?;
         let get = |k: &str, max: u64| -> Result<Option<usize>, String> {
             match v.get(k) {
                 None | Some(serde_json::Value::Null) => Ok(None),
