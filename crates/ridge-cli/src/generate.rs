@@ -155,12 +155,22 @@ fn conversation(args: &GenerateArgs) -> Result<Option<Vec<Message>>, String> {
         let text = read_text(file)?;
         // Windows editors start UTF-8 files with a byte-order mark, which JSON does not allow.
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let messages: Vec<Message> = serde_json::from_str(text).map_err(|e| {
+        let not_a_list = |why: String| {
             format!(
-                "{}: not a JSON list of {{\"role\", \"content\"}} messages ({e})",
+                "{}: not a JSON list of {{\"role\", \"content\"}} messages ({why})",
                 file.display()
             )
-        })?;
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| not_a_list(e.to_string()))?;
+        if value.is_object() {
+            // One message written bare: serde's "invalid type: map" would not say the fix.
+            return Err(not_a_list(
+                "one object: put the messages in a list, [{…}, …]".into(),
+            ));
+        }
+        let messages: Vec<Message> =
+            serde_json::from_value(value).map_err(|e| not_a_list(e.to_string()))?;
         return Ok(Some(messages));
     }
     if args.raw {

@@ -73,10 +73,14 @@ pub fn run(args: Args) -> crate::CliResult {
                 println!("    {name:<36} {value}");
             }
         }
-        println!(
-            "\n* = the adapter Ridge uses (set {} to choose)",
-            context::ADAPTER_ENV
-        );
+        // With a selector that matches nothing no adapter is starred: the error below says
+        // so, and a footer explaining the star would point at nothing.
+        if selected.is_some() {
+            println!(
+                "\n* = the adapter Ridge uses (set {} to choose)",
+                context::ADAPTER_ENV
+            );
+        }
     }
     if selector.is_some() && selected.is_none() {
         return Err(format!(

@@ -477,6 +477,10 @@ fn generate_refuses_bad_input_in_one_line() {
     let missing = std::env::temp_dir().join("ridge-no-such-model.gguf");
     let bad_utf8 = std::env::temp_dir().join("ridge-bad-utf8.json");
     std::fs::write(&bad_utf8, b"[{\"role\": \"user\", \"content\": \"\xff\"}]").unwrap();
+    let bare = std::env::temp_dir().join("ridge-bare-message.json");
+    std::fs::write(&bare, br#"{"role": "user", "content": "hi"}"#).unwrap();
+    let cut = std::env::temp_dir().join("ridge-cut-messages.json");
+    std::fs::write(&cut, br#"[{"role": "user", "content": "hi"}"#).unwrap();
     let truncated = std::env::temp_dir().join("ridge-truncated.gguf");
     std::fs::write(&truncated, b"GGUF\x03\x00\x00\x00\x10").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -502,6 +506,14 @@ fn generate_refuses_bad_input_in_one_line() {
         (
             vec!["generate", "--messages", bad_utf8.to_str().unwrap()],
             "UTF-8",
+        ),
+        (
+            vec!["generate", "--messages", bare.to_str().unwrap()],
+            "put the messages in a list",
+        ),
+        (
+            vec!["generate", "--messages", cut.to_str().unwrap()],
+            "EOF while parsing a list",
         ),
         (
             vec!["generate", "hi", "--model", missing.to_str().unwrap()],
