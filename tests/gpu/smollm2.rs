@@ -72,15 +72,23 @@ struct Tolerance {
     margin: f64,
 }
 
+/// The fixture's case `name`.
+fn case(name: &str) -> &'static Value {
+    cases()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("the fixture has no case {name}"))
+}
+
 /// The cases and greedy decoding steps a case takes on `ctx`: every case and all the steps the
 /// reference has (32) on every adapter but OpenGL ones; there, one case a launch path of the
 /// prompt (4 tokens: the matrix-vector kernel, 8 rows a workgroup; 37: the tiled product, one
-/// tile of rows; 153: several) and 4 steps each. The GL backend runs
-/// the same kernels as Vulkan through naga's GLSL writer instead of its SPIR-V one, so those
-/// launch every kernel of the forward; the chat templates, the tokenizer and the long decode
-/// (the cache's growth, the host's loop) are the backend's no more than Vulkan's. On the CPU
-/// drivers a 153-token prompt takes 10–27 s and a step ~0.5 s: GL's 8 prompts and 210 steps
-/// were the slowest part of the GPU tests.
+/// tile of rows; 153: several) and 4 steps each. The GL backend runs the same kernels as
+/// Vulkan through naga's GLSL writer instead of its SPIR-V one, so those launch every kernel
+/// of the forward; the chat templates, the tokenizer and the long decode (the cache's growth,
+/// the host's loop) are the backend's no more than Vulkan's. On the CPU drivers a 153-token
+/// prompt takes 10–27 s and a step ~0.5 s: GL's 8 prompts and 210 steps were the slowest part
+/// of the GPU tests.
 fn cases_on(ctx: &Context) -> (Vec<Value>, usize) {
     if ctx.info().backend != ridge::core::wgpu::Backend::Gl {
         return (cases().to_vec(), usize::MAX);
@@ -90,13 +98,7 @@ fn cases_on(ctx: &Context) -> (Vec<Value>, usize) {
         "chat_capital_france",
         "raw_paragraph_rain",
     ];
-    let some: Vec<Value> = cases()
-        .iter()
-        .filter(|c| paths.iter().any(|p| c["name"] == *p))
-        .cloned()
-        .collect();
-    assert_eq!(some.len(), paths.len(), "the fixture's cases {paths:?}");
-    (some, 4)
+    (paths.iter().map(|name| case(name).clone()).collect(), 4)
 }
 
 /// Runs every case: prompt ids, the last prompt position's top-20 logits, then greedy
@@ -297,10 +299,7 @@ fn generate_streams_the_reference_tokens_and_keeps_the_cache_exact() {
         // tokens: a CPU driver's prompt costs seconds), within the steps whose reference
         // margin is clear (its first 8).
         let chat = &cases()[0];
-        let short = cases()
-            .iter()
-            .find(|c| c["name"] == "raw_quick_brown_fox")
-            .expect("the fixture's shortest case");
+        let short = case("raw_quick_brown_fox");
         let chat_prompt = prompt(&model, chat)?;
         let (prompt, greedy) = (prompt(&model, short)?, ids(&short["greedy_ids"]));
         let p = prompt.len();
