@@ -237,6 +237,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         host_overhead_us,
         stream_dispatch_us,
         int8_storage_bytes: crate::qmatmul::MatvecShape::int8_storage(ctx),
+        lane_rows: ctx.is_cpu_driver(),
     })
 }
 

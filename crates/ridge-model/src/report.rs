@@ -46,6 +46,11 @@ pub struct Measured {
     /// (CPU drivers, browsers without the feature) or the report predates the field.
     #[serde(default)]
     pub int8_storage_bytes: Option<u32>,
+    /// Whether the adapter's one-row quantized products take a row of W a lane (a CPU
+    /// driver: `ridge_kernels::qmatmul::MatvecShape::LANE_ROWS`); reports from before the
+    /// field read `false`, the GPU shapes their rows were swept with.
+    #[serde(default)]
+    pub lane_rows: bool,
 }
 
 impl Measured {

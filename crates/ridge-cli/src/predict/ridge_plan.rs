@@ -54,7 +54,10 @@ fn plan(
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
     Ok(DecoderPlan {
         tensor_cores,
-        int8_storage: cal.report.measured.int8_storage_bytes,
+        matvec: ridge_kernels::qmatmul::MatvecRule {
+            int8_storage: cal.report.measured.int8_storage_bytes,
+            lane_rows: cal.report.measured.lane_rows,
+        },
         ..plan
     })
 }
@@ -210,7 +213,7 @@ pub fn run(
         let doc = serde_json::json!({
             "model": shape, "adapter": adapter, "report": report, "dtype": args.dtype,
             "tensor_cores": plan.tensor_cores, "formats": formats,
-            "int8_storage_bytes": plan.int8_storage,
+            "int8_storage_bytes": plan.matvec.int8_storage,
             "prompt": prompt, "generate": generate,
             "prefill_tokens_per_s": prompt as f64 / prefill.calibrated_s,
             "decode_tokens_per_s": generate as f64 / decode_s,
@@ -243,7 +246,7 @@ pub fn run(
         } else {
             ""
         },
-        if plan.int8_storage.is_some() {
+        if plan.matvec.int8_storage.is_some() {
             ", one token's products from K = 2048 on x rounded to 8 bits (the `_int8` kinds)"
         } else {
             ""

@@ -45,6 +45,28 @@ pub struct MatvecShape {
     pub int8_x: bool,
 }
 
+/// What an adapter's one-row launch shapes depend on ([`MatvecShape::rule`]): as a live
+/// context has it ([`MatvecRule::of`]), or as a report recorded it, for plans priced without
+/// a GPU (a report from before a field holds the shape it was swept with).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatvecRule {
+    /// Where one-row products may round `x` to 8 bits ([`MatvecShape::int8_storage`]), the
+    /// adapter's workgroup memory in bytes; `None`: none do.
+    pub int8_storage: Option<u32>,
+    /// One-row products take a row of `W` a lane ([`MatvecShape::LANE_ROWS`]): a CPU driver.
+    pub lane_rows: bool,
+}
+
+impl MatvecRule {
+    /// The rule of the adapter behind `ctx`.
+    pub fn of(ctx: &Context) -> Self {
+        Self {
+            int8_storage: MatvecShape::int8_storage(ctx),
+            lane_rows: ctx.is_cpu_driver(),
+        }
+    }
+}
+
 thread_local! {
     /// A launch shape that replaces [`MatvecShape::for_product`]'s choice for products run on
     /// this thread: for benches comparing shapes and tests covering each (see
@@ -95,6 +117,21 @@ impl MatvecShape {
             && (!paired || (self.wg / self.tpr * self.rpt).is_multiple_of(2))
             && !(self.words && self.int8_x)
     }
+
+    /// A CPU driver's one-row shape: a row of `W` a lane, eight rows a lane, 16 lanes a
+    /// workgroup (128 rows: SmolLM2's 576-row products launch 5 workgroups, enough for a
+    /// CPU's cores). No lane shares a row, so no subgroup shuffle and one barrier, and `x`'s
+    /// block is read once for eight rows. Measured on lavapipe (benches/NOTES.md, 2026-12-06,
+    /// fifth session): SmolLM2's decode products 2.6–5.2× faster than the GPU shapes (16–64
+    /// lanes a row summed by shuffles and a barrier tree, which a CPU driver runs as switches
+    /// between a workgroup's SIMD chunks); widths 16, 32 and 64 within that machine's noise.
+    pub const LANE_ROWS: Self = Self {
+        wg: 16,
+        tpr: 1,
+        rpt: 8,
+        words: false,
+        int8_x: false,
+    };
 
     /// The integer kernel's shape for `n` rows of `W` ([`MatvecShape::int8_x`]): 256/32/4
     /// from 8192 rows, 256/32/2 from [`MATVEC_WIDE_N`], 256/64/2 below (see
@@ -173,22 +210,28 @@ impl MatvecShape {
         if let Some(s) = FORCED.get() {
             return s;
         }
-        Self::rule(n, blocks, format, dtype, paired, Self::int8_storage(ctx))
+        Self::rule(n, blocks, format, dtype, paired, MatvecRule::of(ctx))
     }
 
-    /// [`MatvecShape::for_product`]'s rule without a GPU (none forced): `int8_storage` is the
-    /// adapter's [`MatvecShape::int8_storage`], as a report records it, for plans priced
-    /// without one.
+    /// [`MatvecShape::for_product`]'s rule without a GPU (none forced), for the adapter whose
+    /// [`MatvecRule`] is `adapter` (as a report records it, for plans priced without one): a
+    /// CPU driver's [`MatvecShape::LANE_ROWS`], else the GPU shapes below.
     pub fn rule(
         n: usize,
         blocks: usize,
         format: QuantFormat,
         dtype: DType,
         paired: bool,
-        int8_storage: Option<u32>,
+        adapter: MatvecRule,
     ) -> Self {
+        if adapter.lane_rows {
+            return Self::LANE_ROWS;
+        }
         let lanes = blocks.next_power_of_two().clamp(16, 64) as u32;
-        if int8_storage.is_some_and(|bytes| Self::rounds_x(n, blocks, bytes)) {
+        if adapter
+            .int8_storage
+            .is_some_and(|bytes| Self::rounds_x(n, blocks, bytes))
+        {
             return Self::int8(n);
         }
         if n >= MATVEC_WIDE_N {

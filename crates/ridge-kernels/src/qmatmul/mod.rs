@@ -28,7 +28,7 @@ mod matvec;
 
 pub(crate) use dispatch::variants;
 pub use gather::{gather_cost, gather_rows};
-pub use matvec::{INT8_MIN_BLOCKS, MATVEC_RPT, MATVEC_WIDE_N, MatvecShape};
+pub use matvec::{INT8_MIN_BLOCKS, MATVEC_RPT, MATVEC_WIDE_N, MatvecRule, MatvecShape};
 
 /// Rows of `x` up to which the matrix-vector kernel runs; above it, the tiled kernel.
 pub const MATVEC_MAX_M: usize = 32;
@@ -212,14 +212,13 @@ impl QMatmul {
         }
     }
 
-    /// The kind one launch is swept and priced as, and its cost, on an adapter whose
-    /// [`MatvecShape::int8_storage`] is `int8_storage`: for one row of `x`, the kind is `…_int8`
+    /// The kind one launch is swept and priced as, and its cost, on an adapter whose one-row
+    /// launch shapes follow `adapter` ([`MatvecRule`]): for one row of `x`, the kind is `…_int8`
     /// where [`MatvecShape::rule`]'s shape rounds `x` to 8 bits ([`MatvecShape::int8_x`],
     /// [`QMatmul::kind`]); 2 to [`MATVEC_MAX_M`] rows, the matrix-vector kernel's `…_rows`
     /// kinds ([`ROWS_KINDS`]). A matrix-vector launch's cost ([`QMatmul::cost`]) states the
     /// workgroups and invocations it launches, [`MATVEC_ROWS`] rows of `x` a workgroup (a CPU
-    /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`: its launch
-    /// shapes put 64 to 256 in a workgroup); the tiled kernel's, the FLOPs of the whole tiles
+    /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`); the tiled kernel's, the FLOPs of the whole tiles
     /// it computes ([`OpCost::with_tiles`]: 37 rows of x cost what 64 do, as on a CPU driver).
     pub fn kind_and_cost(
         &self,
@@ -227,7 +226,7 @@ impl QMatmul {
         n: usize,
         k: usize,
         dtype: DType,
-        int8_storage: Option<u32>,
+        adapter: MatvecRule,
     ) -> (&'static str, OpCost) {
         let cost = self.cost(format, n, k, dtype);
         if self.m > MATVEC_MAX_M {
@@ -240,7 +239,7 @@ impl QMatmul {
         }
         let shape = if self.m == 1 {
             let paired = self.glu || self.rope;
-            MatvecShape::rule(n, k / BLOCK, format, dtype, paired, int8_storage)
+            MatvecShape::rule(n, k / BLOCK, format, dtype, paired, adapter)
         } else {
             MatvecShape::ROWS
         };
@@ -428,6 +427,12 @@ pub fn weight_magnitudes(format: QuantFormat, bytes: &[u8]) -> Result<Vec<f32>> 
 mod tests {
     use super::*;
 
+    /// An adapter whose one-row products round `x` to 8 bits with 48 KiB of workgroup memory.
+    const INT8: MatvecRule = MatvecRule {
+        int8_storage: Some(49152),
+        lane_rows: false,
+    };
+
     /// A prompt of up to [`MATVEC_MAX_M`] tokens runs the matrix-vector kernel, a workgroup
     /// to [`MATVEC_ROWS`] rows of x: its kind is that kernel's over rows (`…_rows`) and its
     /// cost states those workgroups (before, a 16-token prompt's products were priced as the
@@ -435,8 +440,15 @@ mod tests {
     #[test]
     fn short_prompts_are_matrix_vector_launches_of_their_rows() {
         let (n, k) = (576, 1536);
-        let launch =
-            |m: usize| QMatmul::new(m).kind_and_cost(QuantFormat::Q4_1, n, k, DType::F32, None);
+        let launch = |m: usize| {
+            QMatmul::new(m).kind_and_cost(
+                QuantFormat::Q4_1,
+                n,
+                k,
+                DType::F32,
+                MatvecRule::default(),
+            )
+        };
         let (one, decode) = launch(1);
         let (kind, cost) = launch(16);
         assert_eq!((one, kind), ("qmatvec", "qmatvec_rows"));
@@ -460,11 +472,10 @@ mod tests {
             glu: true,
             ..QMatmul::new(16)
         };
-        let (kind, _) = fused.kind_and_cost(QuantFormat::Q4_1, 2 * n, k, DType::F16, Some(49152));
+        let (kind, _) = fused.kind_and_cost(QuantFormat::Q4_1, 2 * n, k, DType::F16, INT8);
         assert_eq!(kind, "rms_qmatvec_swiglu_rows");
         // Rounding x to 8 bits is a one-row launch's alone.
-        let wide =
-            QMatmul::new(16).kind_and_cost(QuantFormat::Q4_1, 2048, 8192, DType::F32, Some(49152));
+        let wide = QMatmul::new(16).kind_and_cost(QuantFormat::Q4_1, 2048, 8192, DType::F32, INT8);
         assert_eq!(wide.0, "qmatvec_rows");
         assert_eq!(QMatmul::new(1).kind(true), "qmatvec_int8");
     }

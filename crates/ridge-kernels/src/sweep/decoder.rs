@@ -85,12 +85,16 @@ pub(super) fn decoder_cases(
             v.push(spec("rms_qmatmul_rope", &[m, nh, nkv, h], dtype));
         }
     }
+    let adapter = crate::qmatmul::MatvecRule {
+        int8_storage: int8,
+        lane_rows: cpu,
+    };
     // Each product named by the kind it launches as: a prompt of up to 32 tokens (the
     // medium sweep's 16) runs the matrix-vector kernel, a kind of the decode products.
     for c in &mut v {
         let (q, n, k) = decoder_product(&c.op, &c.shape);
         c.op = q
-            .kind_and_cost(DECODER_FORMAT, n, k, dtype, int8)
+            .kind_and_cost(DECODER_FORMAT, n, k, dtype, adapter)
             .0
             .to_string();
     }

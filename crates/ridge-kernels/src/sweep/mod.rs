@@ -447,7 +447,11 @@ mod tests {
                 });
                 assert_eq!(is_int8(&c.op), rounds && q.m == 1, "{c:?}");
                 assert_eq!(c.op.ends_with("_rows"), (2..=32).contains(&q.m), "{c:?}");
-                let kind = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8).0;
+                let adapter = crate::qmatmul::MatvecRule {
+                    int8_storage: int8,
+                    lane_rows: size == SweepSize::Medium,
+                };
+                let kind = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, adapter).0;
                 assert_eq!(c.op, kind, "{c:?}");
             }
             for c in &cases {
@@ -476,7 +480,10 @@ mod tests {
             include_str!("../../../../benches/reports/swiftshader.json"),
         ] {
             let report: ridge_model::report::BenchReport = serde_json::from_str(text).unwrap();
-            let int8 = report.measured.int8_storage_bytes;
+            let adapter = crate::qmatmul::MatvecRule {
+                int8_storage: report.measured.int8_storage_bytes,
+                lane_rows: report.measured.lane_rows,
+            };
             for r in &report.rows {
                 let dtype = if r.dtype == "f16" {
                     DType::F16
@@ -485,7 +492,7 @@ mod tests {
                 };
                 if is_decoder_product(&r.op) && r.shape[0] <= crate::qmatmul::MATVEC_MAX_M {
                     let (q, n, k) = decoder_product(&r.op, &r.shape);
-                    let (kind, launch) = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, int8);
+                    let (kind, launch) = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, adapter);
                     assert_eq!(kind, r.op, "{:?}", r.shape);
                     assert_eq!(launch.workgroups, r.workgroups, "{} {:?}", r.op, r.shape);
                     assert_eq!(launch.invocations, r.invocations, "{} {:?}", r.op, r.shape);

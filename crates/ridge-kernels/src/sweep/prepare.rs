@@ -141,8 +141,8 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             let (q, n, k) = decoder_product(op, s);
             let m = q.m;
             // One row of x: the workgroups the adapter's launch takes.
-            let int8 = crate::qmatmul::MatvecShape::int8_storage(ctx);
-            let (_, cost) = q.kind_and_cost(DECODER_FORMAT, n, k, d, int8);
+            let adapter = crate::qmatmul::MatvecRule::of(ctx);
+            let (_, cost) = q.kind_and_cost(DECODER_FORMAT, n, k, d, adapter);
             let values: Vec<f32> = (0..n * k).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
             let bytes = crate::quant::quantize(DECODER_FORMAT, &values)?;
             // Copies of W that together pass the GPU's last-level cache, one a launch in

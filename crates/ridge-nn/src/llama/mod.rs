@@ -143,7 +143,7 @@ impl Llama {
                 dtype,
                 plan.config.head_dim,
             ),
-            int8_storage: ridge_kernels::qmatmul::MatvecShape::int8_storage(ctx),
+            matvec: ridge_kernels::qmatmul::MatvecRule::of(ctx),
             ..plan
         };
         let c = &plan.config;

@@ -12,6 +12,7 @@
 
 use ridge_core::DType;
 use ridge_kernels::QMatmul;
+use ridge_kernels::qmatmul::MatvecRule;
 use ridge_kernels::quant::QuantFormat;
 use ridge_model::calibrate::Calibrated;
 use ridge_model::{Ceilings, OpCost};
@@ -121,11 +122,12 @@ pub struct DecoderPlan {
     /// Whether prompts' attention runs on the tensor cores (f16 on an adapter with
     /// cooperative matrices: [`ridge_kernels::KvAttention::tensor_cores_fit`]).
     pub tensor_cores: bool,
-    /// Where one token's products may round `x` to 8 bits (a GPU with packed dot products:
-    /// [`ridge_kernels::qmatmul::MatvecShape::int8_storage`]), the adapter's workgroup memory
-    /// in bytes, which decides which do ([`QMatmul::kind_and_cost`]); those are priced as the
-    /// integer kernel's kinds ([`QMatmul::kind`]). `None`: none do.
-    pub int8_storage: Option<u32>,
+    /// The adapter's one-row launch shapes ([`MatvecRule`]): where one token's products may
+    /// round `x` to 8 bits (a GPU with packed dot products), which decides which do
+    /// ([`QMatmul::kind_and_cost`]; those are priced as the integer kernel's kinds,
+    /// [`QMatmul::kind`]), and whether a row of W takes a lane (a CPU driver). The default:
+    /// a GPU's shapes, none rounding `x`.
+    pub matvec: MatvecRule,
     /// The token embedding's format.
     pub embed: QuantFormat,
     /// The output projection's (the embedding's when tied).
@@ -148,7 +150,7 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
-            int8_storage: None,
+            matvec: MatvecRule::default(),
             embed: format,
             output: format,
         }
@@ -156,7 +158,7 @@ impl DecoderPlan {
 
     /// The plan of a parsed GGUF file run with `dtype` activations (no tensor cores, no
     /// products rounding `x`: set [`DecoderPlan::tensor_cores`] and
-    /// [`DecoderPlan::int8_storage`] for an adapter that has them). Reads the metadata and
+    /// [`DecoderPlan::matvec`] for an adapter that has them). Reads the metadata and
     /// the tensors' types only.
     ///
     /// Errors: as [`LlamaConfig::from_gguf`]; [`Error::Weights`] naming the tensor when one is
@@ -200,7 +202,7 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
-            int8_storage: None,
+            matvec: MatvecRule::default(),
             embed,
             output,
             layers,
@@ -216,7 +218,7 @@ impl DecoderPlan {
         // A product over W's `n` rows of `k` values, its name, kind (rounding x where one row
         // of x may: [`QMatmul::kind_and_cost`]) and cost.
         let matmul = |q: QMatmul, format, n: usize, k: usize| {
-            let (kind, cost) = q.kind_and_cost(format, n, k, dt, self.int8_storage);
+            let (kind, cost) = q.kind_and_cost(format, n, k, dt, self.matvec);
             (q.name(), kind, cost)
         };
         let mut op = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
@@ -416,7 +418,10 @@ mod tests {
         };
         let kinds = |hidden, ffn, storage, tokens| {
             let plan = DecoderPlan {
-                int8_storage: storage,
+                matvec: MatvecRule {
+                    int8_storage: storage,
+                    lane_rows: false,
+                },
                 ..DecoderPlan::uniform(config(hidden, ffn), QuantFormat::Q4_1, DType::F32)
             };
             let ops = plan.ops(tokens, 10);
