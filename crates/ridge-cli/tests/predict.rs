@@ -230,17 +230,17 @@ fn predict_prices_ridges_decoder_plan_with_the_h100_reports_terms() {
 /// Short prompts (2 to 32 tokens) run the matrix-vector kernel over 8 rows of x a
 /// workgroup, kinds of their own (`…_rows`) in the shipped lavapipe report: priced by them,
 /// SmolLM2-135M's time to first token of 3, 16 and 32 tokens against the generation bench's
-/// on lavapipe (2 cores, random weights, Q4_1; benches/NOTES.md, 2026-12-05 second session:
-/// 687, 1891 and 3811 ms; predicted 0.96×, 1.01×, 1.14×), within 1.2× (lavapipe's times move
-/// ~10 % between runs on 2 cores). Priced as the one-row kinds before, they came out
-/// 170–247 ms: 4–15× fast.
+/// on lavapipe, the machine the report was swept on (2 cores, random weights, Q4_1;
+/// benches/NOTES.md, 2026-12-06 sixth session: 1059, 2896 and 4982 ms; predicted 0.91×,
+/// 1.00×, 0.99×), within 1.2× (lavapipe's times move ~10 % between runs on 2 cores). Priced
+/// as the one-row kinds, they came out 4–15× fast (2026-12-05).
 #[test]
 fn predict_prices_short_prompts_by_the_matrix_vector_kinds_over_rows() {
     let report = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../benches/reports/lavapipe.json"
     );
-    for (prompt, measured_ms) in [(3, 687.2), (16, 1890.7), (32, 3810.7)] {
+    for (prompt, measured_ms) in [(3, 1058.5), (16, 2895.6), (32, 4982.4)] {
         let doc = json_without_gpu(&[
             "predict",
             "--model",

@@ -496,7 +496,8 @@ mod tests {
                     assert_eq!(kind, r.op, "{:?}", r.shape);
                     assert_eq!(launch.workgroups, r.workgroups, "{} {:?}", r.op, r.shape);
                     assert_eq!(launch.invocations, r.invocations, "{} {:?}", r.op, r.shape);
-                    assert!(r.workgroups > 0.0 && r.invocations >= 64.0 * r.workgroups);
+                    // 16 lanes a workgroup at least (a CPU driver's `MatvecShape::LANE_ROWS`).
+                    assert!(r.workgroups > 0.0 && r.invocations >= 16.0 * r.workgroups);
                 }
                 let c = cost(&spec(&r.op, &r.shape, dtype)).unwrap();
                 let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
