@@ -90,6 +90,47 @@ fn a_row_kinds_time_per_workgroup_is_recovered() {
     }
 }
 
+/// A kind's time per invocation is fitted where its launches' times follow their
+/// invocations and not their workgroups: the shipped H200 decoder report's LM-head and
+/// SwiGLU launches taken as one kind (GPU launch shapes: 64 to 256 invocations a workgroup,
+/// the LM head 3,072 workgroups at every K), their times remade from known terms, give back
+/// the time per invocation exactly, held out too. (The CPU drivers' one-row launches now put
+/// 16 invocations in every workgroup, so their reports cannot tell the two units apart.)
+#[test]
+fn a_kinds_time_per_invocation_is_recovered() {
+    let mut r = shipped("h200-decoder");
+    let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
+    let (f, c, omega) = (0.7, 5e-6, 1e-10);
+    r.rows.retain(|row| {
+        (row.op == "rms_qmatvec" || row.op == "rms_qmatvec_swiglu") && row.dtype == "f32"
+    });
+    r.rows
+        .iter_mut()
+        .for_each(|row| row.op = "rms_qmatvec".into());
+    assert!(r.rows.len() >= 8);
+    let per_group = |row: &crate::report::Row| row.invocations / row.workgroups;
+    assert!(
+        r.rows
+            .iter()
+            .any(|row| per_group(row) != per_group(&r.rows[0]))
+    );
+    let bandwidth = r.measured.bandwidth_gbps * 1e9;
+    for row in &mut r.rows {
+        row.bound = Bound::Memory;
+        let t = o + c + row.bytes / (bandwidth * f) + omega * row.invocations;
+        row.measured_ms = Some(t * 1e3);
+    }
+    let fit = Calibration::fit(&r);
+    let k = &fit.kinds[0];
+    assert!(
+        k.per_invocation
+            && (k.workgroup_s - omega).abs() < 1e-15
+            && (k.efficiency - f).abs() < 1e-6,
+        "{k:?}"
+    );
+    assert!(k.held_out_error.unwrap() < 1.0 + 1e-6, "{k:?}");
+}
+
 /// A memory-bound kind's model is chosen by its launches: the decode attention's rows of
 /// the shipped decoder report, their times remade from known terms, give back a fit on
 /// the keys alone (no work term) where time follows the keys, a fit on the bytes alone
