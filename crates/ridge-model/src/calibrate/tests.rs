@@ -52,6 +52,24 @@ fn known_terms_are_recovered() {
     }
 }
 
+/// `r`'s rows made memory-bound launches timed from known terms: the report's dispatch
+/// overhead, a fixed cost `c`, the bytes at a fraction `f` of its copy rate, and `per_unit`'s
+/// time for the row's launch units.
+fn remake_memory_bound(
+    r: &mut BenchReport,
+    f: f64,
+    c: f64,
+    per_unit: impl Fn(&crate::report::Row) -> f64,
+) {
+    let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
+    let bandwidth = r.measured.bandwidth_gbps * 1e9;
+    for row in &mut r.rows {
+        row.bound = Bound::Memory;
+        let t = o + c + row.bytes / (bandwidth * f) + per_unit(row);
+        row.measured_ms = Some(t * 1e3);
+    }
+}
+
 /// A row kind's time per workgroup is fitted where its launches' times follow their rows
 /// and not only their bytes, recovered exactly from the shipped lavapipe report's
 /// layer-norm rows remade from known terms; where they follow the bytes alone, no
@@ -60,17 +78,11 @@ fn known_terms_are_recovered() {
 fn a_row_kinds_time_per_workgroup_is_recovered() {
     for omega in [30e-6, 0.0] {
         let mut r = shipped("lavapipe");
-        let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
         let (f, c) = (0.8, 20e-6);
         r.rows
             .retain(|row| row.op == "layer_norm" && row.dtype == "f32");
         assert!(r.rows.len() >= 5 && r.rows.iter().all(|row| row.workgroups > 0.0));
-        let bandwidth = r.measured.bandwidth_gbps * 1e9;
-        for row in &mut r.rows {
-            row.bound = Bound::Memory;
-            let t = o + c + row.bytes / (bandwidth * f) + omega * row.workgroups;
-            row.measured_ms = Some(t * 1e3);
-        }
+        remake_memory_bound(&mut r, f, c, |row| omega * row.workgroups);
         let fit = Calibration::fit(&r);
         let k = &fit.kinds[0];
         assert!(
@@ -99,7 +111,6 @@ fn a_row_kinds_time_per_workgroup_is_recovered() {
 #[test]
 fn a_kinds_time_per_invocation_is_recovered() {
     let mut r = shipped("h200-decoder");
-    let o = r.measured.dispatch_overhead_us.unwrap() * 1e-6;
     let (f, c, omega) = (0.7, 5e-6, 1e-10);
     r.rows.retain(|row| {
         (row.op == "rms_qmatvec" || row.op == "rms_qmatvec_swiglu") && row.dtype == "f32"
@@ -114,12 +125,7 @@ fn a_kinds_time_per_invocation_is_recovered() {
             .iter()
             .any(|row| per_group(row) != per_group(&r.rows[0]))
     );
-    let bandwidth = r.measured.bandwidth_gbps * 1e9;
-    for row in &mut r.rows {
-        row.bound = Bound::Memory;
-        let t = o + c + row.bytes / (bandwidth * f) + omega * row.invocations;
-        row.measured_ms = Some(t * 1e3);
-    }
+    remake_memory_bound(&mut r, f, c, |row| omega * row.invocations);
     let fit = Calibration::fit(&r);
     let k = &fit.kinds[0];
     assert!(
