@@ -227,6 +227,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         .map(|ms| ms * 1e3);
     let host_overhead_us = host_overhead_us(ctx, &touch)?;
     let stream_dispatch_us = stream_dispatch_us(ctx, &touch)?;
+    let rule = crate::qmatmul::MatvecRule::of(ctx);
     Ok(Measured {
         bandwidth_curve,
         bandwidth_gbps,
@@ -236,8 +237,8 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         dispatch_overhead_us,
         host_overhead_us,
         stream_dispatch_us,
-        int8_storage_bytes: crate::qmatmul::MatvecShape::int8_storage(ctx),
-        lane_rows: ctx.is_cpu_driver(),
+        int8_storage_bytes: rule.int8_storage,
+        lane_rows: rule.lane_rows,
     })
 }
 

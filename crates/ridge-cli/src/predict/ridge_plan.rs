@@ -54,10 +54,7 @@ fn plan(
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
     Ok(DecoderPlan {
         tensor_cores,
-        matvec: ridge_kernels::qmatmul::MatvecRule {
-            int8_storage: cal.report.measured.int8_storage_bytes,
-            lane_rows: cal.report.measured.lane_rows,
-        },
+        matvec: ridge_kernels::qmatmul::MatvecRule::of_report(&cal.report.measured),
         ..plan
     })
 }

@@ -65,6 +65,15 @@ impl MatvecRule {
             lane_rows: ctx.is_cpu_driver(),
         }
     }
+
+    /// The rule a report recorded of its adapter ([`MatvecRule::of`], written by
+    /// `ceilings::measure`): what plans priced from it launch.
+    pub fn of_report(measured: &ridge_model::report::Measured) -> Self {
+        Self {
+            int8_storage: measured.int8_storage_bytes,
+            lane_rows: measured.lane_rows,
+        }
+    }
 }
 
 thread_local! {

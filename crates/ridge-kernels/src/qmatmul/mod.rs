@@ -218,8 +218,9 @@ impl QMatmul {
     /// [`QMatmul::kind`]); 2 to [`MATVEC_MAX_M`] rows, the matrix-vector kernel's `…_rows`
     /// kinds ([`ROWS_KINDS`]). A matrix-vector launch's cost ([`QMatmul::cost`]) states the
     /// workgroups and invocations it launches, [`MATVEC_ROWS`] rows of `x` a workgroup (a CPU
-    /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`); the tiled kernel's, the FLOPs of the whole tiles
-    /// it computes ([`OpCost::with_tiles`]: 37 rows of x cost what 64 do, as on a CPU driver).
+    /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`); the tiled
+    /// kernel's, the FLOPs of the whole tiles it computes ([`OpCost::with_tiles`]: 37 rows of
+    /// x cost what 64 do, as on a CPU driver).
     pub fn kind_and_cost(
         &self,
         format: QuantFormat,

@@ -480,10 +480,7 @@ mod tests {
             include_str!("../../../../benches/reports/swiftshader.json"),
         ] {
             let report: ridge_model::report::BenchReport = serde_json::from_str(text).unwrap();
-            let adapter = crate::qmatmul::MatvecRule {
-                int8_storage: report.measured.int8_storage_bytes,
-                lane_rows: report.measured.lane_rows,
-            };
+            let adapter = crate::qmatmul::MatvecRule::of_report(&report.measured);
             for r in &report.rows {
                 let dtype = if r.dtype == "f16" {
                     DType::F16
