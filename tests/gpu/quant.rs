@@ -278,6 +278,81 @@ fn every_matvec_launch_shape() {
     });
 }
 
+/// The launches of 2 to 32 rows of x (short prompts, 8 rows of x a workgroup) on every
+/// adapter: 16 lanes a row of W (`MatvecShape::ROWS`, the GPUs') and a row of W a lane
+/// (`MatvecShape::PROMPT_LANE_ROWS`, the CPU drivers'), on M of 2, 9 (a ragged second group)
+/// and 32, N of 13 and 261 (ragged last workgroups), K of 7 and 37 blocks, plain, with the
+/// residual and gated. Then a shape the rows loop does not take (several rows of W a lane:
+/// the kernel once skipped a lane's further rows and left their outputs 0) is refused with an
+/// error, not run.
+#[test]
+fn every_rows_launch_shape() {
+    on_every_adapter("qmatvec_rows_shapes", |ctx| {
+        let mut seed = 700;
+        for shape in [MatvecShape::ROWS, MatvecShape::PROMPT_LANE_ROWS] {
+            for format in QuantFormat::ALL {
+                for (m, n, k) in [(2, 13, 224), (9, 261, 1184), (32, 13, 1184)] {
+                    seed += 1;
+                    let dtype = dtypes(ctx)[seed as usize % dtypes(ctx).len()];
+                    let ops = [
+                        QMatmul::new(m),
+                        QMatmul {
+                            residual: true,
+                            ..QMatmul::new(m)
+                        },
+                        QMatmul {
+                            glu: true,
+                            ..QMatmul::new(m)
+                        },
+                    ];
+                    for op in ops {
+                        let n = if op.glu { 2 * n } else { n };
+                        // Gated sums of 37 blocks pass f16's 65504 on `check`'s weights (the
+                        // one-row test gates f16 on fewer blocks).
+                        let dtype = if op.glu { DType::F32 } else { dtype };
+                        MatvecShape::forced_rows(Some(shape), || {
+                            check(ctx, format, op, n, k, dtype, seed)
+                        })
+                        .map_err(|e| {
+                            Error::invalid("qmatvec_rows", format!("{shape:?} M={m}: {e}"))
+                        })?;
+                    }
+                }
+            }
+        }
+        for shape in [
+            MatvecShape::LANE_ROWS,
+            MatvecShape {
+                words: true,
+                ..MatvecShape::ROWS
+            },
+        ] {
+            let refused = MatvecShape::forced_rows(Some(shape), || {
+                check(
+                    ctx,
+                    QuantFormat::Q4_1,
+                    QMatmul::new(2),
+                    13,
+                    224,
+                    DType::F32,
+                    1,
+                )
+            });
+            match refused {
+                Err(Error::InvalidArgument { ref message, .. })
+                    if message.contains("rows of x") => {}
+                other => {
+                    return Err(Error::invalid(
+                        "qmatvec_rows",
+                        format!("{shape:?} over 2 rows of x was not refused: {other:?}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
 /// x rounded to 8 bits (ggml's Q8_0 rounding, integer dot products) against the exact product,
 /// on blocks that trap a rounding: all zeros, one spike among small values (they round to 0),
 /// values too small for 127 / max|x|, a block of equal values, negative maxima; every format,

@@ -239,6 +239,7 @@ pub async fn measure(ctx: &Context, max_bytes: u64, repeats: usize) -> Result<Me
         stream_dispatch_us,
         int8_storage_bytes: rule.int8_storage,
         lane_rows: rule.lane_rows,
+        prompt_lane_rows: rule.prompt_lane_rows,
     })
 }
 

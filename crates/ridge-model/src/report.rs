@@ -51,6 +51,11 @@ pub struct Measured {
     /// field read `false`, the GPU shapes their rows were swept with.
     #[serde(default)]
     pub lane_rows: bool,
+    /// Whether the adapter's products of 2 to 32 rows of x (short prompts) take a row of W a
+    /// lane (Mesa's llvmpipe: `ridge_kernels::qmatmul::MatvecShape::PROMPT_LANE_ROWS`);
+    /// reports from before the field read `false`, the GPU shape their rows were swept with.
+    #[serde(default)]
+    pub prompt_lane_rows: bool,
 }
 
 impl Measured {

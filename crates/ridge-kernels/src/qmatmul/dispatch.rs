@@ -208,10 +208,20 @@ impl QMatmul {
         // SwiGLU and RoPE epilogues take rows of W in pairs within a workgroup.
         let paired = self.glu || self.rope;
         let shape = self.matvec_shape(ctx, x.dtype(), w);
-        if !shape.runs(paired) {
+        let runs = if self.m == 1 {
+            shape.runs(paired)
+        } else {
+            shape.runs_rows(paired)
+        };
+        if matvec && !runs {
             return Err(Error::invalid(
                 name,
-                format!("matrix-vector launch {shape:?}: {}", MatvecShape::RULE),
+                format!(
+                    "matrix-vector launch {shape:?} over {} rows of x: {}; {}",
+                    self.m,
+                    MatvecShape::RULE,
+                    MatvecShape::RULE_ROWS
+                ),
             ));
         }
         // x rounded to 8 bits: K / 32 blocks of it in workgroup memory.

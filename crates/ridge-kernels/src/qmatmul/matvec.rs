@@ -55,14 +55,24 @@ pub struct MatvecRule {
     pub int8_storage: Option<u32>,
     /// One-row products take a row of `W` a lane ([`MatvecShape::LANE_ROWS`]): a CPU driver.
     pub lane_rows: bool,
+    /// Products of 2 to [`super::MATVEC_MAX_M`] rows of `x` take a row of `W` a lane
+    /// ([`MatvecShape::PROMPT_LANE_ROWS`]): Mesa's llvmpipe (lavapipe and its GL), where it
+    /// was measured faster ([`MatvecRule::of`]).
+    pub prompt_lane_rows: bool,
 }
 
 impl MatvecRule {
-    /// The rule of the adapter behind `ctx`.
+    /// The rule of the adapter behind `ctx`. Short prompts take a row of `W` a lane on Mesa's
+    /// llvmpipe alone (its Vulkan driver, lavapipe, and its GL): measured there 1.4–1.8×
+    /// sooner than [`MatvecShape::ROWS`], where SwiftShader, Chromium's CPU adapter, ran 16
+    /// and 32 rows of `x` 1.1–1.8× slower with it (benches/NOTES.md, 2026-12-06, seventh
+    /// session).
     pub fn of(ctx: &Context) -> Self {
+        let cpu = ctx.is_cpu_driver();
         Self {
             int8_storage: MatvecShape::int8_storage(ctx),
-            lane_rows: ctx.is_cpu_driver(),
+            lane_rows: cpu,
+            prompt_lane_rows: cpu && ctx.info().name.contains("llvmpipe"),
         }
     }
 
@@ -72,6 +82,7 @@ impl MatvecRule {
         Self {
             int8_storage: measured.int8_storage_bytes,
             lane_rows: measured.lane_rows,
+            prompt_lane_rows: measured.prompt_lane_rows,
         }
     }
 }
@@ -81,6 +92,10 @@ thread_local! {
     /// this thread: for benches comparing shapes and tests covering each (see
     /// [`MatvecShape::forced`]).
     static FORCED: std::cell::Cell<Option<MatvecShape>> = const { std::cell::Cell::new(None) };
+    /// The same for products of 2 to [`super::MATVEC_MAX_M`] rows of `x`
+    /// ([`MatvecShape::forced_rows`]).
+    static FORCED_ROWS: std::cell::Cell<Option<MatvecShape>> =
+        const { std::cell::Cell::new(None) };
 }
 
 impl MatvecShape {
@@ -101,6 +116,50 @@ impl MatvecShape {
     pub fn forced<R>(shape: Option<MatvecShape>, f: impl FnOnce() -> R) -> R {
         crate::launch::with_forced(&FORCED, shape, f)
     }
+
+    /// As [`MatvecShape::forced`], for the products of 2 to [`super::MATVEC_MAX_M`] rows of
+    /// `x` ([`MatvecShape::rows_rule`]'s choice replaced): so that every adapter's shape is
+    /// tested on every adapter (a shape that does not [`MatvecShape::runs_rows`] is refused
+    /// at launch).
+    pub fn forced_rows<R>(shape: Option<MatvecShape>, f: impl FnOnce() -> R) -> R {
+        crate::launch::with_forced(&FORCED_ROWS, shape, f)
+    }
+
+    /// The launch of products of 2 to [`super::MATVEC_MAX_M`] rows of `x` on the adapter
+    /// behind `ctx`: the one [`MatvecShape::forced_rows`] set, else
+    /// [`MatvecShape::rows_rule`]'s.
+    pub fn rows_for(ctx: &Context) -> Self {
+        FORCED_ROWS
+            .get()
+            .unwrap_or_else(|| Self::rows_rule(MatvecRule::of(ctx)))
+    }
+
+    /// [`MatvecShape::rows_for`]'s rule without a GPU (none forced), for the adapter whose
+    /// rule is `adapter`: [`MatvecShape::PROMPT_LANE_ROWS`] where
+    /// [`MatvecRule::prompt_lane_rows`], else [`MatvecShape::ROWS`].
+    pub fn rows_rule(adapter: MatvecRule) -> Self {
+        if adapter.prompt_lane_rows {
+            Self::PROMPT_LANE_ROWS
+        } else {
+            Self::ROWS
+        }
+    }
+
+    /// A CPU driver's launch of 2 to [`super::MATVEC_MAX_M`] rows of `x`: a row of `W` a
+    /// lane, 16 lanes a workgroup, [`super::MATVEC_ROWS`] rows of `x` each. As for one row
+    /// ([`MatvecShape::LANE_ROWS`]), no lane shares a row of `W`, so no subgroup shuffle or
+    /// barrier tree, which a CPU driver runs as switches between a workgroup's SIMD chunks.
+    /// Measured on lavapipe (benches/NOTES.md, 2026-12-06, sixth and seventh sessions):
+    /// prompts of 3, 16 and 32 tokens 1.05–2× sooner than with [`MatvecShape::ROWS`]; eight
+    /// rows of `W` a lane no better (and the kernel takes one with several rows of `x`:
+    /// [`MatvecShape::runs_rows`]).
+    pub const PROMPT_LANE_ROWS: Self = Self {
+        wg: 16,
+        tpr: 1,
+        rpt: 1,
+        words: false,
+        int8_x: false,
+    };
 
     /// Workgroup memory of this launch over rows of `k` values: the lanes' partial sums and
     /// Σ x², and with [`MatvecShape::int8_x`] the rounded `x` (44 bytes a block of 32: 32
@@ -125,6 +184,18 @@ impl MatvecShape {
             && (1..=8).contains(&self.rpt)
             && (!paired || (self.wg / self.tpr * self.rpt).is_multiple_of(2))
             && !(self.words && self.int8_x)
+    }
+
+    /// What [`MatvecShape::runs_rows`] asks beyond [`MatvecShape::RULE`], in words.
+    pub const RULE_ROWS: &str = "with more than one row of x, a lane takes one row of W \
+                                 (rpt 1), on its blocks, with x as it is";
+
+    /// Whether the kernel runs this shape over 2 to [`super::MATVEC_MAX_M`] rows of `x`
+    /// ([`MatvecShape::RULE`] and [`MatvecShape::RULE_ROWS`]): the rows loop takes one row
+    /// of `W` a lane, on blocks, with `x` unrounded (a lane's further rows would be skipped
+    /// and their outputs left 0: a wrong answer, so such a launch is refused).
+    pub fn runs_rows(&self, paired: bool) -> bool {
+        self.runs(paired) && self.rpt == 1 && !self.words && !self.int8_x
     }
 
     /// A CPU driver's one-row shape: a row of `W` a lane, eight rows a lane, 16 lanes a

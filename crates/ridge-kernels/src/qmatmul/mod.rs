@@ -242,7 +242,7 @@ impl QMatmul {
             let paired = self.glu || self.rope;
             MatvecShape::rule(n, k / BLOCK, format, dtype, paired, adapter)
         } else {
-            MatvecShape::ROWS
+            MatvecShape::rows_rule(adapter)
         };
         let workgroups = shape.workgroups(n) * self.m.div_ceil(self.matvec_rows());
         let cost = cost
@@ -311,14 +311,18 @@ impl QMatmul {
 
     /// The matrix-vector kernel's launch shape for this product of `W` with `x` in `dtype`:
     /// [`MatvecShape::for_product`]'s (or the [`MatvecShape::forced`] one) for one row of `x`,
-    /// the short prompts' fixed shape for more. SwiGLU and RoPE epilogues take rows of W in
+    /// [`MatvecShape::rows_for`]'s for up to [`MATVEC_MAX_M`]. SwiGLU and RoPE epilogues take rows of W in
     /// pairs within a workgroup.
     fn matvec_shape(&self, ctx: &Context, dtype: DType, w: &QuantMatrix) -> MatvecShape {
         if self.m == 1 {
             let paired = self.glu || self.rope;
             return MatvecShape::for_product(ctx, w.rows, w.cols / BLOCK, w.format, dtype, paired);
         }
-        MatvecShape::ROWS
+        if self.m > MATVEC_MAX_M {
+            // The tiled kernel takes no matrix-vector shape; one fixed variant of its defines.
+            return MatvecShape::ROWS;
+        }
+        MatvecShape::rows_for(ctx)
     }
 
     /// Per-element error bounds against [`QMatmul::reference`] (`want` its result). A dot
@@ -432,6 +436,7 @@ mod tests {
     const INT8: MatvecRule = MatvecRule {
         int8_storage: Some(49152),
         lane_rows: false,
+        prompt_lane_rows: false,
     };
 
     /// A prompt of up to [`MATVEC_MAX_M`] tokens runs the matrix-vector kernel, a workgroup
@@ -479,5 +484,36 @@ mod tests {
         let wide = QMatmul::new(16).kind_and_cost(QuantFormat::Q4_1, 2048, 8192, DType::F32, INT8);
         assert_eq!(wide.0, "qmatvec_rows");
         assert_eq!(QMatmul::new(1).kind(true), "qmatvec_int8");
+        // Mesa's llvmpipe's short prompts: a row of W a lane, 16 lanes a workgroup; another
+        // CPU driver's (SwiftShader) the GPU shape.
+        let llvmpipe = MatvecRule {
+            int8_storage: None,
+            lane_rows: true,
+            prompt_lane_rows: true,
+        };
+        let rows = |rule| QMatmul::new(16).kind_and_cost(QuantFormat::Q4_1, n, k, DType::F32, rule);
+        let (kind, cost) = rows(llvmpipe);
+        assert_eq!(kind, "qmatvec_rows");
+        assert_eq!(cost.workgroups, (2 * n.div_ceil(16)) as f64);
+        assert_eq!(cost.invocations, 16.0 * cost.workgroups);
+        let swiftshader = MatvecRule {
+            prompt_lane_rows: false,
+            ..llvmpipe
+        };
+        assert_eq!(rows(swiftshader).1.workgroups, (2 * per_pass) as f64);
+    }
+
+    /// The rows loop takes one row of W a lane, on blocks, with x unrounded: other shapes are
+    /// refused with several rows of x (one of them once ran and left outputs 0).
+    #[test]
+    fn rows_launches_take_one_row_of_w_a_lane() {
+        assert!(MatvecShape::ROWS.runs_rows(true));
+        assert!(MatvecShape::PROMPT_LANE_ROWS.runs_rows(true));
+        assert!(MatvecShape::LANE_ROWS.runs(true) && !MatvecShape::LANE_ROWS.runs_rows(false));
+        let words = MatvecShape {
+            words: true,
+            ..MatvecShape::ROWS
+        };
+        assert!(words.runs(false) && !words.runs_rows(false));
     }
 }

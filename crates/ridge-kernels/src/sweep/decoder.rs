@@ -88,6 +88,7 @@ pub(super) fn decoder_cases(
     let adapter = crate::qmatmul::MatvecRule {
         int8_storage: int8,
         lane_rows: cpu,
+        prompt_lane_rows: cpu,
     };
     // Each product named by the kind it launches as: a prompt of up to 32 tokens (the
     // medium sweep's 16) runs the matrix-vector kernel, a kind of the decode products.

@@ -450,6 +450,7 @@ mod tests {
                 let adapter = crate::qmatmul::MatvecRule {
                     int8_storage: int8,
                     lane_rows: size == SweepSize::Medium,
+                    prompt_lane_rows: size == SweepSize::Medium,
                 };
                 let kind = q.kind_and_cost(DECODER_FORMAT, n, k, dtype, adapter).0;
                 assert_eq!(c.op, kind, "{c:?}");

@@ -416,7 +416,9 @@ fn cpu_driver_reports_held_out() {
             5 * within >= 4 * kinds,
             "{name}: {within} of {kinds} within 1.3×"
         );
-        assert!(r.measured.lane_rows, "{name}");
+        // Both swept with Mesa's llvmpipe's launches: a row of W a lane for one row of x and
+        // for short prompts.
+        assert!(r.measured.lane_rows && r.measured.prompt_lane_rows, "{name}");
         // Priced by their useful FLOPs instead, the padded Linear launches fit worse.
         let mut useful = r.clone();
         useful.rows.iter_mut().for_each(|row| row.tiled_flops = 0.0);
@@ -448,7 +450,9 @@ fn cpu_driver_reports_held_out() {
 fn browser_adapter_report_held_out() {
     let r = shipped("swiftshader");
     assert!(r.adapter.contains("swiftshader"), "{}", r.adapter);
-    assert!(r.measured.lane_rows);
+    // One-row products a row of W a lane; short prompts the GPU shape (slower there a lane a
+    // row of W: benches/NOTES.md, 2026-12-06 seventh session).
+    assert!(r.measured.lane_rows && !r.measured.prompt_lane_rows);
     let fit = Calibration::fit(&r);
     assert_eq!(fit.kinds.len(), 29);
     let median = fit.median_held_out().unwrap();

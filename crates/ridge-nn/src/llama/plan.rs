@@ -420,7 +420,7 @@ mod tests {
             let plan = DecoderPlan {
                 matvec: MatvecRule {
                     int8_storage: storage,
-                    lane_rows: false,
+                    ..MatvecRule::default()
                 },
                 ..DecoderPlan::uniform(config(hidden, ffn), QuantFormat::Q4_1, DType::F32)
             };
