@@ -46,6 +46,14 @@ pub struct Args {
     /// `-` prints it instead of the table.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// With --op and --json: write REPORT (a `ridge bench --json` report of this adapter)
+    /// with the swept kinds' rows replaced by this sweep's, its ceilings and other kinds
+    /// kept, each new row's roofline priced by its ceilings, and its accuracy and per-op
+    /// terms computed again: for kinds swept again after their kernel changed. The sweep's
+    /// own rows are measured in this machine's state of the moment; the report's other rows
+    /// in theirs.
+    #[arg(long, value_name = "REPORT", requires_all = ["op", "json"])]
+    onto: Option<PathBuf>,
     /// Write the plot (SVG) here: a log-log roofline of GFLOP/s over arithmetic intensity
     /// against the measured and datasheet roofs (f32, f16, tensor cores), and for ops
     /// without FLOPs (layout conversions) GB/s over bytes moved against the copy's curve.
@@ -73,6 +81,32 @@ pub fn run(args: Args) -> crate::CliResult {
         None => sweep::SweepSize::Full,
     };
     let quiet = args.json.as_deref() == Some(std::path::Path::new("-"));
+    // The report to merge into is read before the sweep (a bad file fails now) and
+    // before the output is opened (it may be the same file).
+    let onto = match &args.onto {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let report = ridge_model::report::BenchReport::parse(&bytes)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let fp = ctx.fingerprint();
+            let here = (&fp.name, &fp.backend, &fp.driver);
+            if (&report.adapter, &report.backend, &report.driver) != here {
+                return Err(format!(
+                    "{}: a report of {} ({}, {}), not of this adapter, {} ({}, {})",
+                    path.display(),
+                    report.adapter,
+                    report.backend,
+                    report.driver,
+                    here.0,
+                    here.1,
+                    here.2
+                )
+                .into());
+            }
+            Some((path, report))
+        }
+        None => None,
+    };
     // The output files are opened before the sweep: a bad path fails now, not after it.
     let json_file = match &args.json {
         Some(path) if !quiet => Some(crate::create(path)?),
@@ -206,7 +240,16 @@ pub fn run(args: Args) -> crate::CliResult {
     }
 
     print_sparse_vs_dense(&rows, &say);
-    let report = bench::report(&ctx, m, rows);
+    let mut report = bench::report(&ctx, m, rows);
+    if let Some((path, base)) = &onto {
+        report = base
+            .with_kinds_of(&report)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        say(format!(
+            "\nmerged into {}: its other kinds' rows and its ceilings kept; the accuracy and terms below are the merged report's",
+            path.display()
+        ));
+    }
     let fmt = |a: &Accuracy| {
         let f =
             |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} ({:.2}×)", 2f64.powf(v)));

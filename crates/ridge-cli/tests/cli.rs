@@ -96,7 +96,8 @@ fn bench_smoke_runs_one_tiny_sweep_reports_json_and_draws_it() {
 /// Bad arguments are refused at once, one line, non-zero: unknown ops (bench and tune),
 /// zero or negative counts, negative or zero tuning budgets, predictions too large to count
 /// exactly, a GPU name that only part-matches the spec table, an output path that cannot be written (before the sweep runs, not after),
-/// a sequence longer than the model's positions, and f16 tuning where nothing can be tuned
+/// a sequence longer than the model's positions, a report to merge a sweep into that is
+/// none or another adapter's, and f16 tuning where nothing can be tuned
 /// in f16. A closed pipe ends the process quietly, as with any Unix tool.
 #[test]
 fn bad_arguments_fail_fast_with_one_line() {
@@ -168,6 +169,24 @@ fn bad_arguments_fail_fast_with_one_line() {
         "/nonexistent/dir/r.json",
     );
     fails(&["bench", "--op", "add", "--svg", cache], cache); // a folder
+    // A report to merge into that is none, or another adapter's (the H200's), and --onto
+    // without --op: refused before the sweep, the output left as it was.
+    let out = std::path::Path::new(cache).join("merged.json");
+    let out = out.to_str().expect("utf-8 temp path");
+    fails(
+        &["bench", "--op", "add", "--json", out, "--onto", empty],
+        "not a `ridge bench --json` report",
+    );
+    let h200 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../benches/reports/h200.json"
+    );
+    fails(
+        &["bench", "--op", "add", "--json", out, "--onto", h200],
+        "not of this adapter",
+    );
+    fails(&["bench", "--json", out, "--onto", h200], "--op");
+    assert!(!std::path::Path::new(out).exists());
     assert!(
         started.elapsed().as_secs() < 60,
         "refused only after the sweep"

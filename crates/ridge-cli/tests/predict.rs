@@ -558,6 +558,19 @@ fn predict_refuses_what_it_cannot_price_honestly() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains("shader-f16"), "{err}");
     }
+    // A prompt whose end passes u64::MAX is refused as too long (it wrapped, and was priced
+    // at a depth of 2⁶⁴ − 6 with exit 0), by the spec table and by a report alike.
+    for report in [&[][..], &["--report", llvmpipe][..]] {
+        let mut args = vec!["predict", "--model", "smollm2", "--generate", "8"];
+        args.extend_from_slice(&["--prompt", "18446744073709551615"]);
+        args.extend_from_slice(report);
+        let out = ridge(&args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("longer than") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
 
     let models = json_without_gpu(&["predict", "--model", "list", "--json"]);
     assert!(models["decoders"].as_array().unwrap().len() > 10);

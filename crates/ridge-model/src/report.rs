@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::hardware::GpuSpec;
 use crate::roofline::{Bound, Ceilings};
 
+mod merge;
+
 /// One bandwidth-curve point.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
@@ -333,6 +335,25 @@ pub enum ReportError {
         what: &'static str,
         /// Its value.
         value: f64,
+    },
+    /// A sweep launching the matrix-vector products as the report's rows were not, merged
+    /// without every kind that launch rule governs ([`BenchReport::with_kinds_of`]).
+    #[error(
+        "the sweep's measured.{field} differs from the report's: sweep {kinds} again with it (the report's rows of them were launched the other way)"
+    )]
+    StaleKinds {
+        /// The launch rule's field of [`Measured`].
+        field: &'static str,
+        /// The report's kinds it governs that the sweep lacks, comma separated.
+        kinds: String,
+    },
+    /// Rows of one adapter merged into another's report ([`BenchReport::with_kinds_of`]).
+    #[error("a sweep of {sweep} cannot replace rows of a report of {report}")]
+    OtherAdapter {
+        /// The report's adapter, backend and driver.
+        report: String,
+        /// The sweep's.
+        sweep: String,
     },
 }
 

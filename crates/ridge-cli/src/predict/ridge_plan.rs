@@ -147,7 +147,11 @@ pub fn run(
         return Err("--report prices Ridge's decoder, which runs one sequence: --batch 1".into());
     }
     let (prompt, generate) = (args.prompt(), args.generate());
-    if prompt + generate > shape.context {
+    // Checked: a prompt near u64::MAX wrapped past the context and was priced (2026-12-07).
+    if prompt
+        .checked_add(generate)
+        .is_none_or(|end| end > shape.context)
+    {
         return Err(format!(
             "--prompt {prompt} + --generate {generate} is longer than {}'s {} positions",
             shape.name, shape.context

@@ -63,9 +63,9 @@ pub struct MatvecRule {
 
 impl MatvecRule {
     /// The rule of the adapter behind `ctx`. Short prompts take a row of `W` a lane on Mesa's
-    /// llvmpipe alone (its Vulkan driver, lavapipe, and its GL): measured there 1.4–1.8×
+    /// llvmpipe alone (its Vulkan driver, lavapipe, and its GL): measured there 1.4–1.9×
     /// sooner than [`MatvecShape::ROWS`], where SwiftShader, Chromium's CPU adapter, ran 16
-    /// and 32 rows of `x` 1.1–1.8× slower with it (benches/NOTES.md, 2026-12-06, seventh
+    /// and 32 rows of `x` up to 1.8× slower with it (benches/NOTES.md, 2026-12-06, seventh
     /// session).
     pub fn of(ctx: &Context) -> Self {
         let cpu = ctx.is_cpu_driver();
@@ -100,7 +100,8 @@ thread_local! {
 
 impl MatvecShape {
     /// The launch of products of 2 to [`super::MATVEC_MAX_M`] rows of `x`
-    /// ([`super::MATVEC_ROWS`] rows a workgroup): the default lanes, one row of W each.
+    /// ([`super::MATVEC_ROWS`] rows of `x` a workgroup) on GPUs: 64 lanes a workgroup, 16 of
+    /// them on each row of `W` (its blocks split between them, their sums met by shuffles).
     pub const ROWS: Self = Self {
         wg: WG,
         tpr: TPR,
@@ -145,14 +146,15 @@ impl MatvecShape {
         }
     }
 
-    /// A CPU driver's launch of 2 to [`super::MATVEC_MAX_M`] rows of `x`: a row of `W` a
-    /// lane, 16 lanes a workgroup, [`super::MATVEC_ROWS`] rows of `x` each. As for one row
+    /// Mesa's llvmpipe's launch of 2 to [`super::MATVEC_MAX_M`] rows of `x`
+    /// ([`MatvecRule::prompt_lane_rows`]): 16 lanes a workgroup, each on one row of `W`, and
+    /// [`super::MATVEC_ROWS`] rows of `x` a workgroup. As for one row
     /// ([`MatvecShape::LANE_ROWS`]), no lane shares a row of `W`, so no subgroup shuffle or
     /// barrier tree, which a CPU driver runs as switches between a workgroup's SIMD chunks.
-    /// Measured on lavapipe (benches/NOTES.md, 2026-12-06, sixth and seventh sessions):
-    /// prompts of 3, 16 and 32 tokens 1.05–2× sooner than with [`MatvecShape::ROWS`]; eight
-    /// rows of `W` a lane no better (and the kernel takes one with several rows of `x`:
-    /// [`MatvecShape::runs_rows`]).
+    /// Measured on lavapipe (benches/NOTES.md, 2026-12-06, seventh session): prompts of 3,
+    /// 16 and 32 tokens 1.4–1.9× sooner than with [`MatvecShape::ROWS`]. One row of `W` a
+    /// lane, not eight as for one row of `x`: the rows loop takes one
+    /// ([`MatvecShape::runs_rows`]), and eight were no faster in a kernel that took them.
     pub const PROMPT_LANE_ROWS: Self = Self {
         wg: 16,
         tpr: 1,
@@ -188,7 +190,8 @@ impl MatvecShape {
 
     /// What [`MatvecShape::runs_rows`] asks beyond [`MatvecShape::RULE`], in words.
     pub const RULE_ROWS: &str = "with more than one row of x, a lane takes one row of W \
-                                 (rpt 1), on its blocks, with x as it is";
+                                 (rpt 1), lanes split its quant blocks (not words), and x \
+                                 is not rounded to 8 bits";
 
     /// Whether the kernel runs this shape over 2 to [`super::MATVEC_MAX_M`] rows of `x`
     /// ([`MatvecShape::RULE`] and [`MatvecShape::RULE_ROWS`]): the rows loop takes one row

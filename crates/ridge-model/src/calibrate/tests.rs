@@ -418,7 +418,10 @@ fn cpu_driver_reports_held_out() {
         );
         // Both swept with Mesa's llvmpipe's launches: a row of W a lane for one row of x and
         // for short prompts.
-        assert!(r.measured.lane_rows && r.measured.prompt_lane_rows, "{name}");
+        assert!(
+            r.measured.lane_rows && r.measured.prompt_lane_rows,
+            "{name}"
+        );
         // Priced by their useful FLOPs instead, the padded Linear launches fit worse.
         let mut useful = r.clone();
         useful.rows.iter_mut().for_each(|row| row.tiled_flops = 0.0);
