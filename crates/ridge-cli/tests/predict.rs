@@ -266,7 +266,10 @@ fn predict_prices_short_prompts_by_the_matrix_vector_kinds_over_rows() {
             "prompt of {prompt}: measured {measured_ms} ms ÷ predicted {predicted}"
         );
         for op in doc["prefill"]["ops"].as_array().unwrap() {
-            if op["name"].as_str().unwrap().contains("qmat") {
+            let name = op["name"].as_str().unwrap();
+            if name.contains("qmat") {
+                // Named by the kind they are priced as.
+                assert!(name.ends_with("_rows") || name == "rms_qmatvec", "{op}");
                 assert_eq!(op["fitted"], true, "{op}");
             }
         }
@@ -362,6 +365,30 @@ fn predict_prices_a_decoder_by_its_roofline_where_a_report_lacks_its_kinds() {
         assert_eq!(op["fitted"], false, "{op}");
         assert!(op["calibrated_seconds"].as_f64().unwrap() > 0.0, "{op}");
     }
+    // The text says which of a prompt's kinds the sweep lacks, not only by a `~` (a new
+    // user's lavapipe report without the short prompts' kinds priced a 16-token prompt 15×
+    // fast, saying nothing more).
+    let out = ridge(
+        &[
+            "predict",
+            "--model",
+            "smollm2",
+            "--prompt",
+            "16",
+            "--generate",
+            "8",
+            "--report",
+            report,
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && text.contains("not in this report's sweep")
+            && text.contains("qmatvec_rows"),
+        "{text}"
+    );
 }
 
 /// A decoder LLM: prefill and decode tokens/s, time to first token and memory for scripts;
