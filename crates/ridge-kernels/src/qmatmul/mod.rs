@@ -311,8 +311,8 @@ impl QMatmul {
 
     /// The matrix-vector kernel's launch shape for this product of `W` with `x` in `dtype`:
     /// [`MatvecShape::for_product`]'s (or the [`MatvecShape::forced`] one) for one row of `x`,
-    /// [`MatvecShape::rows_for`]'s for up to [`MATVEC_MAX_M`]. SwiGLU and RoPE epilogues take rows of W in
-    /// pairs within a workgroup.
+    /// [`MatvecShape::rows_for`]'s for up to [`MATVEC_MAX_M`]. SwiGLU and RoPE epilogues
+    /// take rows of W in pairs within a workgroup.
     fn matvec_shape(&self, ctx: &Context, dtype: DType, w: &QuantMatrix) -> MatvecShape {
         if self.m == 1 {
             let paired = self.glu || self.rope;
