@@ -114,14 +114,7 @@ impl BenchReport {
     /// measured ceilings: the roof (f16 or f32 FMA, tensor cores) whose price under `sweep`'s
     /// ceilings is the row's own.
     fn repriced(&self, sweep: &BenchReport, row: &Row) -> Row {
-        let cost = crate::cost::OpCost {
-            flops: row.flops,
-            bytes: row.bytes,
-            depth: row.depth,
-            tiled_flops: row.tiled_flops,
-            workgroups: row.workgroups,
-            invocations: row.invocations,
-        };
+        let cost = row.cost();
         let f16 = row.dtype == "f16";
         let ms = |c: &Ceilings| c.predict(&cost).seconds * 1e3;
         let tensor = [false, true].into_iter().min_by(|&a, &b| {
@@ -160,14 +153,9 @@ mod tests {
         sweep.measured.bandwidth_gbps *= 0.5;
         sweep.rows.retain(kind);
         assert!(!sweep.rows.is_empty());
-        let cost = |r: &Row| crate::cost::OpCost {
-            flops: r.flops,
-            bytes: r.bytes,
-            ..Default::default()
-        };
         for r in &mut sweep.rows {
             let c = sweep.measured.ceilings_for(r.dtype == "f16", false);
-            r.predicted_measured_ms = c.predict(&cost(r)).seconds * 1e3;
+            r.predicted_measured_ms = c.predict(&r.cost()).seconds * 1e3;
         }
         // The rows by case (the sweep's rows of a kind come together, where the report's
         // kinds may interleave).
