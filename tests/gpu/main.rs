@@ -14,6 +14,7 @@ mod minilm_errors;
 mod nn_ops;
 mod norm;
 mod quant;
+mod quant_fused;
 mod sample;
 mod smollm2;
 mod softmax;
