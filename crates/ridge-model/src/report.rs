@@ -307,9 +307,17 @@ pub struct BenchReport {
 /// Why a text is not a usable `ridge bench --json` report.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// Not JSON of a report's shape (a field missing, of the wrong type, a truncated file).
+    /// Not JSON of a report's shape (a truncated file, not JSON at all).
     #[error("not a `ridge bench --json` report ({0})")]
     Json(#[from] serde_json::Error),
+    /// A field of the wrong type, or missing, at `path` (`measured.lane_rows`).
+    #[error("not a `ridge bench --json` report ({path}: {source})")]
+    Field {
+        /// The field's path.
+        path: String,
+        /// What serde found there.
+        source: serde_json::Error,
+    },
     /// A row's FLOPs, bytes, depth or measured time that no launch can have.
     #[error(
         "row {row} ({op} {shape:?} {dtype}): {what} is {value}, not what a launch can measure (finite and bounded; bytes and times above 0)"
@@ -375,7 +383,24 @@ impl BenchReport {
     /// field missing or mistyped, truncated), [`ReportError::Ceiling`] for an impossible
     /// ceiling, [`ReportError::Value`] for the first row holding an impossible number.
     pub fn parse(bytes: &[u8]) -> Result<Self, ReportError> {
-        let mut report: Self = serde_json::from_slice(bytes)?;
+        // The path of a mistyped or missing field (`measured.lane_rows`), not only where in
+        // the text it failed (a report minified on one line said "column 841").
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let mut report: Self = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            // Only a value of the wrong shape has a field to name; a cut or malformed text
+            // is said where it breaks.
+            let path = e.path().to_string();
+            let data = e.inner().classify() == serde_json::error::Category::Data;
+            if data && path != "." {
+                ReportError::Field {
+                    path,
+                    source: e.into_inner(),
+                }
+            } else {
+                ReportError::Json(e.into_inner())
+            }
+        })?;
+        de.end()?;
         // A ceiling a GPU can have: finite, above 0 (overheads: 0 or more), and below a bound
         // no adapter approaches (10⁶ GB/s, 10⁶ TFLOP/s, a second per dispatch).
         let m = &report.measured;
@@ -537,6 +562,30 @@ mod tests {
             e.starts_with("not a `ridge bench --json` report (invalid unicode"),
             "{e}"
         );
+    }
+
+    /// A field of the wrong type is named by its path, on a report minified to one line too
+    /// (a new user's `"prompt_lane_rows": "yes"` was said as "line 1 column 841").
+    #[test]
+    fn a_mistyped_field_is_named() {
+        let text = include_str!("../../../benches/reports/lavapipe.json");
+        let mut json: serde_json::Value = serde_json::from_str(text).unwrap();
+        json["measured"]["prompt_lane_rows"] = serde_json::json!("yes");
+        let e = BenchReport::parse(json.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "not a `ridge bench --json` report (measured.prompt_lane_rows: invalid type"
+            ),
+            "{e}"
+        );
+        json["measured"]["prompt_lane_rows"] = serde_json::json!(true);
+        json["rows"][2]["shape"] = serde_json::json!("big");
+        let e = BenchReport::parse(json.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rows[2].shape: invalid type"), "{e}");
     }
 
     /// The terms a file carries are replaced by its rows' fit: a report whose stored terms
