@@ -379,9 +379,10 @@ impl BenchReport {
     /// ([`BenchReport::calibration`]) fitted again on its rows: whatever terms the file
     /// carries, an older fit's or a hand-edited one's, are replaced.
     ///
-    /// Errors: [`ReportError::Json`] for bytes that are not a report (not UTF-8, not JSON, a
-    /// field missing or mistyped, truncated), [`ReportError::Ceiling`] for an impossible
-    /// ceiling, [`ReportError::Value`] for the first row holding an impossible number.
+    /// Errors: [`ReportError::Json`] for bytes that are not a report's text (not UTF-8, not
+    /// JSON, truncated), [`ReportError::Field`] for a field missing or mistyped (named by its
+    /// path), [`ReportError::Ceiling`] for an impossible ceiling, [`ReportError::Value`] for
+    /// the first row holding an impossible number.
     pub fn parse(bytes: &[u8]) -> Result<Self, ReportError> {
         // The path of a mistyped or missing field (`measured.lane_rows`), not only where in
         // the text it failed (a report minified on one line said "column 841").
