@@ -293,6 +293,16 @@ pub struct ModelWeights {
 }
 
 impl ModelWeights {
+    /// Mean bytes per weight of the layers' matrices (the first layer's; norms left out):
+    /// 4 for f32, 2 for f16 and bf16, 1.0625 for Q8_0, 0.5625 for Q4_0.
+    pub fn matrix_bytes_per_weight(&self, shape: &DecoderShape) -> f64 {
+        let params: f64 = shape.layer_params().iter().map(|p| p.1).sum();
+        match self.layers.first() {
+            Some(l) if params > 0.0 => (l.total() - l.norms) / params,
+            _ => 0.0,
+        }
+    }
+
     /// The bytes of `shape` stored as `quant` (llama.cpp's per-tensor choice for mixes).
     pub fn of(shape: &DecoderShape, quant: Quant) -> ModelWeights {
         let n = shape.layers;

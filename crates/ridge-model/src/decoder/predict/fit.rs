@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Efficiency, Phase, UnitOp, phase_time, phase_units, vendor};
+use super::{Efficiency, Phase, Roof, UnitOp, phase_time, phase_units, vendor};
 use crate::decoder::{DecoderShape, ModelWeights, Quant};
 use crate::hardware::{self, GpuSpec};
 
@@ -52,6 +52,11 @@ pub struct Published {
     /// Remarks (the exact model or GPU variant).
     #[serde(default)]
     pub note: Option<String>,
+    /// Why the row is neither fitted nor checked: a later build's row of the same GPU,
+    /// backend, model, format, test and flash-attention setting is in the file (the model
+    /// predicts today's llama.cpp).
+    #[serde(default)]
+    pub superseded: Option<String>,
 }
 
 impl Published {
@@ -66,7 +71,8 @@ impl Published {
     }
 }
 
-/// Every published row (parsed once).
+/// Every published row the model is fitted to and checked against (parsed once): the file's
+/// rows but those [`Published::superseded`] by a later build's.
 pub fn published() -> Vec<Published> {
     #[derive(Deserialize)]
     struct Doc {
@@ -77,6 +83,9 @@ pub fn published() -> Vec<Published> {
         serde_json::from_str::<Doc>(include_str!("../../../data/published.json"))
             .expect("data/published.json is valid (tested)")
             .rows
+            .into_iter()
+            .filter(|r| r.superseded.is_none())
+            .collect()
     })
     .clone()
 }
@@ -215,7 +224,7 @@ impl Efficiency {
             rows: (decode, prefill),
             bandwidth: 1.0,
             compute: 1.0,
-            vector_roof: false,
+            roof: Roof::Matrix,
             layer_overhead_s: 0.0,
             own_decode_terms: above.is_none() || own_decode,
             own_compute_term: above.is_none() || own_prefill,
@@ -228,54 +237,86 @@ impl Efficiency {
             None => {
                 // Bandwidth in hundredths (20..=100) and overhead in steps of 2.5 µs
                 // (0..=200): every fifth point of the grid first, then every point within
-                // one coarse step of the best.
-                let decode_err = |b: i32, o: i32| {
+                // one coarse step of the best. The overhead adds `steps × layers × o` to a
+                // row's time, so each bandwidth's times are priced once for all overheads.
+                let at_bandwidth = |b: i32| -> Vec<(f64, f64, f64, f64)> {
                     let e = Efficiency {
                         bandwidth: b as f64 / 100.0,
-                        layer_overhead_s: o as f64 * 2.5e-6,
+                        layer_overhead_s: 0.0,
                         ..best.clone()
                     };
-                    (error(&e, Phase::Decode), e)
+                    rows.iter()
+                        .filter(|r| r.phase == Phase::Decode)
+                        .map(|r| {
+                            let (units, steps, tokens, layers) = &r.units;
+                            let t = phase_time(units, *steps, *tokens, *layers, &e);
+                            (t.seconds, steps * *layers as f64, *tokens, r.published)
+                        })
+                        .collect()
                 };
-                let coarse = (20..=100)
-                    .step_by(5)
-                    .flat_map(|b| (0..=200).step_by(5).map(move |o| (b, o)));
-                let (b0, o0) = min_by_error(coarse, |(b, o)| decode_err(b, o).0);
-                let fine = ((b0 - 4).max(20)..=(b0 + 4).min(100))
-                    .flat_map(|b| ((o0 - 4).max(0)..=(o0 + 4).min(200)).map(move |o| (b, o)));
-                let (b, o) = min_by_error(fine, |(b, o)| decode_err(b, o).0);
-                best = decode_err(b, o).1;
+                let decode_err = |priced: &[(f64, f64, f64, f64)], o: i32| -> f64 {
+                    priced
+                        .iter()
+                        .map(|&(s, per_o, tokens, published)| {
+                            let seconds = s + per_o * o as f64 * 2.5e-6;
+                            (tokens / seconds / published).ln().abs()
+                        })
+                        .sum()
+                };
+                let best_over = |bs: Vec<i32>, os: Vec<i32>| -> (i32, i32) {
+                    let (_, b, o) = bs
+                        .into_iter()
+                        .flat_map(|b| {
+                            let priced = at_bandwidth(b);
+                            os.iter()
+                                .map(|&o| (decode_err(&priced, o), b, o))
+                                .collect::<Vec<_>>()
+                        })
+                        .reduce(|a, c| if c.0 < a.0 { c } else { a })
+                        .expect("a grid of at least one point");
+                    (b, o)
+                };
+                let (b0, o0) = best_over(
+                    (20..=100).step_by(5).collect(),
+                    (0..=200).step_by(5).collect(),
+                );
+                let (b, o) = best_over(
+                    ((b0 - 4).max(20)..=(b0 + 4).min(100)).collect(),
+                    ((o0 - 4).max(0)..=(o0 + 4).min(200)).collect(),
+                );
+                best.bandwidth = b as f64 / 100.0;
+                best.layer_overhead_s = o as f64 * 2.5e-6;
             }
         }
         match above.filter(|_| !own_prefill) {
             Some(a) => {
                 best.compute = a.compute;
-                best.vector_roof = a.vector_roof;
+                best.roof = a.roof;
             }
             None => {
-                // Each roof's best fraction; the roof whose best fits the prefill rows better
-                // (the matrix engines' on a tie).
-                let prefill_err = |c: i32, vector_roof: bool| {
+                // Each roof's best fraction; the roof whose best fits the prefill rows best
+                // (the first of `Roof::ALL` on a tie).
+                let prefill_err = |c: i32, roof: Roof| {
                     let e = Efficiency {
                         compute: c as f64 / 100.0,
-                        vector_roof,
+                        roof,
                         ..best.clone()
                     };
                     (error(&e, Phase::Prefill), e)
                 };
-                let fitted = |vector: bool| {
-                    let c0 = min_by_error((5..=100).step_by(5), |c| prefill_err(c, vector).0);
+                let fitted = |roof: Roof| {
+                    let c0 = min_by_error((5..=100).step_by(5), |c| prefill_err(c, roof).0);
                     let c = min_by_error((c0 - 4).max(5)..=(c0 + 4).min(100), |c| {
-                        prefill_err(c, vector).0
+                        prefill_err(c, roof).0
                     });
-                    prefill_err(c, vector)
+                    prefill_err(c, roof)
                 };
-                let (matrix, vector) = (fitted(false), fitted(true));
-                best = if vector.0 < matrix.0 {
-                    vector.1
-                } else {
-                    matrix.1
-                };
+                best = Roof::ALL
+                    .into_iter()
+                    .map(fitted)
+                    .reduce(|a, b| if b.0 < a.0 { b } else { a })
+                    .expect("three roofs")
+                    .1;
             }
         }
         best

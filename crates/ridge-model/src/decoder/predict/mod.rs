@@ -5,13 +5,15 @@
 //!
 //! The terms, the same for every GPU of a vendor (never per GPU):
 //! - `bandwidth`: the fraction of the datasheet bandwidth a memory-bound op reaches;
-//! - `compute`: the fraction of the datasheet matrix-engine (f16) peak a compute-bound op
-//!   reaches (the vector f32 peak for f32 weights), or, for a group whose prefill rows fit
-//!   it better (`vector_roof`), of the vector f32 peak: a backend whose published builds ran
-//!   prompts on the vector ALUs, as llama.cpp's Vulkan backend did on Intel's GPUs before it
-//!   used their matrix engines (cooperative matrices for Intel: llama.cpp PR #14001,
-//!   2025-06; the Arc 140V's 44.6 and the A770's 158.5 tokens/s pp512 on a 7 B model are
-//!   1.9 % and 1.3 % of their XMX peaks, 15 % and 11 % of their f32 peaks);
+//! - `compute`: the fraction of a compute roof a compute-bound op reaches, on the roof
+//!   ([`Roof`]) whose best fraction fits the group's prefill rows best: the matrix engines'
+//!   f16 peak (the vector f32 peak for f32 weights); the unpacking roof, for quantized
+//!   weights that peak but at most [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector f32
+//!   peak (llama.cpp's CUDA prompts: integer matrix ops on weights the vector ALUs unpack,
+//!   at ~2× the vector f32 peak on every NVIDIA GPU of its scoreboard, H100 and RTX 3060
+//!   alike, where the tensor-core peaks differ 2–15× from it); or the vector f32 peak (a
+//!   backend whose builds ran prompts on the vector ALUs, as llama.cpp's Vulkan backend did
+//!   on Intel's GPUs before PR #14001, 2025-06);
 //! - `layer_overhead_s`: a fixed time per layer and forward pass (kernel launches and
 //!   synchronisation: about ten kernels per layer).
 //!
@@ -52,13 +54,12 @@ pub struct Efficiency {
     pub rows: (usize, usize),
     /// Fraction of the datasheet bandwidth.
     pub bandwidth: f64,
-    /// Fraction of the datasheet compute peak: the matrix engines' (f16), or with
-    /// `vector_roof` the vector ALUs' (f32).
+    /// Fraction of the compute roof `roof`.
     pub compute: f64,
-    /// Whether `compute` is a fraction of the vector f32 peak (the group's prefill rows fit
-    /// it better than the matrix-engine peak: module docs).
+    /// Which peak `compute` is a fraction of: the one whose best fraction fits the group's
+    /// prefill rows best (module docs).
     #[serde(default)]
-    pub vector_roof: bool,
+    pub roof: Roof,
     /// Fixed time per layer and forward pass, seconds.
     pub layer_overhead_s: f64,
     /// Whether bandwidth and overhead were fitted to this group's own decode rows (else taken
@@ -68,6 +69,35 @@ pub struct Efficiency {
     /// Whether the compute term was fitted to this group's own prefill rows.
     #[serde(default)]
     pub own_compute_term: bool,
+}
+
+/// The compute peak a group's prompts run against (module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Roof {
+    /// The matrix engines' f16 peak (the vector f32 peak for f32 weights).
+    #[default]
+    Matrix,
+    /// For quantized weights, the matrix engines fed by the vector ALUs that unpack the
+    /// weights: the f16 peak, at most [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector f32
+    /// peak (as `Matrix` for float weights).
+    Unpacked,
+    /// The vector ALUs' f32 peak.
+    Vector,
+}
+
+impl Roof {
+    /// Every roof, in the order a tie keeps.
+    pub const ALL: [Roof; 3] = [Roof::Matrix, Roof::Unpacked, Roof::Vector];
+
+    /// How the terms' line names it.
+    fn describe(self) -> &'static str {
+        match self {
+            Roof::Matrix => "compute",
+            Roof::Unpacked => "the unpacking roof",
+            Roof::Vector => "the vector f32 peak",
+        }
+    }
 }
 
 /// What a phase is.
@@ -106,36 +136,71 @@ pub struct PhaseTime {
     pub ops: Vec<(String, f64)>,
 }
 
-/// One op of a step at unit efficiency: its FLOPs at the matrix engines' peak and at the
-/// vector ALUs' (the same for f32 weights), its bytes at the datasheet bandwidth, seconds.
+/// One op of a step at unit efficiency: its FLOPs on each [`Roof`] (the same for f32
+/// weights), its bytes at the datasheet bandwidth, seconds.
 #[derive(Clone, Debug)]
 struct UnitOp {
     name: String,
     matrix_s: f64,
+    unpacked_s: f64,
     vector_s: f64,
     memory_s: f64,
 }
 
-/// Per-op times of one step at unit efficiency.
-fn unit_times(
-    s: &DecoderShape,
-    w: &ModelWeights,
-    gpu: &GpuSpec,
-    f32_weights: bool,
-    step: Step,
-) -> Vec<UnitOp> {
+impl UnitOp {
+    /// Its FLOPs' time on `roof` at unit efficiency.
+    fn compute_s(&self, roof: Roof) -> f64 {
+        match roof {
+            Roof::Matrix => self.matrix_s,
+            Roof::Unpacked => self.unpacked_s,
+            Roof::Vector => self.vector_s,
+        }
+    }
+}
+
+/// How many FLOPs per vector f32 FLOP the matrix engines reach in a product whose weights
+/// the kernel unpacks first (llama.cpp's quantized products: integer or f16 matrix ops on
+/// weights dequantized by the vector ALUs). Measured, llama.cpp's CUDA scoreboard
+/// (discussion #15013, Llama 2 7B Q4_0 pp512, `crates/ridge-model/data/published.json`):
+/// 13.5 GFLOP a token at 1.6–2.3× the vector f32 peak on every GPU from the RTX 3060 to the
+/// RTX 5090, the RTX A6000, the RTX PRO 6000 and the H100 (3.4× on the A100, whose SMs
+/// have half the f32 lanes), while their tensor-core peaks stand 2× to 15× above the vector
+/// peak: the unpacking, not the matrix engines, sets the pace. The GeForce cards' f16 rate
+/// with f32 accumulation is 2× their f32 rate (Ampere, Ada and Blackwell whitepapers), so
+/// this caps only engines faster than theirs: data-centre and workstation tensor cores,
+/// Intel's XMX.
+pub const DEQUANTIZED_MATRIX_PER_VECTOR_FLOP: f64 = 2.0;
+
+/// The rates, FLOP/s, of [`Roof::Matrix`] and [`Roof::Unpacked`] for products over weights
+/// stored at `bytes_per_weight`: the vector f32 peak for f32 weights; the f16 peak for f16
+/// and bf16 (no unpacking); for quantized weights (under 2 bytes a weight) the f16 peak and
+/// at most [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector peak.
+fn matrix_flops(gpu: &GpuSpec, bytes_per_weight: f64) -> (f64, f64) {
     let vector = 1e12 * gpu.f32_tflops;
-    let matrix = if f32_weights {
-        vector
+    let matrix = 1e12 * gpu.f16_tflops;
+    if bytes_per_weight >= 3.0 {
+        (vector, vector)
+    } else if bytes_per_weight >= 1.9 {
+        (matrix, matrix)
     } else {
-        1e12 * gpu.f16_tflops
-    };
+        (
+            matrix,
+            matrix.min(DEQUANTIZED_MATRIX_PER_VECTOR_FLOP * vector),
+        )
+    }
+}
+
+/// Per-op times of one step at unit efficiency.
+fn unit_times(s: &DecoderShape, w: &ModelWeights, gpu: &GpuSpec, step: Step) -> Vec<UnitOp> {
+    let vector = 1e12 * gpu.f32_tflops;
+    let (matrix, unpacked) = matrix_flops(gpu, w.matrix_bytes_per_weight(s));
     let bw = 1e9 * gpu.bandwidth_gbps;
     step_ops(s, w, step)
         .into_iter()
         .map(|o| UnitOp {
             name: o.name,
             matrix_s: o.cost.flops / matrix,
+            unpacked_s: o.cost.flops / unpacked,
             vector_s: o.cost.flops / vector,
             memory_s: o.cost.bytes / bw,
         })
@@ -154,11 +219,7 @@ fn phase_time(
     let mut ops: Vec<(String, f64)> = Vec::new();
     let (mut total, mut compute, mut roof) = (0.0, 0.0, 0.0);
     for u in units {
-        let c = if e.vector_roof {
-            u.vector_s
-        } else {
-            u.matrix_s
-        };
+        let c = u.compute_s(e.roof);
         let m = u.memory_s;
         let t = (c / e.compute).max(m / e.bandwidth);
         total += t;
@@ -179,11 +240,6 @@ fn phase_time(
         compute_bound_share: compute / total.max(f64::MIN_POSITIVE),
         ops,
     }
-}
-
-/// Whether `w` stores its matrices in f32 (the f32 vector peak applies).
-fn f32_weights(quant: &str) -> bool {
-    quant.eq_ignore_ascii_case("F32")
 }
 
 /// The unit-efficiency op times of `phase` for `batch` sequences after `past` cached tokens,
@@ -208,7 +264,7 @@ fn phase_units(
         tokens: step.0,
         past: step.1,
     };
-    (unit_times(s, w, gpu, f32_weights(&w.format), step), steps)
+    (unit_times(s, w, gpu, step), steps)
 }
 
 /// The prediction of one run.
@@ -261,11 +317,7 @@ impl std::fmt::Display for Efficiency {
             self.rows.1,
             100.0 * self.bandwidth,
             100.0 * self.compute,
-            if self.vector_roof {
-                "the vector f32 peak"
-            } else {
-                "compute"
-            },
+            self.roof.describe(),
             1e6 * self.layer_overhead_s
         )?;
         let above = match self.backend {
@@ -329,31 +381,40 @@ mod tests {
     use crate::hardware;
 
     #[test]
-    fn a_backend_whose_prompts_ran_on_the_vector_alus_is_priced_on_them() {
-        // llama.cpp's Vulkan backend on Intel's GPUs, in the builds published (before PR
-        // #14001), ran prompts without the XMX engines: its rows fit the f32 vector peak
-        // (the A770's pp512 on a 7 B model at 1.3 % of its XMX peak, 11 % of its f32 peak);
-        // CUDA on NVIDIA's GPUs runs them on the tensor cores.
+    fn quantized_prompts_on_cuda_are_priced_on_the_unpacking_roof() {
+        // llama.cpp's CUDA scoreboard (discussion #15013, Llama 2 7B Q4_0, pp512): an H100
+        // SXM 9,918 tokens/s, an RTX 4090 11,993, though the H100's tensor-core peak is 6×
+        // the 4090's: both ~2× their vector f32 peak. Priced on the matrix engines' peak the
+        // H100 came out 3.8× too fast.
         let gpu = |name: &str| hardware::find(name).unwrap();
-        let intel_vulkan = Efficiency::for_gpu(&gpu("Arc A770"), Some("Vulkan"));
-        assert_eq!(intel_vulkan.group(), "Intel on Vulkan");
-        assert!(intel_vulkan.vector_roof, "{intel_vulkan:?}");
-        let cuda = Efficiency::for_gpu(&gpu("RTX 4090"), Some("CUDA"));
-        assert!(!cuda.vector_roof, "{cuda:?}");
-        // The roof changes the prefill's price, not a decode's (memory-bound).
         let s = DecoderShape::preset("llama-2-7b").unwrap();
-        let w = ModelWeights::of(&s, Quant::parse("Q4_0").unwrap());
-        let a770 = gpu("Arc A770");
-        let on = |e: &Efficiency, phase| {
-            let (units, steps) = phase_units(&s, &w, &a770, phase, [1, 512, 0]);
-            phase_time(&units, steps, 512.0, s.layers, e).tokens_per_s
+        let q4 = ModelWeights::of(&s, Quant::parse("Q4_0").unwrap());
+        let f16 = ModelWeights::of(&s, Quant::parse("F16").unwrap());
+        for (name, published) in [("H100 SXM", 9918.34), ("RTX 4090", 11992.70)] {
+            let p = predict(&s, &q4, &gpu(name), Some("CUDA"), 1, 512, 128);
+            assert_eq!(p.efficiency.roof, Roof::Unpacked, "{:?}", p.efficiency);
+            let r = p.prefill.tokens_per_s / published;
+            assert!((0.8..1.25).contains(&r), "{name}: {r}");
+        }
+        // Float weights need no unpacking: an H100's f16 prompt runs on its full tensor
+        // peak, 3× a 4090's at least; a decode does not depend on the roof (memory-bound).
+        let h100 = predict(&s, &f16, &gpu("H100 SXM"), Some("CUDA"), 1, 512, 128);
+        let rtx = predict(&s, &f16, &gpu("RTX 4090"), Some("CUDA"), 1, 512, 128);
+        assert!(h100.prefill.tokens_per_s > 3.0 * rtx.prefill.tokens_per_s);
+        let a100 = gpu("A100 SXM4 80GB");
+        let on = |roof, phase| {
+            let e = Efficiency {
+                roof,
+                ..Efficiency::for_gpu(&a100, Some("CUDA"))
+            };
+            let (units, steps) = phase_units(&s, &q4, &a100, phase, [1, 512, 0]);
+            phase_time(&units, steps, 512.0, s.layers, &e).tokens_per_s
         };
-        let matrix = Efficiency {
-            vector_roof: false,
-            ..intel_vulkan.clone()
-        };
-        assert!(on(&intel_vulkan, Phase::Prefill) < 0.5 * on(&matrix, Phase::Prefill));
-        let (d, m) = (on(&intel_vulkan, Phase::Decode), on(&matrix, Phase::Decode));
+        assert!(on(Roof::Unpacked, Phase::Prefill) < 0.2 * on(Roof::Matrix, Phase::Prefill));
+        let (d, m) = (
+            on(Roof::Unpacked, Phase::Decode),
+            on(Roof::Matrix, Phase::Decode),
+        );
         assert!((d / m - 1.0).abs() < 0.01, "{d} {m}");
     }
 
