@@ -661,3 +661,62 @@ fn predict_notes_what_a_config_leaves_to_defaults() {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON");
     std::fs::remove_file(path).ok();
 }
+
+/// The text names the compute roof a decoder's prompt is priced against for its weights: on an
+/// H100 a Q4_0 model's is the unpacking roof, 2 × its 66.9 TFLOP/s f32 peak (llama.cpp's CUDA
+/// scoreboard: 9,918 tokens/s pp512 for Llama 2 7B, priced within 25 %), an F16 model's the
+/// tensor cores' 989.4.
+#[test]
+fn predict_names_the_compute_roof_of_the_weights() {
+    let roof_line = |quant: &str| {
+        let out = ridge(
+            &[
+                "predict",
+                "--model",
+                "llama-2-7b",
+                "--adapter",
+                "H100 SXM",
+                "--backend",
+                "CUDA",
+                "--quant",
+                quant,
+            ],
+            &[("WGPU_BACKEND", "none")],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .find(|l| l.starts_with("compute roof for these weights"))
+            .unwrap_or_else(|| panic!("no roof line in {text}"))
+            .to_string()
+    };
+    assert!(
+        roof_line("Q4_0").contains("133.8 TFLOP/s"),
+        "{}",
+        roof_line("Q4_0")
+    );
+    assert!(
+        roof_line("F16").contains("989.4 TFLOP/s"),
+        "{}",
+        roof_line("F16")
+    );
+    let doc = json_without_gpu(&[
+        "predict",
+        "--model",
+        "llama-2-7b",
+        "--adapter",
+        "H100 SXM",
+        "--backend",
+        "CUDA",
+        "--quant",
+        "Q4_0",
+        "--json",
+    ]);
+    let pp = doc["prefill_tokens_per_s"].as_f64().unwrap();
+    assert!((0.8..1.25).contains(&(pp / 9918.34)), "{pp}");
+    assert_eq!(doc["efficiency"]["roof"], "unpacked");
+}

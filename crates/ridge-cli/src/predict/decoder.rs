@@ -245,6 +245,12 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
         "on {} ({} GB/s, {} TFLOP/s f16), efficiency terms of {}",
         gpu.name, gpu.bandwidth_gbps, gpu.f16_tflops, p.efficiency
     );
+    let (roof, bytes_per_weight) = (p.efficiency.roof, w.matrix_bytes_per_weight(s));
+    println!(
+        "compute roof for these weights: {:.1} TFLOP/s ({})",
+        roof.tflops(&gpu, bytes_per_weight),
+        roof.reason(bytes_per_weight)
+    );
     println!(
         "\n{:<8} {:>7} {:>10} {:>13} {:>17} {:>15}",
         "phase", "tokens", "time", "tokens/s", "roofline tok/s", "compute-bound"

@@ -90,10 +90,41 @@ impl Roof {
     /// Every roof, in the order a tie keeps.
     pub const ALL: [Roof; 3] = [Roof::Matrix, Roof::Unpacked, Roof::Vector];
 
+    /// Its peak on `gpu`, TFLOP/s, for products over weights stored at `bytes_per_weight`
+    /// ([`ModelWeights::matrix_bytes_per_weight`]): f32 weights (4 bytes) run on the vector
+    /// ALUs whatever the roof; f16 and bf16 (2 bytes) need no unpacking, so `Unpacked` is
+    /// `Matrix` for them; quantized weights (under 2 bytes) cap `Unpacked` at
+    /// [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector peak.
+    pub fn tflops(self, gpu: &GpuSpec, bytes_per_weight: f64) -> f64 {
+        let (vector, matrix) = (gpu.f32_tflops, gpu.f16_tflops);
+        match self {
+            _ if bytes_per_weight >= 3.0 => vector,
+            Roof::Vector => vector,
+            Roof::Matrix => matrix,
+            Roof::Unpacked if bytes_per_weight >= 1.9 => matrix,
+            Roof::Unpacked => matrix.min(DEQUANTIZED_MATRIX_PER_VECTOR_FLOP * vector),
+        }
+    }
+
+    /// Why [`Roof::tflops`] is what it is for weights of `bytes_per_weight`.
+    pub fn reason(self, bytes_per_weight: f64) -> &'static str {
+        match self {
+            _ if bytes_per_weight >= 3.0 => "f32 weights: the vector f32 peak",
+            Roof::Vector => "the vector f32 peak",
+            Roof::Matrix => "the matrix engines' f16 peak",
+            Roof::Unpacked if bytes_per_weight >= 1.9 => {
+                "float weights need no unpacking: the matrix engines' f16 peak"
+            }
+            Roof::Unpacked => {
+                "quantized weights: the matrix engines' f16 peak, at most 2x the f32 peak"
+            }
+        }
+    }
+
     /// How the terms' line names it.
     fn describe(self) -> &'static str {
         match self {
-            Roof::Matrix => "compute",
+            Roof::Matrix => "the matrix peak",
             Roof::Unpacked => "the unpacking roof",
             Roof::Vector => "the vector f32 peak",
         }
@@ -171,29 +202,11 @@ impl UnitOp {
 /// Intel's XMX.
 pub const DEQUANTIZED_MATRIX_PER_VECTOR_FLOP: f64 = 2.0;
 
-/// The rates, FLOP/s, of [`Roof::Matrix`] and [`Roof::Unpacked`] for products over weights
-/// stored at `bytes_per_weight`: the vector f32 peak for f32 weights; the f16 peak for f16
-/// and bf16 (no unpacking); for quantized weights (under 2 bytes a weight) the f16 peak and
-/// at most [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector peak.
-fn matrix_flops(gpu: &GpuSpec, bytes_per_weight: f64) -> (f64, f64) {
-    let vector = 1e12 * gpu.f32_tflops;
-    let matrix = 1e12 * gpu.f16_tflops;
-    if bytes_per_weight >= 3.0 {
-        (vector, vector)
-    } else if bytes_per_weight >= 1.9 {
-        (matrix, matrix)
-    } else {
-        (
-            matrix,
-            matrix.min(DEQUANTIZED_MATRIX_PER_VECTOR_FLOP * vector),
-        )
-    }
-}
-
 /// Per-op times of one step at unit efficiency.
 fn unit_times(s: &DecoderShape, w: &ModelWeights, gpu: &GpuSpec, step: Step) -> Vec<UnitOp> {
-    let vector = 1e12 * gpu.f32_tflops;
-    let (matrix, unpacked) = matrix_flops(gpu, w.matrix_bytes_per_weight(s));
+    let bytes_per_weight = w.matrix_bytes_per_weight(s);
+    let rate = |roof: Roof| 1e12 * roof.tflops(gpu, bytes_per_weight);
+    let (matrix, unpacked, vector) = (rate(Roof::Matrix), rate(Roof::Unpacked), rate(Roof::Vector));
     let bw = 1e9 * gpu.bandwidth_gbps;
     step_ops(s, w, step)
         .into_iter()
@@ -306,7 +319,7 @@ pub fn predict(
 }
 
 impl std::fmt::Display for Efficiency {
-    /// `NVIDIA, fitted to 11 decode + 11 prefill rows: 94 % of bandwidth, 87 % of compute,
+    /// `NVIDIA, fitted to 11 decode + 11 prefill rows: 94 % of bandwidth, 87 % of the matrix peak,
     /// 85 µs per layer and pass`; `AMD on Vulkan, …` for a backend's terms.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
