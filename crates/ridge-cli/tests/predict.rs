@@ -668,21 +668,21 @@ fn predict_notes_what_a_config_leaves_to_defaults() {
 /// tensor cores' 989.4.
 #[test]
 fn predict_names_the_compute_roof_of_the_weights() {
-    let roof_line = |quant: &str| {
-        let out = ridge(
-            &[
-                "predict",
-                "--model",
-                "llama-2-7b",
-                "--adapter",
-                "H100 SXM",
-                "--backend",
-                "CUDA",
-                "--quant",
-                quant,
-            ],
-            &[("WGPU_BACKEND", "none")],
-        );
+    let args = |quant: &'static str| {
+        [
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--adapter",
+            "H100 SXM",
+            "--backend",
+            "CUDA",
+            "--quant",
+            quant,
+        ]
+    };
+    let roof_line = |quant: &'static str| {
+        let out = ridge(&args(quant), &[("WGPU_BACKEND", "none")]);
         assert!(
             out.status.success(),
             "{}",
@@ -694,28 +694,10 @@ fn predict_names_the_compute_roof_of_the_weights() {
             .unwrap_or_else(|| panic!("no roof line in {text}"))
             .to_string()
     };
-    assert!(
-        roof_line("Q4_0").contains("133.8 TFLOP/s"),
-        "{}",
-        roof_line("Q4_0")
-    );
-    assert!(
-        roof_line("F16").contains("989.4 TFLOP/s"),
-        "{}",
-        roof_line("F16")
-    );
-    let doc = json_without_gpu(&[
-        "predict",
-        "--model",
-        "llama-2-7b",
-        "--adapter",
-        "H100 SXM",
-        "--backend",
-        "CUDA",
-        "--quant",
-        "Q4_0",
-        "--json",
-    ]);
+    let (q4, f16) = (roof_line("Q4_0"), roof_line("F16"));
+    assert!(q4.contains("133.8 TFLOP/s"), "{q4}");
+    assert!(f16.contains("989.4 TFLOP/s"), "{f16}");
+    let doc = json_without_gpu(&[&args("Q4_0")[..], &["--json"]].concat());
     let pp = doc["prefill_tokens_per_s"].as_f64().unwrap();
     assert!((0.8..1.25).contains(&(pp / 9918.34)), "{pp}");
     assert_eq!(doc["efficiency"]["roof"], "unpacked");
