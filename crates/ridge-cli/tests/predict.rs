@@ -520,7 +520,7 @@ fn predict_prices_decoders_and_checks_itself_against_published_rates() {
     fails(&["predict", "--model", "nothing.gguf"], "nothing.gguf");
     fails(
         &["predict", "--model", "llama-2-7b", "--backend", "OpenCL"],
-        "not a llama.cpp backend",
+        "not a backend with published rows",
     );
 }
 
@@ -701,4 +701,30 @@ fn predict_names_the_compute_roof_of_the_weights() {
     let pp = doc["prefill_tokens_per_s"].as_f64().unwrap();
     assert!((0.8..1.25).contains(&(pp / 9918.34)), "{pp}");
     assert_eq!(doc["efficiency"]["roof"], "unpacked");
+}
+
+/// A GPU whose vendor has no published rows (Qualcomm's Adreno) is priced by all vendors'
+/// terms, and a `--backend` says so in one line (it named an empty list and "other's terms").
+#[test]
+fn a_vendor_without_published_rows_takes_all_vendors_terms() {
+    let out = ridge(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--adapter",
+            "Adreno X1-85",
+            "--backend",
+            "Vulkan",
+        ],
+        &[("WGPU_BACKEND", "none")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("no published rows of any backend on Qualcomm Adreno X1-85")
+            && err.contains("the terms of all vendors")
+            && err.lines().count() == 1,
+        "{err}"
+    );
 }

@@ -322,6 +322,15 @@ pub fn run(args: &super::Args, model: Model) -> crate::CliResult {
 fn backend_note(gpu: &hardware::GpuSpec, backend: &str, used: &predict::Efficiency) {
     let vendor = predict::vendor(gpu);
     let named = predict::backends_of(vendor);
+    if named.is_empty() {
+        // A vendor without published rows (Qualcomm's Adreno): the pooled terms.
+        eprintln!(
+            "warning: no published rows of any backend on {}: the prediction takes the terms of {}",
+            gpu.name,
+            used.group()
+        );
+        return;
+    }
     let why = if used.backend.is_some() || named == [backend] {
         return;
     } else if named.iter().any(|n| n == backend) {

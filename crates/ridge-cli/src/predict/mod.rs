@@ -83,7 +83,12 @@ fn parse_backend(s: &str) -> Result<String, String> {
         .iter()
         .find(|b| b.eq_ignore_ascii_case(s))
         .map(|b| b.to_string())
-        .ok_or_else(|| format!("not a llama.cpp backend; one of {}", BACKENDS.join(", ")))
+        .ok_or_else(|| {
+            format!(
+                "not a backend with published rows to fit (llama.cpp has others: OpenCL, CANN, MUSA…); one of {}",
+                BACKENDS.join(", ")
+            )
+        })
 }
 
 fn parse_quant(s: &str) -> Result<Quant, String> {

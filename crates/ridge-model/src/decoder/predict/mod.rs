@@ -106,11 +106,12 @@ impl Roof {
         }
     }
 
-    /// Why [`Roof::tflops`] is what it is for weights of `bytes_per_weight`.
-    pub fn reason(self, bytes_per_weight: f64) -> &'static str {
-        match self {
-            _ if bytes_per_weight >= 3.0 => "f32 weights: the vector f32 peak",
-            Roof::Vector => "the vector f32 peak",
+    /// Why [`Roof::tflops`] is what it is for weights of `bytes_per_weight`, the roof named
+    /// first (its fraction is the group's whatever the weights).
+    pub fn reason(self, bytes_per_weight: f64) -> String {
+        let why = match self {
+            _ if bytes_per_weight >= 3.0 => "f32 weights run on the vector ALUs: the f32 peak",
+            Roof::Vector => "the vector ALUs' f32 peak",
             Roof::Matrix => "the matrix engines' f16 peak",
             Roof::Unpacked if bytes_per_weight >= 1.9 => {
                 "float weights need no unpacking: the matrix engines' f16 peak"
@@ -118,7 +119,8 @@ impl Roof {
             Roof::Unpacked => {
                 "quantized weights: the matrix engines' f16 peak, at most 2x the f32 peak"
             }
-        }
+        };
+        format!("{}; {why}", self.describe())
     }
 
     /// How the terms' line names it.
