@@ -91,32 +91,32 @@ impl Roof {
     pub const ALL: [Roof; 3] = [Roof::Matrix, Roof::Unpacked, Roof::Vector];
 
     /// Its peak on `gpu`, TFLOP/s, for products over weights stored at `bytes_per_weight`
-    /// ([`ModelWeights::matrix_bytes_per_weight`]): f32 weights (4 bytes) run on the vector
-    /// ALUs whatever the roof; f16 and bf16 (2 bytes) need no unpacking, so `Unpacked` is
-    /// `Matrix` for them; quantized weights (under 2 bytes) cap `Unpacked` at
-    /// [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector peak.
+    /// ([`ModelWeights::matrix_bytes_per_weight`]): f32 weights run on the vector ALUs
+    /// whatever the roof; f16 and bf16 need no unpacking, so `Unpacked` is `Matrix` for them;
+    /// quantized weights cap `Unpacked` at [`DEQUANTIZED_MATRIX_PER_VECTOR_FLOP`] × the vector
+    /// peak.
     pub fn tflops(self, gpu: &GpuSpec, bytes_per_weight: f64) -> f64 {
         let (vector, matrix) = (gpu.f32_tflops, gpu.f16_tflops);
-        match self {
-            _ if bytes_per_weight >= 3.0 => vector,
-            Roof::Vector => vector,
-            Roof::Matrix => matrix,
-            Roof::Unpacked if bytes_per_weight >= 1.9 => matrix,
-            Roof::Unpacked => matrix.min(DEQUANTIZED_MATRIX_PER_VECTOR_FLOP * vector),
+        match (self, Storage::of(bytes_per_weight)) {
+            (_, Storage::F32) | (Roof::Vector, _) => vector,
+            (Roof::Matrix, _) | (Roof::Unpacked, Storage::Float) => matrix,
+            (Roof::Unpacked, Storage::Quantized) => {
+                matrix.min(DEQUANTIZED_MATRIX_PER_VECTOR_FLOP * vector)
+            }
         }
     }
 
     /// Why [`Roof::tflops`] is what it is for weights of `bytes_per_weight`, the roof named
     /// first (its fraction is the group's whatever the weights).
     pub fn reason(self, bytes_per_weight: f64) -> String {
-        let why = match self {
-            _ if bytes_per_weight >= 3.0 => "f32 weights run on the vector ALUs: the f32 peak",
-            Roof::Vector => "the vector ALUs' f32 peak",
-            Roof::Matrix => "the matrix engines' f16 peak",
-            Roof::Unpacked if bytes_per_weight >= 1.9 => {
+        let why = match (self, Storage::of(bytes_per_weight)) {
+            (_, Storage::F32) => "f32 weights run on the vector ALUs: the f32 peak",
+            (Roof::Vector, _) => "the vector ALUs' f32 peak",
+            (Roof::Matrix, _) => "the matrix engines' f16 peak",
+            (Roof::Unpacked, Storage::Float) => {
                 "float weights need no unpacking: the matrix engines' f16 peak"
             }
-            Roof::Unpacked => {
+            (Roof::Unpacked, Storage::Quantized) => {
                 "quantized weights: the matrix engines' f16 peak, at most 2x the f32 peak"
             }
         };
@@ -129,6 +129,30 @@ impl Roof {
             Roof::Matrix => "the matrix peak",
             Roof::Unpacked => "the unpacking roof",
             Roof::Vector => "the vector f32 peak",
+        }
+    }
+}
+
+/// How a model's matrices are stored, as the compute roofs see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Storage {
+    /// 4 bytes a weight.
+    F32,
+    /// f16 or bf16: 2 bytes a weight, nothing to unpack.
+    Float,
+    /// Under 2 bytes a weight (Q8_0's 1.0625 down), unpacked before the matrix ops.
+    Quantized,
+}
+
+impl Storage {
+    /// From the layers' mean bytes per weight.
+    fn of(bytes_per_weight: f64) -> Storage {
+        if bytes_per_weight >= 3.0 {
+            Storage::F32
+        } else if bytes_per_weight >= 1.9 {
+            Storage::Float
+        } else {
+            Storage::Quantized
         }
     }
 }
