@@ -39,17 +39,20 @@
 // Epilogues: RESIDUAL adds the product to y (y += x·Wᵀ: the residual stream); GLU takes
 // W's rows in pairs (2i: gate, 2i + 1: up, interleaved at load) and writes
 // y[:, i] = silu(gate)·up (SwiGLU; Shazeer, "GLU Variants Improve Transformer", 2020), so y
-// has N / 2 columns.
+// has N / 2 columns. A decode step after the fused attention block
+// (shaders/decode_attention.wgsl) leaves each head's share of the O projection pending in rows
+// 1.. of the stream: the next products add them as they read it (XPARTS: x's row plus its
+// pending rows, normalised by the NORM prologue) or with their residual (YPARTS).
 //
-// Weight of a block with scale d (and minimum m): Q8_0 d·q, Q4_0 d·(q − 8), Q4_1 d·q + m.
-// A block's dot product is d·Σ q·x (Q4_0 subtracts 8 from q first, exactly) plus m·Σ x.
+// The blocks' weights and dot products: shaders/include/quant_blocks.wgsl, at //@QUANT_BLOCKS.
 //
 // Defines: T, FORMAT (0 Q8_0, 1 Q4_0, 2 Q4_1), QW (quant words per block: 8 or 4), WG, BM,
 // TPR (a power of two dividing WG), MROWS (rows of x per matvec workgroup), RPT (rows of W per
 // matvec invocation, with MROWS = 1), WORDS (with MROWS = 1: a row's lanes take its quant
 // words instead of its blocks), INT8X and XB (with MROWS = 1 and not WORDS: x rounded to 8
 // bits, XB = K / 32 blocks of it in workgroup memory; XB = 1 otherwise), SGL (lanes of a row summed by subgroup shuffles: a power of
-// two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE; the //@ROPE block defines
+// two up to TPR, 1 without subgroups), NORM, RESIDUAL, GLU, ROPE, XPARTS and YPARTS (partial sums
+// pending in rows 1.. of x, or of y under RESIDUAL, with M = 1; 0 elsewhere); the //@ROPE block defines
 // rope_store, //@ROW_SHUFFLE the shuffles.
 
 struct Params {
@@ -67,6 +70,15 @@ struct Params {
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
 @group(0) @binding(6) var<storage, read> gamma: array<vec4<T>>;
 
+// Vec4 c (of K/4) of row `row` of x as stored, with XPARTS partial sums added: x's rows
+// 1..=XPARTS (M = 1), the outputs a fused decode attention left pending for this product.
+fn xraw(row: u32, c: u32) -> vec4<f32> {
+    let kv = p.k / 4u;
+    var v = vec4<f32>(x[row * kv + c]);
+    for (var j = 1u; j <= XPARTS; j++) { v += vec4<f32>(x[j * kv + c]); }
+    return v;
+}
+
 // Vec4 c (of K/4) of row `row` of x, times γ under NORM (the inverse RMS is applied later).
 fn xval(row: u32, c: u32) -> vec4<f32> {
     var v = vec4<f32>(x[row * (p.k / 4u) + c]);
@@ -74,56 +86,7 @@ fn xval(row: u32, c: u32) -> vec4<f32> {
     return v;
 }
 
-fn qword(i: u32) -> u32 {
-    return quants[i >> 2u][i & 3u];
-}
-
-// The scale d (x) and minimum m (y, 0 but for Q4_1) of block b (counted row-major).
-fn scale_min(b: u32) -> vec2<f32> {
-    if FORMAT == 2u { return unpack2x16float(scales[b]); }
-    let w = unpack2x16float(scales[b >> 1u]);
-    return vec2<f32>(select(w.x, w.y, (b & 1u) == 1u), 0.0);
-}
-
-// The four signed bytes of w.
-fn bytes_i8(w: u32) -> vec4<f32> {
-    // Shifting each byte to the top, then arithmetically back, sign-extends it.
-    let s = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u),
-                      bitcast<i32>(w));
-    return vec4<f32>(s >> vec4<u32>(24u));
-}
-
-// The low (weights 4i..4i+3 of a block) and high (16+4i..) nibbles of quant word i, less
-// `offset` (8 for Q4_0, 0 for Q4_1).
-fn nibbles_lo(w: u32, offset: f32) -> vec4<f32> {
-    let n = vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u);
-    return vec4<f32>(n) - offset;
-}
-fn nibbles_hi(w: u32, offset: f32) -> vec4<f32> {
-    let n = vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u);
-    return vec4<f32>(n) - offset;
-}
-
-// Σ w·x over block b of W (counted row-major) and a block of x whose values sum to sx (used
-// by Q4_1 only: its minimum times Σ x, taken once per block of x however many rows use it).
-fn block_dot(xb: array<vec4<f32>, 8>, sx: f32, b: u32) -> f32 {
-    let sm = scale_min(b);
-    var qx = 0.0;
-    if FORMAT == 0u {
-        let lo = quants[2u * b];
-        let hi = quants[2u * b + 1u];
-        for (var i = 0u; i < 4u; i++) {
-            qx += dot(bytes_i8(lo[i]), xb[i]) + dot(bytes_i8(hi[i]), xb[4u + i]);
-        }
-        return sm.x * qx;
-    }
-    let q = quants[b];
-    let offset = select(0.0, 8.0, FORMAT == 1u);
-    for (var i = 0u; i < 4u; i++) {
-        qx += dot(nibbles_lo(q[i], offset), xb[i]) + dot(nibbles_hi(q[i], offset), xb[4u + i]);
-    }
-    return sm.x * qx + sm.y * sx;
-}
+//@QUANT_BLOCKS
 
 // The 32 weights of block b, dequantized: weights 4i..4i+3 in element i.
 fn block_weights(b: u32) -> array<vec4<f32>, 8> {
@@ -173,7 +136,10 @@ fn silu(v: f32) -> f32 {
 fn store(m: u32, n: u32, v: f32) {
     let i = m * p.n + n;
     if RESIDUAL {
-        y[i] = T(f32(y[i]) + v);
+        // YPARTS: the pending partial sums in y's rows 1..=YPARTS join the stream (M = 1).
+        var r = f32(y[i]);
+        for (var j = 1u; j <= YPARTS; j++) { r += f32(y[j * p.n + n]); }
+        y[i] = T(r + v);
     } else {
         y[i] = T(v);
     }
@@ -202,7 +168,7 @@ fn round_x_block(row: u32, b: u32) {
     var amax = 0.0;
     var ss = 0.0;
     for (var j = 0u; j < 8u; j++) {
-        let raw = vec4<f32>(x[row * (p.k / 4u) + b * 8u + j]);
+        let raw = xraw(row, b * 8u + j);
         ss += dot(raw, raw);
         v[j] = raw;
         if NORM { v[j] *= vec4<f32>(gamma[b * 8u + j]); }
@@ -237,7 +203,7 @@ fn x_block(row: u32, kb: u32) -> XBlock {
     b.ss = 0.0;
     b.s = 0.0;
     for (var j = 0u; j < 8u; j++) {
-        let v = vec4<f32>(x[row * (p.k / 4u) + kb * 8u + j]);
+        let v = xraw(row, kb * 8u + j);
         b.ss += dot(v, v);
         b.v[j] = v;
         if NORM { b.v[j] *= vec4<f32>(gamma[kb * 8u + j]); }
@@ -285,13 +251,13 @@ fn matvec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         for (var u = lane; u < p.blocks * QW; u += TPR) {
             let b = u / QW;
             let i = u % QW;
-            let raw_a = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + i]);
+            let raw_a = xraw(m0, b * 8u + i);
             var xa = raw_a;
             if NORM { xa *= vec4<f32>(gamma[b * 8u + i]); }
             ss[0] += dot(raw_a, raw_a);
             var xb = vec4<f32>(0.0);
             if FORMAT != 0u {
-                let raw_b = vec4<f32>(x[m0 * (p.k / 4u) + b * 8u + 4u + i]);
+                let raw_b = xraw(m0, b * 8u + 4u + i);
                 xb = raw_b;
                 if NORM { xb *= vec4<f32>(gamma[b * 8u + 4u + i]); }
                 ss[0] += dot(raw_b, raw_b);

@@ -27,6 +27,16 @@ fn tiny() -> LlamaConfig {
     }
 }
 
+/// A shape whose decode steps take the fused attention block (head width a multiple of 32,
+/// H = nh·dh) where the adapter runs it.
+fn fusable() -> LlamaConfig {
+    LlamaConfig {
+        hidden: 128,
+        head_dim: 32,
+        ..tiny()
+    }
+}
+
 fn parse(bytes: Vec<u8>) -> Gguf {
     Gguf::parse(FileBytes::from_bytes(Path::new("tiny.gguf"), bytes)).expect("valid GGUF")
 }
@@ -112,9 +122,12 @@ fn whole_and_stepwise(
 #[test]
 fn prefill_and_token_by_token_decode_agree() {
     on_every_adapter("decoder_prefill_decode", |ctx| {
-        for dtype in dtypes(ctx) {
+        for (config, dtype) in [tiny(), fusable()]
+            .into_iter()
+            .flat_map(|c| dtypes(ctx).into_iter().map(move |d| (c.clone(), d)))
+        {
             for format in QuantFormat::ALL {
-                let model = random_model(ctx, &tiny(), format, 5, dtype)?;
+                let model = random_model(ctx, &config, format, 5, dtype)?;
                 let ids: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 100).collect();
                 // All at once (the tiled product, one attention span) against a prefill of
                 // 30, then one token at a time (the matrix-vector product, split attention).
@@ -122,7 +135,8 @@ fn prefill_and_token_by_token_decode_agree() {
                 // The same sums in another order: f32 agrees to ~1e-5 of logits of size ~1,
                 // f16 activations to ~1e-2.
                 let tol = if dtype == DType::F16 { 3e-2 } else { 1e-4 };
-                assert_close(&format!("{format} {dtype}"), &last, &whole, |_| tol)?;
+                let what = format!("{format} {dtype} hidden {}", config.hidden);
+                assert_close(&what, &last, &whole, |_| tol)?;
                 if whole.iter().any(|v| !v.is_finite()) || whole.iter().all(|v| *v == whole[0]) {
                     return Err(Error::invalid("logits", "not finite, or all equal"));
                 }
@@ -371,6 +385,35 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
         "decoder_plan",
         |_| Default::default(),
         |ctx| {
+            // The fusable shape decodes with the fused attention block where the adapter runs
+            // it (and must, on a Vulkan adapter: nine storage buffers a stage).
+            let fusable = random_model(ctx, &fusable(), QuantFormat::Q4_1, 3, DType::F32)?;
+            let fused = fusable
+                .plan(1, 5)
+                .iter()
+                .any(|o| o.name == "decode_attention");
+            let vulkan = ctx.adapter().get_info().backend == ridge::core::wgpu::Backend::Vulkan;
+            if vulkan && !fused {
+                return Err(Error::invalid("plan", "no fused attention block on Vulkan"));
+            }
+            let mut cache = fusable.cache(ctx, 80).map_err(nn)?;
+            for tokens in [5, 1] {
+                let pos0 = cache.len();
+                ctx.start_profiling();
+                let fwd = fusable.forward(ctx, &mut cache, &vec![7u32; tokens], false);
+                let _ = fwd.map_err(nn)?;
+                let profile = block(ctx.finish_profiling())?;
+                let got: Vec<&str> = profile.spans.iter().map(|s| s.name.as_str()).collect();
+                let want: Vec<&str> = fusable.plan(tokens, pos0).iter().map(|o| o.name).collect();
+                // The plan also lists greedy's argmax, which this forward does not run.
+                let picks = ridge::kernels::argmax::dispatches(1, 100, DType::F32).len();
+                if got[..] != want[..want.len() - picks] {
+                    return Err(Error::invalid(
+                        "plan",
+                        format!("fusable, {tokens} tokens: ran {got:?}, planned {want:?}"),
+                    ));
+                }
+            }
             let model = random_model(ctx, &tiny(), QuantFormat::Q4_1, 3, DType::F32)?;
             let mut cache = model.cache(ctx, 80).map_err(nn)?;
             // 70 tokens at once (one span), then one at depth 70 (two spans and the merge).

@@ -4,6 +4,7 @@ mod harness;
 
 mod attention;
 mod core;
+mod decode_block;
 mod decoder;
 mod decoder_ops;
 mod elementwise;

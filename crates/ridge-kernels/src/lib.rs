@@ -8,6 +8,7 @@ pub mod attention;
 pub mod bench;
 pub mod ceilings;
 pub mod check;
+pub mod decode_attention;
 pub mod elementwise;
 pub mod embedding;
 pub mod gemm;
@@ -27,6 +28,7 @@ pub mod suite;
 pub mod sweep;
 
 pub use attention::{Attention, HeadLayout, SparseLayout};
+pub use decode_attention::DecodeAttention;
 pub use elementwise::{Binary, Unary, binary, unary};
 pub use gemm::{CoopConfig, Gemm, GemmConfig, GemmKernel};
 pub use kv_attention::{KvAttention, KvLoads};

@@ -26,6 +26,16 @@ pub static QMATMUL: ShaderSource = ShaderSource {
 /// `shaders/include/qmatmul_coop.wgsl`: the quantized product on cooperative matrices,
 /// inserted at `shaders/qmatmul.wgsl`'s `//@COOP` line in its tensor-core variants.
 pub const QMATMUL_COOP: &str = include_str!("../../../shaders/include/qmatmul_coop.wgsl");
+/// `shaders/include/quant_blocks.wgsl`: reading ggml's quantized blocks, a template over its
+/// `QB_` prefix ([`quant_blocks`]).
+const QUANT_BLOCKS: &str = include_str!("../../../shaders/include/quant_blocks.wgsl");
+
+/// The quantized blocks' functions for the matrix bound as `{prefix}quants` and
+/// `{prefix}scales` in format `{prefix}FORMAT`: inserted at a shader's `//@QUANT_BLOCKS` line
+/// (`shaders/qmatmul.wgsl` with no prefix) or twice where one shader reads two matrices.
+pub fn quant_blocks(prefix: &str) -> String {
+    QUANT_BLOCKS.replace("QB_", prefix)
+}
 /// `shaders/rope.wgsl`: rotary position embedding and the KV-cache append.
 pub static ROPE: ShaderSource = ShaderSource {
     name: "rope",
@@ -45,6 +55,11 @@ pub static KV_ATTENTION_COOP: ShaderSource = ShaderSource {
 /// `shaders/include/kv_attention_io.wgsl`: the parameters and bindings both KV-cache attention
 /// shaders share, inserted at their `//@IO` line.
 pub const KV_ATTENTION_IO: &str = include_str!("../../../shaders/include/kv_attention_io.wgsl");
+/// `shaders/decode_attention.wgsl`: a decoder layer's attention block for one token.
+pub static DECODE_ATTENTION: ShaderSource = ShaderSource {
+    name: "decode_attention",
+    body: include_str!("../../../shaders/decode_attention.wgsl"),
+};
 /// `shaders/argmax.wgsl`: greedy decoding's pick.
 pub static ARGMAX: ShaderSource = ShaderSource {
     name: "argmax",
@@ -153,6 +168,7 @@ pub fn all_variants() -> Vec<Variant> {
         v.extend(crate::qmatmul::variants(dtype));
         v.extend(crate::rope::variants(dtype));
         v.extend(crate::kv_attention::variants(dtype));
+        v.extend(crate::decode_attention::variants(dtype));
         v.extend(crate::argmax::variants(dtype));
         v.extend(crate::sample::variants(dtype));
     }

@@ -101,6 +101,49 @@ impl Linear {
         }
     }
 
+    /// The quantized weights, if these are.
+    pub fn quantized(&self) -> Option<&QuantMatrix> {
+        match self {
+            Linear::Quantized(w) => Some(w),
+            Linear::Dense { .. } => None,
+        }
+    }
+
+    /// One token's product with `parts` partial sums pending in the residual stream
+    /// ([`ridge_kernels::DecodeAttention`]'s heads' shares of the O projection): with
+    /// [`Epilogue::Residual`] `y` is the stream `[1 + parts, N]`, its pending rows added into
+    /// row 0 with the product; otherwise `x` is the stream `[1 + parts, K]`, its rows summed
+    /// as they are read (and normalised by `norm`, an RMS norm, when given).
+    ///
+    /// Errors: [`Error::Input`] for dense weights or a norm other than an RMS norm; as
+    /// [`QMatmul::run_with_parts`].
+    pub fn forward_pending(
+        &self,
+        ctx: &Context,
+        norm: Option<&Norm>,
+        x: &Tensor,
+        y: &Tensor,
+        epilogue: Epilogue,
+        parts: usize,
+    ) -> Result<()> {
+        let Some(w) = self.quantized() else {
+            return Err(Error::Input(
+                "pending partial sums join quantized products only".into(),
+            ));
+        };
+        if norm.is_some_and(|n| !self.fuses(n)) {
+            return Err(Error::Input(
+                "pending partial sums are normalised by an RMS norm only".into(),
+            ));
+        }
+        let q = QMatmul {
+            rms_norm: norm.is_some(),
+            ..Self::qmatmul(1, epilogue)
+        };
+        let norm = norm.map(|n| (&n.gamma, n.eps));
+        Ok(q.run_with_parts(ctx, x, norm, parts, w, y)?)
+    }
+
     /// Whether `norm` before this layer runs inside the product (quantized weights after an
     /// RMS norm) rather than as a dispatch of its own.
     fn fuses(&self, norm: &Norm) -> bool {
@@ -276,6 +319,12 @@ impl Norm {
             cols: self.gamma.numel(),
             eps: self.eps,
         }
+    }
+
+    /// γ and eps of an RMS norm (`None` for a layer norm): what kernels that normalise
+    /// their input as they read it take.
+    pub fn rms_terms(&self) -> Option<(&Tensor, f32)> {
+        (self.kind == NormKind::RmsNorm).then_some((&self.gamma, self.eps))
     }
 
     /// Bytes of the parameters on the GPU.

@@ -67,7 +67,37 @@ impl QMatmul {
         if let Some(r) = rope {
             self.check_rope(r, x, w, y)?;
         }
-        self.launch(ctx, x, norm, rope, w, y)
+        self.launch(ctx, x, norm, rope, 0, w, y)
+    }
+
+    /// One token's product with `parts` partial sums pending in the residual stream (what
+    /// [`crate::DecodeAttention`] leaves: each query head's share of the O projection): with
+    /// a residual epilogue `y` is the stream `[1 + parts, N]` and its rows `1..` are added
+    /// into row 0 with the product; otherwise `x` is `[1 + parts, K]` and its rows are added
+    /// to row 0 as it is read (the RMSNorm prologue normalising their sum).
+    ///
+    /// Errors: as [`QMatmul::run_fused`]; [`Error::InvalidArgument`] unless `M` is 1 and
+    /// there is no RoPE epilogue.
+    pub fn run_with_parts(
+        &self,
+        ctx: &Context,
+        x: &Tensor,
+        norm: Option<(&Tensor, f32)>,
+        parts: usize,
+        w: &QuantMatrix,
+        y: &Tensor,
+    ) -> Result<()> {
+        if self.rms_norm != norm.is_some() || self.rope || self.m != 1 {
+            return Err(Error::invalid(
+                self.name(),
+                "pending partial sums join one row of x, without RoPE, with γ and eps where \
+                 the product normalises x",
+            ));
+        }
+        if let Some((gamma, eps)) = norm {
+            self.check_norm(x, gamma, eps, w)?;
+        }
+        self.launch(ctx, x, norm, None, parts, w, y)
     }
 
     fn check_rope(
@@ -139,26 +169,34 @@ impl QMatmul {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         ctx: &Context,
         x: &Tensor,
         norm: Option<(&Tensor, f32)>,
         rope: Option<&RopeAppend<'_>>,
+        parts: usize,
         w: &QuantMatrix,
         y: &Tensor,
     ) -> Result<()> {
         let name = self.name();
         w.check(name)?;
         let (n, k) = (w.rows, w.cols);
+        // Pending partial sums ride in rows 1.. of y (a residual product) or of x.
+        let (x_parts, y_parts) = if self.residual {
+            (0, parts)
+        } else {
+            (parts, 0)
+        };
         let rows: usize = x.shape().iter().rev().skip(1).product();
-        if x.shape().last().copied() != Some(k) || rows != self.m {
+        if x.shape().last().copied() != Some(k) || rows != self.m + x_parts {
             return Err(Error::shape(
                 name,
                 format!(
                     "x {:?} is not [{} rows, {k}] for W [{n}, {k}]",
                     x.shape(),
-                    self.m
+                    self.m + x_parts
                 ),
             ));
         }
@@ -174,7 +212,7 @@ impl QMatmul {
                 "a gated product cannot also be residual",
             ));
         }
-        let want = [self.m, self.out_cols(n)];
+        let want = [self.m + y_parts, self.out_cols(n)];
         if rope.is_none()
             && (y.numel() != want[0] * want[1] || y.shape().last().copied() != Some(want[1]))
         {
@@ -246,7 +284,7 @@ impl QMatmul {
             self.glu,
             norm.is_some(),
             rope.is_some(),
-            mrows,
+            (mrows, parts),
             (shape, sgl, x_blocks),
             bm,
             coop,
@@ -254,7 +292,18 @@ impl QMatmul {
         let defines = launch::memoized(
             "qmatmul",
             &key,
-            |&(dtype, format, residual, glu, norm, rope, mrows, (shape, sgl, xb), bm, coop)| {
+            |&(
+                dtype,
+                format,
+                residual,
+                glu,
+                norm,
+                rope,
+                (mrows, parts),
+                (shape, sgl, xb),
+                bm,
+                coop,
+            )| {
                 let d = defines(
                     shaders::storage_defines(dtype),
                     format,
@@ -262,6 +311,7 @@ impl QMatmul {
                     glu,
                     norm,
                     rope,
+                    parts,
                 );
                 lanes(
                     if coop { tensor_cores(d) } else { d },
@@ -364,6 +414,7 @@ pub(super) fn defines(
     glu: bool,
     norm: bool,
     rope: bool,
+    parts: usize,
 ) -> ridge_core::Defines {
     let store = if rope {
         ROPE_EPILOGUE.to_string()
@@ -371,12 +422,15 @@ pub(super) fn defines(
         "fn rope_store(m: u32, n: u32, x0: f32, x1: f32) {}".to_string()
     };
     base.u32("FORMAT", format.shader_id())
+        .block("QUANT_BLOCKS", shaders::quant_blocks(""))
         .bool("NORM", norm)
         .bool("ROPE", rope)
         .block("ROPE", store)
         .u32("QW", format.quant_words() as u32)
         .bool("RESIDUAL", residual)
         .bool("GLU", glu)
+        .u32("XPARTS", if residual { 0 } else { parts as u32 })
+        .u32("YPARTS", if residual { parts as u32 } else { 0 })
 }
 
 /// The tensor-core kernel (`shaders/include/qmatmul_coop.wgsl`) inserted at `//@COOP`, with
@@ -389,14 +443,18 @@ fn tensor_cores(d: ridge_core::Defines) -> ridge_core::Defines {
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for format in QuantFormat::ALL {
-        for (residual, glu, norm, rope) in [
-            (false, false, false, false),
-            (true, false, false, false),
-            (false, true, false, false),
-            (false, false, true, false),
-            (false, true, true, false),
-            (false, false, true, true),
-            (false, false, false, true),
+        // The last two: a decode step's products after a fused attention, its partial sums
+        // pending in the stream (SmolLM2's 9 heads).
+        for (residual, glu, norm, rope, parts) in [
+            (false, false, false, false, 0),
+            (true, false, false, false, 0),
+            (false, true, false, false, 0),
+            (false, false, true, false, 0),
+            (false, true, true, false, 0),
+            (false, false, true, true, 0),
+            (false, false, false, true, 0),
+            (true, false, false, false, 9),
+            (false, true, true, false, 9),
         ] {
             let d = defines(
                 shaders::storage_defines(dtype),
@@ -405,6 +463,7 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                 glu,
                 norm,
                 rope,
+                parts,
             );
             // The matrix-vector launch shapes' extremes (wg, tpr, rpt, shuffled lanes, x's
             // 8-bit blocks), and short prompts'.
@@ -428,6 +487,10 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
                     .u32("XB", x_blocks.max(1))
                     .u32("BM", TILE_SHORT as u32);
                 v.push((&QMATMUL, "matvec", d));
+            }
+            if parts > 0 {
+                // Pending partial sums join one-token products only.
+                continue;
             }
             let d = lanes(d, WG, TPR, 1);
             let d = d

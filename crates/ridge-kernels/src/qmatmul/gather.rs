@@ -38,6 +38,7 @@ pub fn gather_rows(ctx: &Context, table: &QuantMatrix, ids: &Tensor, out: &Tenso
                 false,
                 false,
                 false,
+                0,
             ),
             WG,
             TPR,

@@ -19,6 +19,13 @@
 //! the product after it, which normalises its rows of `x` as it reads them, and RoPE with
 //! the KV-cache append in the Q/K/V product's epilogue.
 //!
+//! A decode step over a context the fused kernel takes runs 3 dispatches per layer
+//! ([`DecoderPlan::decode_attention`]): the attention block's first three as one
+//! (`decode_attention`: each query head's workgroup normalises `x`, computes its Q and its
+//! group's K and V, attends, and writes its share `a_h·W_o[:, h]ᵀ` of the O projection into
+//! row `1 + h` of the stream), then the gate/up product reading `x + Σ_h` those rows, and the
+//! down projection adding them and its product into `x`.
+//!
 //! Precision: f32 activations and KV cache, or (opt-in, adapters with `shader-f16`) f16;
 //! f32 accumulation everywhere; the weights as the file stores them (Q8_0, Q4_0, Q4_1).
 
@@ -53,6 +60,31 @@ struct Layer {
     /// Gate and up interleaved row by row, SwiGLU in the epilogue: `[2·F, H]`.
     gate_up: Linear,
     down: Linear,
+}
+
+impl Layer {
+    /// The fused attention block of a decode step ([`ridge_kernels::DecodeAttention`]): reads
+    /// the stream's row 0, leaves the heads' partial O products in its rows `1..=nh`.
+    fn attention_block(
+        &self,
+        ctx: &Context,
+        block: &ridge_kernels::DecodeAttention,
+        stream: &Tensor,
+        table: &RopeTable,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+    ) -> Result<()> {
+        let (Some(w_qkv), Some(w_o), Some((gamma, eps))) = (
+            self.qkv.quantized(),
+            self.out.quantized(),
+            self.attn_norm.rms_terms(),
+        ) else {
+            return Err(Error::Input(
+                "the fused attention block needs quantized weights and an RMS norm".into(),
+            ));
+        };
+        Ok(block.run(ctx, stream, gamma, eps, w_qkv, w_o, table, k_cache, v_cache)?)
+    }
 }
 
 /// A Llama-family decoder on the GPU.
@@ -143,6 +175,14 @@ impl Llama {
                 dtype,
                 plan.config.head_dim,
             ),
+            fused_attention: ridge_kernels::DecodeAttention {
+                hidden: plan.config.hidden,
+                heads: plan.config.heads,
+                kv_heads: plan.config.kv_heads,
+                head_dim: plan.config.head_dim,
+                pos: 0,
+            }
+            .fits(ctx),
             matvec: ridge_kernels::qmatmul::MatvecRule::of(ctx),
             ..plan
         };
@@ -332,7 +372,11 @@ impl Llama {
         let new = |shape: &[usize]| Tensor::empty(ctx, shape, self.dtype());
         let mut hidden = Vec::new();
         ctx.set_scope("embedding");
-        let x = new(&[t, h])?;
+        // A decode step whose attention blocks are fused keeps the heads' partial O products
+        // pending in rows 1..=nh of the stream (`x` its row 0).
+        let fused = self.plan.decode_attention(t, pos0);
+        let stream = new(&[t + if fused.is_some() { nh } else { 0 }, h])?;
+        let x = stream.narrow(0, t)?;
         gather_rows(ctx, &self.embed, &ids_t.reshape(&[t])?, &x)?;
         let keep = |x: &Tensor, hidden: &mut Vec<Tensor>| -> Result<()> {
             if keep_hidden {
@@ -344,27 +388,40 @@ impl Llama {
         let (rope, attention) = self.attention_ops(t, pos0);
         for (l, layer) in self.layers.iter().enumerate() {
             ctx.set_scope_with(|| format!("layer {l} · attention"));
-            let q = new(&[t, nh, dh])?;
-            layer.qkv.forward_qkv_rope(
-                ctx,
-                &layer.attn_norm,
-                &x,
-                &rope,
-                &self.rope,
-                &cache.k[l],
-                &cache.v[l],
-                &q,
-            )?;
-            let a = new(&[t, nh, dh])?;
-            attention.run(ctx, &q, &cache.k[l], &cache.v[l], &a)?;
-            layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
+            let (kc, vc) = (&cache.k[l], &cache.v[l]);
+            if let Some(block) = fused {
+                layer.attention_block(ctx, &block, &stream, &self.rope, kc, vc)?;
+            } else {
+                let q = new(&[t, nh, dh])?;
+                layer.qkv.forward_qkv_rope(
+                    ctx,
+                    &layer.attn_norm,
+                    &x,
+                    &rope,
+                    &self.rope,
+                    kc,
+                    vc,
+                    &q,
+                )?;
+                let a = new(&[t, nh, dh])?;
+                attention.run(ctx, &q, kc, vc, &a)?;
+                layer.out.forward(ctx, &a, &x, Epilogue::Residual)?;
+            }
 
             ctx.set_scope_with(|| format!("layer {l} · feed-forward"));
             let act = new(&[t, c.ffn])?;
-            layer
-                .gate_up
-                .forward_normed(ctx, &layer.ffn_norm, &x, &act, Epilogue::SwiGlu)?;
-            layer.down.forward(ctx, &act, &x, Epilogue::Residual)?;
+            if fused.is_some() {
+                let (norm, swiglu) = (Some(&layer.ffn_norm), Epilogue::SwiGlu);
+                let gate_up = &layer.gate_up;
+                gate_up.forward_pending(ctx, norm, &stream, &act, swiglu, nh)?;
+                let down = &layer.down;
+                down.forward_pending(ctx, None, &act, &stream, Epilogue::Residual, nh)?;
+            } else {
+                layer
+                    .gate_up
+                    .forward_normed(ctx, &layer.ffn_norm, &x, &act, Epilogue::SwiGlu)?;
+                layer.down.forward(ctx, &act, &x, Epilogue::Residual)?;
+            }
             keep(&x, &mut hidden)?;
         }
         ctx.set_scope("output");

@@ -7,13 +7,15 @@
 //! norm runs inside the product after it and RoPE with the KV-cache append inside the Q/K/V
 //! product's epilogue (see the module docs of [`super`]): per layer the Q/K/V product, the
 //! attention (and its merge pass where its keys are split), the O projection with the
-//! residual, the gate/up product with SwiGLU, the down projection with the residual. The GPU
-//! tests hold this list against a profile's dispatches, name by name.
+//! residual, the gate/up product with SwiGLU, the down projection with the residual; a decode
+//! step with the fused attention block ([`DecoderPlan::fused_attention`]) runs the first
+//! three as one. The GPU tests hold this list against a profile's dispatches, name by name.
 
 use ridge_core::DType;
-use ridge_kernels::QMatmul;
 use ridge_kernels::qmatmul::MatvecRule;
+use ridge_kernels::quant::BLOCK;
 use ridge_kernels::quant::QuantFormat;
+use ridge_kernels::{DecodeAttention, QMatmul};
 use ridge_model::calibrate::Calibrated;
 use ridge_model::{Ceilings, OpCost};
 
@@ -122,6 +124,15 @@ pub struct DecoderPlan {
     /// Whether prompts' attention runs on the tensor cores (f16 on an adapter with
     /// cooperative matrices: [`ridge_kernels::KvAttention::tensor_cores_fit`]).
     pub tensor_cores: bool,
+    /// Whether a decode step runs each layer's attention block as one dispatch
+    /// ([`ridge_kernels::DecodeAttention`]: the norm, Q/K/V, RoPE, the cache append, the
+    /// attention and the heads' shares of the O projection, pending in the stream for the
+    /// gate/up and down products to add) where its shape and context fit
+    /// ([`DecoderPlan::decode_attention`]). Set by the adapter that runs it
+    /// ([`ridge_kernels::DecodeAttention::fits`]); `ridge predict --report` sets it where the
+    /// report fitted the kernel's kind (a report of a build without it prices the
+    /// dispatches that build ran). The default: off.
+    pub fused_attention: bool,
     /// The adapter's one-row launch shapes ([`MatvecRule`]): where one token's products may
     /// round `x` to 8 bits (a GPU with packed dot products), which decides which do
     /// ([`QMatmul::kind_and_cost`]; those are priced as the integer kernel's kinds,
@@ -150,6 +161,7 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
+            fused_attention: false,
             matvec: MatvecRule::default(),
             embed: format,
             output: format,
@@ -202,11 +214,26 @@ impl DecoderPlan {
             config,
             dtype,
             tensor_cores: false,
+            fused_attention: false,
             matvec: MatvecRule::default(),
             embed,
             output,
             layers,
         })
+    }
+
+    /// The fused attention block of a forward over `tokens` tokens from `pos0`, where one
+    /// runs: one token, [`DecoderPlan::fused_attention`], a shape and context the kernel takes.
+    pub fn decode_attention(&self, tokens: usize, pos0: usize) -> Option<DecodeAttention> {
+        let c = &self.config;
+        let block = DecodeAttention {
+            hidden: c.hidden,
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+            pos: pos0,
+        };
+        (tokens == 1 && self.fused_attention && block.shape_fits()).then_some(block)
     }
 
     /// The dispatches of a forward over `tokens` tokens at positions `pos0..pos0 + tokens`,
@@ -251,29 +278,49 @@ impl DecoderPlan {
         let embed = ridge_kernels::qmatmul::gather_cost(self.embed, t, h, dt);
         op(("qembedding", "qembedding", embed));
         let attention = Attend::new(t, c.heads, c.kv_heads, c.head_dim, pos0, self.tensor_cores);
+        let fused = self.decode_attention(t, pos0);
+        // The heads' partial O products the fused block leaves pending: read by the gate/up
+        // and the down products beside the stream's row.
+        let pending = |(name, kind, cost): (&'static str, &'static str, OpCost)| {
+            let parts = OpCost::new(0.0, (c.heads * h * dt.size()) as f64);
+            (
+                name,
+                kind,
+                if fused.is_some() { cost + parts } else { cost },
+            )
+        };
+        let per_weight = |f: QuantFormat| f.block_bytes() as f64 / BLOCK as f64;
         for l in &self.layers {
-            op(matmul(
-                product(t, false, false, true, true),
-                l.qkv,
-                h + 2 * kv,
-                h,
-            ));
-            for (name, cost) in attention.ops(dt) {
-                op((name, name, cost));
+            match fused {
+                Some(block) => {
+                    let cost = block.cost(dt, per_weight(l.qkv), per_weight(l.out));
+                    op(("decode_attention", "decode_attention", cost));
+                }
+                None => {
+                    op(matmul(
+                        product(t, false, false, true, true),
+                        l.qkv,
+                        h + 2 * kv,
+                        h,
+                    ));
+                    for (name, cost) in attention.ops(dt) {
+                        op((name, name, cost));
+                    }
+                    op(matmul(product(t, true, false, false, false), l.out, h, h));
+                }
             }
-            op(matmul(product(t, true, false, false, false), l.out, h, h));
-            op(matmul(
+            op(pending(matmul(
                 product(t, false, true, true, false),
                 l.gate_up,
                 2 * c.ffn,
                 h,
-            ));
-            op(matmul(
+            )));
+            op(pending(matmul(
                 product(t, true, false, false, false),
                 l.down,
                 h,
                 c.ffn,
-            ));
+            )));
         }
         op(matmul(
             product(1, false, false, true, false),

@@ -1,0 +1,358 @@
+//! A decoder layer's attention block for one token in one dispatch
+//! (`shaders/decode_attention.wgsl`): RMSNorm, the Q/K/V rows, RoPE, the KV-cache append,
+//! attention over the cache and each head's share of the O projection, left pending in the
+//! residual stream for the next products to add ([`crate::QMatmul::run_with_parts`]).
+//!
+//! Shapes: the stream `resid` `[1 + nh, H]` (row 0 the token's `x`; rows `1..=nh` receive the
+//! heads' partial O products), γ `[H]`, `W_qkv` `[(nh + 2·nkv)·dh, H]` (llama.cpp's row
+//! order: RoPE on adjacent pairs), `W_o` `[H, nh·dh]` with `nh·dh = H`, the caches
+//! `[capacity, nkv, dh]`. The token sits at position `pos`; keys `0..pos` are cached.
+//!
+//! Why one dispatch: a decode step of a small model on a large GPU is bound by its chain of
+//! dependent dispatches, ~2.4 µs each before any work, and by each kernel's own ramp
+//! (SmolLM2-135M on an H100: ~6.5 µs a dispatch for ~1 MB of weights, benches/NOTES.md);
+//! the block's three dispatches (Q/K/V product, attention, O projection) become one, and the
+//! O projection's sum over heads rides in the next products' reads.
+
+use ridge_core::{Context, DType, Error, Result, Tensor};
+use ridge_model::OpCost;
+
+use crate::launch::{self, Launch, Params};
+use crate::quant::{BLOCK, QuantMatrix};
+use crate::rope::RopeTable;
+use crate::shaders::{self, DECODE_ATTENTION, Variant};
+
+/// Invocations per workgroup (one workgroup per query head).
+const WG: usize = 256;
+/// The longest context the kernel attends over: its scores sit in workgroup memory. Longer
+/// contexts split their keys across workgroups ([`crate::KvAttention`]).
+pub const MAX_KEYS: usize = 512;
+/// Lanes a row of `W_qkv` takes.
+const TPR: usize = 4;
+/// Storage buffers the kernel binds (WebGPU guarantees 8 a stage; adapters with fewer take
+/// the unfused kernels).
+const STORAGE_BUFFERS: u32 = 9;
+
+/// The attention block of one decoder layer for one token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeAttention {
+    /// The stream's width `H` (`nh·dh`).
+    pub hidden: usize,
+    /// Query heads `nh`.
+    pub heads: usize,
+    /// Key/value heads `nkv` (`nh` a multiple).
+    pub kv_heads: usize,
+    /// Head width `dh`.
+    pub head_dim: usize,
+    /// The token's position: keys `0..pos` are in the cache.
+    pub pos: usize,
+}
+
+impl DecodeAttention {
+    fn group(&self) -> usize {
+        self.heads / self.kv_heads.max(1)
+    }
+
+    /// Workgroup memory: x normalised, the reductions, the Q/K/V lane sums, q, k, v, the
+    /// scores, the value lanes' sums and the head's output (decode_attention.wgsl).
+    fn shared_bytes(&self) -> usize {
+        let dh = self.head_dim;
+        4 * (self.hidden + WG + 3 * dh * TPR + 3 * dh + MAX_KEYS + 4 * WG + dh)
+    }
+
+    /// Whether the kernel takes this shape, without a GPU: a head group, widths of whole
+    /// blocks (`H` and `dh` multiples of 32, `H = nh·dh`, `2·dh` ≤ the workgroup) and a
+    /// context of at most [`MAX_KEYS`] keys.
+    pub fn shape_fits(&self) -> bool {
+        let (h, dh) = (self.hidden, self.head_dim);
+        self.kv_heads > 0
+            && self.heads.is_multiple_of(self.kv_heads)
+            && dh > 0
+            && dh.is_multiple_of(BLOCK)
+            && 2 * dh <= WG
+            && h == self.heads * dh
+            && self.pos < MAX_KEYS
+    }
+
+    /// Whether `ctx` runs it: [`DecodeAttention::shape_fits`], nine storage buffers a stage
+    /// and room for its workgroup memory.
+    pub fn fits(&self, ctx: &Context) -> bool {
+        let l = ctx.limits();
+        self.shape_fits()
+            && l.max_storage_buffers_per_shader_stage >= STORAGE_BUFFERS
+            && l.max_compute_invocations_per_workgroup as usize >= WG
+            && l.max_compute_workgroup_size_x as usize >= WG
+            && self.shared_bytes() <= l.max_compute_workgroup_storage_size as usize
+    }
+
+    /// Cost as run: each head's workgroup computes its Q rows and its group's K and V rows
+    /// (G times over: 2·H FLOPs a row), attends over `pos + 1` keys (4·dh + 5 FLOPs a key)
+    /// and multiplies its output by its `H × dh` columns of `W_o`; bytes: the weights once
+    /// (`qkv_bytes_per_weight`, `o_bytes_per_weight`: a format's bytes per weight), the
+    /// stream's row and its `nh` partial rows, the keys and values read, the new row written.
+    /// Depth: the keys.
+    pub fn cost(&self, dtype: DType, qkv_bytes_per_weight: f64, o_bytes_per_weight: f64) -> OpCost {
+        let (h, nh, nkv, dh) = (
+            self.hidden as f64,
+            self.heads as f64,
+            self.kv_heads as f64,
+            self.head_dim as f64,
+        );
+        let keys = (self.pos + 1) as f64;
+        let flops = nh * (3.0 * dh * 2.0 * h + keys * (4.0 * dh + 5.0) + 2.0 * h * dh);
+        let e = dtype.size() as f64;
+        let weights = (nh + 2.0 * nkv) * dh * h * qkv_bytes_per_weight + h * h * o_bytes_per_weight;
+        let stream = (1.0 + nh) * h * e;
+        let cache = (2.0 * keys * nkv * dh + 2.0 * nkv * dh) * e;
+        OpCost::new(flops, weights + stream + cache).with_depth(keys)
+    }
+
+    /// Runs the block: reads row 0 of `resid`, writes its rows `1..=nh`, appends the token's
+    /// K and V at `pos`.
+    ///
+    /// Errors: [`Error::Shape`] for shapes that disagree (module docs), a shape the kernel
+    /// does not take ([`DecodeAttention::shape_fits`]), or `pos` past the caches or the
+    /// table; [`Error::LimitExceeded`] when the adapter lacks the storage buffers or
+    /// workgroup memory; [`Error::InvalidArgument`] for a negative or NaN `eps`; dtype,
+    /// alias and limit errors as every op.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        ctx: &Context,
+        resid: &Tensor,
+        gamma: &Tensor,
+        eps: f32,
+        w_qkv: &QuantMatrix,
+        w_o: &QuantMatrix,
+        table: &RopeTable,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+    ) -> Result<()> {
+        let name = "decode_attention";
+        let (h, nh, nkv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
+        if !self.shape_fits() {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "{nh} heads over {nkv} KV heads of width {dh}, stream {h}, position {}: \
+                     the fused kernel takes H = nh·dh, dh a multiple of 32 up to {}, at most \
+                     {MAX_KEYS} keys",
+                    self.pos,
+                    WG / 2
+                ),
+            ));
+        }
+        if eps.is_nan() || eps < 0.0 {
+            return Err(Error::invalid(name, format!("eps must be ≥ 0, got {eps}")));
+        }
+        let l = ctx.limits();
+        if l.max_storage_buffers_per_shader_stage < STORAGE_BUFFERS {
+            return Err(Error::LimitExceeded {
+                what: name.to_string(),
+                limit: "maxStorageBuffersPerShaderStage",
+                requested: STORAGE_BUFFERS as u64,
+                allowed: l.max_storage_buffers_per_shader_stage as u64,
+            });
+        }
+        launch::check_workgroup(ctx, name, WG as u32, self.shared_bytes() as u32)?;
+        resid.expect_shape(name, "resid", &[1 + nh, h])?;
+        gamma.expect_shape(name, "gamma", &[h])?;
+        w_qkv.check(name)?;
+        w_o.check(name)?;
+        if (w_qkv.rows, w_qkv.cols) != ((nh + 2 * nkv) * dh, h) || (w_o.rows, w_o.cols) != (h, h) {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "W_qkv [{}, {}] and W_o [{}, {}] are not [{}, {h}] and [{h}, {h}]",
+                    w_qkv.rows,
+                    w_qkv.cols,
+                    w_o.rows,
+                    w_o.cols,
+                    (nh + 2 * nkv) * dh
+                ),
+            ));
+        }
+        let capacity = k_cache.shape().first().copied().unwrap_or(0);
+        for (what, c) in [("k_cache", k_cache), ("v_cache", v_cache)] {
+            c.expect_shape(name, what, &[capacity, nkv, dh])?;
+        }
+        if self.pos >= capacity || self.pos >= table.positions || table.head_dim != dh {
+            return Err(Error::shape(
+                name,
+                format!(
+                    "position {} in a cache of {capacity} and a table of {} positions of width \
+                     {} (head width {dh})",
+                    self.pos, table.positions, table.head_dim
+                ),
+            ));
+        }
+        let dtype = resid.dtype();
+        launch::same_dtype(name, dtype, &[gamma, k_cache, v_cache])?;
+        launch::float_dtype(ctx, name, dtype)?;
+        launch::no_alias(name, resid, &[gamma, k_cache, v_cache])?;
+        launch::no_alias(name, k_cache, &[v_cache])?;
+        if ![resid, gamma, k_cache, v_cache]
+            .iter()
+            .all(|t| launch::starts_on_vector(t, 4))
+        {
+            return Err(Error::invalid(
+                name,
+                "the stream, γ and the caches must start on a 4-element boundary (vec4s)",
+            ));
+        }
+        launch::fits_u32(name, "cache", k_cache.numel())?;
+        let key = (dtype, w_qkv.format, w_o.format, h, dh, self.group());
+        let defines = launch::memoized(name, &key, |&(dtype, fq, fo, h, dh, g)| {
+            defines(shaders::storage_defines(dtype), fq, fo, h, dh, g)
+        });
+        let params = Params::new()
+            .u(nh as u32)
+            .u(nkv as u32)
+            .u(self.pos as u32)
+            .f(eps)
+            .f(1.0 / (dh as f32).sqrt());
+        Launch {
+            label: name,
+            shader: &DECODE_ATTENTION,
+            entry: "main",
+            defines,
+            params,
+            buffers: vec![
+                (1, resid),
+                (2, gamma),
+                (3, &w_qkv.quants),
+                (4, &w_qkv.scales),
+                (5, &w_o.quants),
+                (6, &w_o.scales),
+                (7, &table.table),
+                (8, k_cache),
+                (9, v_cache),
+            ],
+            workgroups: [launch::fits_u32(name, "heads", nh)?, 1, 1],
+        }
+        .run(ctx)
+    }
+
+    /// f64 reference with the weights dequantized (`w_qkv` `[(nh + 2·nkv)·dh, H]`, `w_o`
+    /// `[H, H]`), `x` the stream's row, the caches' first `pos` rows `[pos, nkv, dh]` and
+    /// the RoPE frequency base. K and V enter the attention as `round` leaves them (the
+    /// storage type's rounding: the kernel attends over the values the cache holds).
+    #[allow(clippy::too_many_arguments)]
+    pub fn reference(
+        &self,
+        x: &[f32],
+        gamma: &[f32],
+        eps: f32,
+        w_qkv: &[f32],
+        w_o: &[f32],
+        k_cache: &[f32],
+        v_cache: &[f32],
+        base: f64,
+        round: impl Fn(f32) -> f32,
+    ) -> DecodeAttentionReference {
+        let (h, nh, nkv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
+        let ms = x.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / h as f64;
+        let inv = 1.0 / (ms + eps as f64).sqrt();
+        let xn: Vec<f64> = x
+            .iter()
+            .zip(gamma)
+            .map(|(&v, &g)| v as f64 * inv * g as f64)
+            .collect();
+        let proj: Vec<f32> = (0..(nh + 2 * nkv) * dh)
+            .map(|n| {
+                let w = &w_qkv[n * h..(n + 1) * h];
+                xn.iter().zip(w).map(|(a, &b)| a * b as f64).sum::<f64>() as f32
+            })
+            .collect();
+        let rope = crate::RopeQkv {
+            tokens: 1,
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: dh,
+            pos0: self.pos,
+            layout: crate::PairLayout::Adjacent,
+        };
+        let (q, k, v) = rope.reference(&proj, base);
+        let mut k_all = k_cache[..self.pos * nkv * dh].to_vec();
+        k_all.extend(k.iter().map(|&v| round(v)));
+        let mut v_all = v_cache[..self.pos * nkv * dh].to_vec();
+        v_all.extend(v.iter().map(|&v| round(v)));
+        let attention = crate::KvAttention {
+            tokens: 1,
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: dh,
+            pos0: self.pos,
+        };
+        let o = attention.reference(&q, &k_all, &v_all);
+        let mut parts = Vec::with_capacity(nh * h);
+        for head in 0..nh {
+            let oh = &o[head * dh..(head + 1) * dh];
+            for i in 0..h {
+                let w = &w_o[i * h + head * dh..][..dh];
+                let dot: f64 = oh.iter().zip(w).map(|(&a, &b)| a as f64 * b as f64).sum();
+                parts.push(dot as f32);
+            }
+        }
+        DecodeAttentionReference {
+            parts,
+            q,
+            k,
+            v,
+            k_all,
+            v_all,
+        }
+    }
+}
+
+/// What [`DecodeAttention::reference`] computes.
+#[derive(Clone, Debug)]
+pub struct DecodeAttentionReference {
+    /// The heads' partial O products, `[nh, H]`.
+    pub parts: Vec<f32>,
+    /// Q after RoPE, unscaled, `[nh, dh]`.
+    pub q: Vec<f32>,
+    /// The token's K (rotated) and V rows, `[nkv, dh]` each.
+    pub k: Vec<f32>,
+    /// The token's V rows.
+    pub v: Vec<f32>,
+    /// The keys attended over (the cache's and the token's, rounded), `[pos + 1, nkv, dh]`.
+    pub k_all: Vec<f32>,
+    /// The values attended over.
+    pub v_all: Vec<f32>,
+}
+
+fn defines(
+    base: ridge_core::Defines,
+    qkv: crate::QuantFormat,
+    o: crate::QuantFormat,
+    hidden: usize,
+    head_dim: usize,
+    group: usize,
+) -> ridge_core::Defines {
+    base.u32("WG", WG as u32)
+        .u32("H", hidden as u32)
+        .u32("DH", head_dim as u32)
+        .u32("G", group as u32)
+        .u32("MAXKEYS", MAX_KEYS as u32)
+        .u32("TPR", TPR as u32)
+        .u32("wq_FORMAT", qkv.shader_id())
+        .u32("wo_FORMAT", o.shader_id())
+        .block("WQ", shaders::quant_blocks("wq_"))
+        .block("WO", shaders::quant_blocks("wo_"))
+}
+
+/// SmolLM2-135M's shape and a Llama-style one (32 over 8 heads of 64) in every pair of
+/// formats that differ, for both storage types.
+pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
+    let mut v = Vec::new();
+    for qkv in crate::QuantFormat::ALL {
+        for o in crate::QuantFormat::ALL {
+            for (h, dh, g) in [(576, 64, 3), (2048, 64, 4)] {
+                let d = defines(shaders::storage_defines(dtype), qkv, o, h, dh, g);
+                v.push((&DECODE_ATTENTION, "main", d));
+            }
+        }
+    }
+    v
+}
