@@ -17,8 +17,9 @@ use ridge_nn::llama::{DecoderPlan, LlamaConfig, PlannedOp, price_ops};
 use super::time;
 
 /// The plan of `model` (a GGUF file's formats, or a preset or config.json in `quant`, Q4_0
-/// when not given) in `dtype`, with tensor cores where the report measured them and products
-/// rounding `x` to 8 bits where its adapter does.
+/// when not given) in `dtype`, with tensor cores where the report measured them, products
+/// rounding `x` to 8 bits where its adapter does, and the fused decode attention block where
+/// it timed that kernel.
 ///
 /// Errors: a GGUF Ridge cannot run (its message names the tensor), a format Ridge's kernels
 /// do not run.
@@ -52,8 +53,12 @@ fn plan(
     };
     let tensor_cores = cal.report.measured.tensor_tflops.is_some()
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
+    // A report swept by a build with the fused attention block timed its kind: the decode
+    // steps that build runs (an older report's build ran the block's three dispatches).
+    let storage = if dtype == DType::F16 { "f16" } else { "f32" };
     Ok(DecoderPlan {
         tensor_cores,
+        fused_attention: cal.fits_kind("decode_attention", storage),
         matvec: ridge_kernels::qmatmul::MatvecRule::of_report(&cal.report.measured),
         ..plan
     })

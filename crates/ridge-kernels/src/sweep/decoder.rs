@@ -137,6 +137,21 @@ pub(super) fn decoder_cases(
             ));
         }
     }
+    // A decode step's fused attention block ([`crate::DecodeAttention`]) at the widths it
+    // takes, four contexts each (the medium sweep's spread for a CPU driver's noisier launches).
+    let block_keys: &[usize] = if full {
+        &[64, 128, 256, 511]
+    } else {
+        &[32, 128, 384, 511]
+    };
+    for &(h, _, nh, nkv) in &DECODER_WIDTHS {
+        for &pos in block_keys {
+            let shape = [h, nh, nkv, pos];
+            if decode_attention_of(&shape).shape_fits() {
+                v.push(spec("decode_attention", &shape, dtype));
+            }
+        }
+    }
     let prompts: &[usize] = if full {
         &[128, 256, 512, 1024, 2048, 4096]
     } else {
@@ -222,4 +237,21 @@ pub(super) fn kv_attention_of(s: &[usize]) -> crate::KvAttention {
         head_dim: s[3],
         pos0: s[4],
     }
+}
+
+/// The fused attention block of a `decode_attention` shape `[hidden, heads, kv_heads, pos]`
+/// (heads of [`DECODER_HEAD_DIM`]).
+pub(super) fn decode_attention_of(s: &[usize]) -> crate::DecodeAttention {
+    crate::DecodeAttention {
+        hidden: s[0],
+        heads: s[1],
+        kv_heads: s[2],
+        head_dim: DECODER_HEAD_DIM,
+        pos: s[3],
+    }
+}
+
+/// Bytes per weight of the decoder cases' format.
+pub(super) fn decoder_bytes_per_weight() -> f64 {
+    DECODER_FORMAT.block_bytes() as f64 / crate::quant::BLOCK as f64
 }

@@ -15,8 +15,8 @@ mod decoder;
 mod prepare;
 
 use decoder::{
-    DECODER_FORMAT, attention_causal_of, decoder_cases, decoder_product, is_decoder_product,
-    kv_attention_of,
+    DECODER_FORMAT, attention_causal_of, decode_attention_of, decoder_bytes_per_weight,
+    decoder_cases, decoder_product, is_decoder_product, kv_attention_of,
 };
 pub use prepare::prepare;
 
@@ -93,7 +93,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 33] = [
+pub const OPS: [&str; 34] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -127,6 +127,7 @@ pub const OPS: [&str; 33] = [
     "rms_qmatvec_swiglu_rows",
     "rms_qmatvec_rope_rows",
     "argmax",
+    "decode_attention",
 ];
 
 /// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
@@ -153,7 +154,8 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// Llama-3.2-1B and -3B and Llama-3-8B, and a decode step's attention at 15/5, 32/8 and
 /// 32/32 heads. Greedy decoding's `argmax` over one row of logits `[1, vocab]` (its chunks
 /// and their merge, timed together) at five vocabularies from Llama-2's 32,000 to Gemma's
-/// 256,000.
+/// 256,000. A decode step's fused attention block (`decode_attention`, [`crate::DecodeAttention`]:
+/// `[hidden, heads, kv_heads, pos]`) at the widths it takes, four contexts each.
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`, and in the
@@ -307,6 +309,9 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         if ctx.has_f16() {
             v.extend(decoder_cases(int8, cpu, DType::F16, size));
         }
+        // The fused attention block only where this adapter runs it (storage buffers,
+        // workgroup memory).
+        v.retain(|c| c.op != "decode_attention" || decode_attention_of(&c.shape).fits(ctx));
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
     v
@@ -384,6 +389,10 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             q.cost(DECODER_FORMAT, n, k, d)
         }
         "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
+        "decode_attention" => {
+            let per_weight = decoder_bytes_per_weight();
+            decode_attention_of(s).cost(d, per_weight, per_weight)
+        }
         "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);
@@ -420,7 +429,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 19);
+        assert_eq!(DECODER_OPS.len(), 20);
         let is_int8 = |op: &str| op.ends_with("_int8");
         for (dtype, size, int8) in [DType::F32, DType::F16].into_iter().flat_map(|d| {
             [

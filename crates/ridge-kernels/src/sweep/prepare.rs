@@ -3,8 +3,8 @@
 use ridge_core::{Context, DType, Result, Tensor};
 
 use super::decoder::{
-    COLD_WEIGHT_BYTES, DECODER_FORMAT, DECODER_HEAD_DIM, attention_causal_of, decoder_product,
-    is_decoder_product, kv_attention_of,
+    COLD_WEIGHT_BYTES, DECODER_FORMAT, DECODER_HEAD_DIM, attention_causal_of, decode_attention_of,
+    decoder_product, is_decoder_product, kv_attention_of,
 };
 use super::{CaseSpec, Prepared, bigbird, cost, linear, norm_of};
 use crate::elementwise::{Binary, Unary, binary, unary};
@@ -204,6 +204,42 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
             Prepared {
                 cost,
                 launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
+            }
+        }
+        "decode_attention" => {
+            let op = decode_attention_of(s);
+            let (h, nh, nkv, dh) = (op.hidden, op.heads, op.kv_heads, op.head_dim);
+            let quantized = |rows: usize| -> Result<Vec<u8>> {
+                let n = rows * h;
+                let values: Vec<f32> = (0..n).map(|i| (i % 251) as f32 / 251.0 - 0.5).collect();
+                crate::quant::quantize(DECODER_FORMAT, &values)
+            };
+            let (qkv, o) = (quantized((nh + 2 * nkv) * dh)?, quantized(h)?);
+            // Cold weights, as the products' cases: copies of the layer's two matrices that
+            // together pass the GPU's last-level cache, one pair a launch in turn.
+            let copies = COLD_WEIGHT_BYTES.div_ceil(qkv.len() + o.len());
+            let upload = |rows, bytes: &[u8]| {
+                crate::quant::QuantMatrix::upload(ctx, DECODER_FORMAT, rows, h, bytes)
+            };
+            let ws = (0..copies)
+                .map(|_| Ok((upload((nh + 2 * nkv) * dh, &qkv)?, upload(h, &o)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let keys = op.pos + 1;
+            let (stream, gamma) = (filled(ctx, &[1 + nh, h], d)?, filled(ctx, &[h], d)?);
+            let (kc, vc) = (
+                filled(ctx, &[keys, nkv, dh], d)?,
+                filled(ctx, &[keys, nkv, dh], d)?,
+            );
+            let table = crate::rope::RopeTable::new(ctx, keys, dh, 10_000.0)?;
+            let turn = std::cell::Cell::new(0);
+            Prepared {
+                cost,
+                launch: Box::new(move |ctx| {
+                    let i = turn.get();
+                    turn.set((i + 1) % ws.len());
+                    let (w_qkv, w_o) = &ws[i];
+                    op.run(ctx, &stream, &gamma, 1e-5, w_qkv, w_o, &table, &kc, &vc)
+                }),
             }
         }
         "attention_causal" => {

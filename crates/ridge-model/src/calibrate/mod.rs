@@ -242,6 +242,14 @@ impl Calibrated {
         Self { report, fit }
     }
 
+    /// Whether the report's rows fitted kind `op` in `dtype` (`"f32"`, `"f16"`).
+    pub fn fits_kind(&self, op: &str, dtype: &str) -> bool {
+        self.fit
+            .kinds
+            .iter()
+            .any(|k| k.op == op && k.dtype == dtype)
+    }
+
     /// One launch of kind `op` in `dtype` costing `cost`: its fitted time, seconds, and `true`;
     /// for a kind the report did not time, `roof`'s roofline time and `false`.
     pub fn price(&self, op: &str, dtype: &str, cost: &OpCost, roof: &Ceilings) -> (f64, bool) {
@@ -258,13 +266,8 @@ impl Calibrated {
     /// (pricing the pair as one would drop a dispatch's overhead).
     pub fn price_planned(&self, op: &PlannedOp, dtype: &str, roof: &Ceilings) -> (f64, bool) {
         let own = || (roof.predict(&op.cost).seconds, false);
-        let fitted = self
-            .fit
-            .kinds
-            .iter()
-            .any(|k| k.op == op.name && k.dtype == dtype);
         match op.priced {
-            _ if !fitted => own(),
+            _ if !self.fits_kind(&op.name, dtype) => own(),
             Priced::Own => self.price(&op.name, dtype, &op.cost, roof),
             Priced::Whole(whole) => self.price(&op.name, dtype, &whole, roof),
             Priced::Folded => (0.0, true),
