@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use ridge::core::{Context, DType, Error, Result};
+use ridge::kernels::DecodeAttention;
 use ridge::kernels::quant::QuantFormat;
 use ridge::nn::file::FileBytes;
 use ridge::nn::gguf::{Gguf, Value, Writer};
@@ -127,7 +128,10 @@ fn prefill_and_token_by_token_decode_agree() {
             .flat_map(|c| dtypes(ctx).into_iter().map(move |d| (c.clone(), d)))
         {
             for format in QuantFormat::ALL {
-                let model = random_model(ctx, &config, format, 5, dtype)?;
+                // The fused block wherever the adapter runs it (CPU drivers do not choose it).
+                let model = DecodeAttention::forced(Some(true), || {
+                    random_model(ctx, &config, format, 5, dtype)
+                })?;
                 let ids: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 100).collect();
                 // All at once (the tiled product, one attention span) against a prefill of
                 // 30, then one token at a time (the matrix-vector product, split attention).
@@ -386,8 +390,10 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
         |_| Default::default(),
         |ctx| {
             // The fusable shape decodes with the fused attention block where the adapter runs
-            // it (and must, on a Vulkan adapter: nine storage buffers a stage).
-            let fusable = random_model(ctx, &fusable(), QuantFormat::Q4_1, 3, DType::F32)?;
+            // it (and must, on a Vulkan adapter: nine storage buffers a stage), chosen here.
+            let fusable = DecodeAttention::forced(Some(true), || {
+                random_model(ctx, &fusable(), QuantFormat::Q4_1, 3, DType::F32)
+            })?;
             let fused = fusable
                 .plan(1, 5)
                 .iter()

@@ -33,6 +33,10 @@ const TPR: usize = 4;
 /// the unfused kernels).
 const STORAGE_BUFFERS: u32 = 9;
 
+thread_local! {
+    static FORCED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
 /// The attention block of one decoder layer for one token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeAttention {
@@ -83,6 +87,22 @@ impl DecodeAttention {
             && l.max_compute_invocations_per_workgroup as usize >= WG
             && l.max_compute_workgroup_size_x as usize >= WG
             && self.shared_bytes() <= l.max_compute_workgroup_storage_size as usize
+    }
+
+    /// Whether a decoder loaded on `ctx` takes the block where it fits
+    /// ([`DecodeAttention::forced`] in tests and benches): on GPUs, not on CPU drivers. On
+    /// lavapipe (benches/NOTES.md, 2026-12-07) a decode step of SmolLM2-135M took 1.3–2×
+    /// longer with it: 9 workgroups leave its 2 cores little to share, and a CPU driver's
+    /// gate/up product, a row of W a lane, reads `x` once a lane, so its pending rows ten
+    /// times over.
+    pub fn chosen(ctx: &Context) -> bool {
+        FORCED.get().unwrap_or(!ctx.is_cpu_driver())
+    }
+
+    /// Runs `f` with [`DecodeAttention::chosen`] answering `choice` (`None`: the adapter's
+    /// own answer).
+    pub fn forced<R>(choice: Option<bool>, f: impl FnOnce() -> R) -> R {
+        launch::with_forced(&FORCED, choice, f)
     }
 
     /// Cost as run: each head's workgroup computes its Q rows and its group's K and V rows

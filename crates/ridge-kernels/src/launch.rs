@@ -155,7 +155,6 @@ impl Launch<'_> {
     }
 }
 
-/// Errors unless every tensor has `dtype`.
 /// Runs `f` with the thread-local launch choice `key` set to `value` (`None`: the adapter's
 /// own choice), then puts back what was set before, also when `f` panics: how benches and
 /// tests force a kernel's launch shape or loads ([`crate::qmatmul::MatvecShape::forced`],
@@ -178,6 +177,7 @@ pub fn with_forced<T: Copy + 'static, R>(
     f()
 }
 
+/// Errors unless every tensor has `dtype`.
 pub fn same_dtype(op: &str, dtype: DType, tensors: &[&Tensor]) -> Result<()> {
     tensors.iter().try_for_each(|t| t.expect_dtype(op, dtype))
 }

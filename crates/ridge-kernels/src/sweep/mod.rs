@@ -310,8 +310,11 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             v.extend(decoder_cases(int8, cpu, DType::F16, size));
         }
         // The fused attention block only where this adapter runs it (storage buffers,
-        // workgroup memory).
-        v.retain(|c| c.op != "decode_attention" || decode_attention_of(&c.shape).fits(ctx));
+        // workgroup memory) and a decoder chooses it (GPUs).
+        v.retain(|c| {
+            c.op != "decode_attention"
+                || crate::DecodeAttention::chosen(ctx) && decode_attention_of(&c.shape).fits(ctx)
+        });
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));
     v

@@ -175,14 +175,15 @@ impl Llama {
                 dtype,
                 plan.config.head_dim,
             ),
-            fused_attention: ridge_kernels::DecodeAttention {
-                hidden: plan.config.hidden,
-                heads: plan.config.heads,
-                kv_heads: plan.config.kv_heads,
-                head_dim: plan.config.head_dim,
-                pos: 0,
-            }
-            .fits(ctx),
+            fused_attention: ridge_kernels::DecodeAttention::chosen(ctx)
+                && ridge_kernels::DecodeAttention {
+                    hidden: plan.config.hidden,
+                    heads: plan.config.heads,
+                    kv_heads: plan.config.kv_heads,
+                    head_dim: plan.config.head_dim,
+                    pos: 0,
+                }
+                .fits(ctx),
             matvec: ridge_kernels::qmatmul::MatvecRule::of(ctx),
             ..plan
         };
