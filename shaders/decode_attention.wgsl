@@ -120,6 +120,25 @@ fn qkv_loads(e0: u32, head: u32, g: u32, r0: u32, lane: u32) -> QkvLoads {
     return l;
 }
 
+// The NB blocks of rows 4·q4..4·q4 + 3 of W_o at the head's columns.
+struct OLoads {
+    lo: array<vec4<u32>, 4u * NB>,
+    hi: array<vec4<u32>, 4u * NB>,
+    sm: array<vec2<f32>, 4u * NB>,
+}
+fn o_loads(q4: u32, head: u32) -> OLoads {
+    var l: OLoads;
+    for (var r = 0u; r < 4u; r++) {
+        for (var bb = 0u; bb < NB; bb++) {
+            let blk = (4u * q4 + r) * HB + head * NB + bb;
+            l.lo[r * NB + bb] = wo_load(blk, 0u);
+            if wo_QV == 2u { l.hi[r * NB + bb] = wo_load(blk, 1u); }
+            l.sm[r * NB + bb] = wo_scale_min(blk);
+        }
+    }
+    return l;
+}
+
 // A block of 32 values of a vec4 array in workgroup memory, and their sum.
 fn xn_block(b: u32) -> array<vec4<f32>, 8> {
     var v: array<vec4<f32>, 8>;
@@ -187,6 +206,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     if lid < QKV_ROWS { rowpart[lid] = row; }
     workgroupBarrier();
+
+    // This invocation's first rows of W_o, loaded while the attention runs.
+    var ol = o_loads(min(lid, H4 - 1u), head);
 
     // RoPE on adjacent pairs of Q and K at position pos (the table's f64 angles); Q scaled.
     // Invocation i < DH/2 rotates Q's pair i, DH/2 ≤ i < DH K's.
@@ -274,26 +296,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
 
-    // The head's share of the O projection: invocation i takes rows 4i..4i+3 of W_o [H, H],
-    // its NB blocks at columns h·DH.., all eight loads issued first.
+    // The head's share of the O projection: invocation i takes rows 4i..4i+3 of W_o [H, H]
+    // (then 4(i + WG).. where H is wider), its NB blocks at columns h·DH.. (the first rows'
+    // loads issued before the attention).
     for (var q4 = lid; q4 < H4; q4 += WG) {
-        var ol: array<vec4<u32>, 4u * NB>;
-        var oh: array<vec4<u32>, 4u * NB>;
-        var osm: array<vec2<f32>, 4u * NB>;
-        for (var r = 0u; r < 4u; r++) {
-            for (var bb = 0u; bb < NB; bb++) {
-                let blk = (4u * q4 + r) * HB + head * NB + bb;
-                ol[r * NB + bb] = wo_load(blk, 0u);
-                if wo_QV == 2u { oh[r * NB + bb] = wo_load(blk, 1u); }
-                osm[r * NB + bb] = wo_scale_min(blk);
-            }
-        }
+        if q4 != lid { ol = o_loads(q4, head); }
         var out = vec4<f32>(0.0);
         for (var bb = 0u; bb < NB; bb++) {
             let ob = os_block(bb);
             let sx = block_sum(ob);
             for (var r = 0u; r < 4u; r++) {
-                out[r] += wo_dot_loaded(ol[r * NB + bb], oh[r * NB + bb], osm[r * NB + bb], ob, sx);
+                let i = r * NB + bb;
+                out[r] += wo_dot_loaded(ol.lo[i], ol.hi[i], ol.sm[i], ob, sx);
             }
         }
         resid[(1u + head) * H4 + q4] = vec4<T>(out);
