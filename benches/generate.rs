@@ -68,7 +68,11 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
         FileBytes::open(&fetch::smollm2_path()).expect("model (run cargo xtask fetch-model)")
     };
     let g = Gguf::parse(file).unwrap_or_else(|e| common::fail(&format!("the GGUF file: {e}")));
-    Llama::load(ctx, &g, dtype).unwrap_or_else(|e| common::fail(&format!("the model: {e}")))
+    // --fused-attention: a decode step's attention block as one dispatch where it fits (off by
+    // default until a GPU has measured it: benches/NOTES.md, 2026-12-07).
+    let fused = common::flag("--fused-attention").then_some(true);
+    ridge::kernels::DecodeAttention::forced(fused, || Llama::load(ctx, &g, dtype))
+        .unwrap_or_else(|e| common::fail(&format!("the model: {e}")))
 }
 
 /// One step: the forward of `ids`, the argmax on the GPU, the id read back.
@@ -232,6 +236,8 @@ cargo bench --bench generate -- [options]
                          e.g. smollm2-1.7b, llama-3.2-1b), Q4_1 linear weights, Q8_0 embedding
   --gguf FILE            a GGUF file of the caller's instead of the cached real one
   --f16                  f16 activations and KV cache (tensor cores for prompts where present)
+  --fused-attention      decode each layer's attention block as one dispatch where it fits
+                         (`ridge::kernels::DecodeAttention`; off by default until measured on a GPU)
   --prompts 128,1024     prompt lengths (prefill; the longest is profiled op by op)
   --contexts 128,4096    decode depths (one step at each is profiled)
   --tokens 32            tokens decoded at each depth (then one more step's timeline: the host's
@@ -241,7 +247,7 @@ cargo bench --bench generate -- [options]
 
 fn main() {
     common::check_args(
-        &["--random-weights", "--f16"],
+        &["--random-weights", "--f16", "--fused-attention"],
         &[
             "--gguf",
             "--preset",

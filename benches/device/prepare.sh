@@ -27,7 +27,7 @@ strip $bins
 # A call carries 64 MiB: the binaries travel xz-compressed (~4× smaller; setup.sh unpacks
 # them there), which leaves room for llama-bench (38 MB stripped) beside them.
 xz -T2 -6 -f $bins
-cp benches/device/sweep.sh benches/device/decode.sh benches/device/decode_ab.sh benches/device/peers.sh benches/device/encoder.sh benches/device/encoder_ab.sh benches/device/calibration.sh benches/device/kernel_ab.sh benches/device/repeat.sh benches/device/int8_ab.sh \
+cp benches/device/sweep.sh benches/device/decode.sh benches/device/decode_ab.sh benches/device/peers.sh benches/device/encoder.sh benches/device/encoder_ab.sh benches/device/calibration.sh benches/device/kernel_ab.sh benches/device/repeat.sh benches/device/int8_ab.sh benches/device/fused_ab.sh \
   benches/device/setup.sh benches/device/smollm2_torch.py benches/device/minilm_torch.py \
   benches/device/ratios.py ../shared/device/random_gguf.py .devbin/
 du -sh .devbin .gl

@@ -89,14 +89,16 @@ impl DecodeAttention {
             && self.shared_bytes() <= l.max_compute_workgroup_storage_size as usize
     }
 
-    /// Whether a decoder loaded on `ctx` takes the block where it fits
-    /// ([`DecodeAttention::forced`] in tests and benches): on GPUs, not on CPU drivers. On
-    /// lavapipe (benches/NOTES.md, 2026-12-07) a decode step of SmolLM2-135M took 1.3–2×
-    /// longer with it: 9 workgroups leave its 2 cores little to share, and a CPU driver's
-    /// gate/up product, a row of W a lane, reads `x` once a lane, so its pending rows ten
-    /// times over.
-    pub fn chosen(ctx: &Context) -> bool {
-        FORCED.get().unwrap_or(!ctx.is_cpu_driver())
+    /// Whether a decoder takes the block where it fits: only where
+    /// [`DecodeAttention::forced`] says so (the GPU tests, `generate --fused-attention`). Off
+    /// by default until a GPU has measured it against the unfused kernels (benches/NOTES.md,
+    /// 2026-12-07: no GPU was lent the session that wrote it); on lavapipe a decode step of
+    /// SmolLM2-135M took 1.3–2× longer with it (9 workgroups leave its 2 cores little to
+    /// share, and a CPU driver's gate/up product, a row of W a lane, reads `x` once a lane,
+    /// so its pending rows ten times over), so CPU drivers are to keep the unfused kernels
+    /// whatever a GPU shows.
+    pub fn chosen() -> bool {
+        FORCED.get().unwrap_or(false)
     }
 
     /// Runs `f` with [`DecodeAttention::chosen`] answering `choice` (`None`: the adapter's

@@ -53,12 +53,13 @@ fn plan(
     };
     let tensor_cores = cal.report.measured.tensor_tflops.is_some()
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
-    // A report swept by a build with the fused attention block timed its kind: the decode
-    // steps that build runs (an older report's build ran the block's three dispatches).
+    // The fused attention block where a decoder chooses it and the report timed its kind
+    // (an older report's build ran the block's three dispatches).
     let storage = if dtype == DType::F16 { "f16" } else { "f32" };
+    let fused = ridge_kernels::DecodeAttention::chosen();
     Ok(DecoderPlan {
         tensor_cores,
-        fused_attention: cal.fits_kind("decode_attention", storage),
+        fused_attention: fused && cal.fits_kind("decode_attention", storage),
         matvec: ridge_kernels::qmatmul::MatvecRule::of_report(&cal.report.measured),
         ..plan
     })

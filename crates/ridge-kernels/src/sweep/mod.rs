@@ -310,10 +310,10 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
             v.extend(decoder_cases(int8, cpu, DType::F16, size));
         }
         // The fused attention block only where this adapter runs it (storage buffers,
-        // workgroup memory) and a decoder chooses it (GPUs).
+        // workgroup memory) and on GPUs (CPU drivers keep the unfused kernels).
         v.retain(|c| {
             c.op != "decode_attention"
-                || crate::DecodeAttention::chosen(ctx) && decode_attention_of(&c.shape).fits(ctx)
+                || !ctx.is_cpu_driver() && decode_attention_of(&c.shape).fits(ctx)
         });
     }
     v.retain(|c| ops.is_empty() || ops.contains(&c.op));

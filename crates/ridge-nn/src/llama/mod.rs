@@ -19,8 +19,10 @@
 //! the product after it, which normalises its rows of `x` as it reads them, and RoPE with
 //! the KV-cache append in the Q/K/V product's epilogue.
 //!
-//! A decode step over a context the fused kernel takes runs 3 dispatches per layer
-//! ([`DecoderPlan::decode_attention`]): the attention block's first three as one
+//! Where the fused attention block is chosen ([`ridge_kernels::DecodeAttention::chosen`]:
+//! off by default until measured on a GPU), a decode step over a context the fused kernel
+//! takes runs 3 dispatches per layer ([`DecoderPlan::decode_attention`]): the attention
+//! block's first three as one
 //! (`decode_attention`: each query head's workgroup normalises `x`, computes its Q and its
 //! group's K and V, attends, and writes its share `a_h·W_o[:, h]ᵀ` of the O projection into
 //! row `1 + h` of the stream), then the gate/up product reading `x + Σ_h` those rows, and the
@@ -175,7 +177,7 @@ impl Llama {
                 dtype,
                 plan.config.head_dim,
             ),
-            fused_attention: ridge_kernels::DecodeAttention::chosen(ctx)
+            fused_attention: ridge_kernels::DecodeAttention::chosen()
                 && ridge_kernels::DecodeAttention {
                     hidden: plan.config.hidden,
                     heads: plan.config.heads,

@@ -128,10 +128,11 @@ pub struct DecoderPlan {
     /// ([`ridge_kernels::DecodeAttention`]: the norm, Q/K/V, RoPE, the cache append, the
     /// attention and the heads' shares of the O projection, pending in the stream for the
     /// gate/up and down products to add) where its shape and context fit
-    /// ([`DecoderPlan::decode_attention`]). Set by the adapter that runs it
-    /// ([`ridge_kernels::DecodeAttention::fits`]); `ridge predict --report` sets it where the
-    /// report fitted the kernel's kind (a report of a build without it prices the
-    /// dispatches that build ran). The default: off.
+    /// ([`DecoderPlan::decode_attention`]). Set where the block is chosen
+    /// ([`ridge_kernels::DecodeAttention::chosen`]: off unless forced, until a GPU has
+    /// measured it) and the adapter runs it ([`ridge_kernels::DecodeAttention::fits`]);
+    /// `ridge predict --report` sets it where it is chosen and the report fitted its kind.
+    /// The default: off.
     pub fused_attention: bool,
     /// The adapter's one-row launch shapes ([`MatvecRule`]): where one token's products may
     /// round `x` to 8 bits (a GPU with packed dot products), which decides which do
