@@ -58,6 +58,8 @@ const QKV_ROWS: u32 = 3u * DH;
 const RR: u32 = WG / TPR;
 const RPT: u32 = (QKV_ROWS + RR - 1u) / RR;
 const BPL: u32 = (HB + TPR - 1u) / TPR;
+// Rows an invocation sums from their lanes.
+const RSUM: u32 = (QKV_ROWS + WG - 1u) / WG;
 // A lane's blocks loaded at once: at most 16 blocks' words an invocation in registers.
 const ECH: u32 = min(BPL, max(1u, 16u / RPT));
 // Keys an invocation scores; value lanes (key lanes KL, each a quad of dimensions).
@@ -199,12 +201,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if r < QKV_ROWS { rowpart[r * TPR + lane] = acc[j]; }
     }
     workgroupBarrier();
-    var row = 0.0;
-    if lid < QKV_ROWS {
-        for (var l = 0u; l < TPR; l++) { row += rowpart[lid * TPR + l]; }
+    // Row lid + i·WG's lanes summed (rows past the workgroup where 3·DH > WG).
+    var rows: array<f32, RSUM>;
+    for (var i = 0u; i < RSUM; i++) {
+        rows[i] = 0.0;
+        let r = lid + i * WG;
+        if r < QKV_ROWS {
+            for (var l = 0u; l < TPR; l++) { rows[i] += rowpart[r * TPR + l]; }
+        }
     }
     workgroupBarrier();
-    if lid < QKV_ROWS { rowpart[lid] = row; }
+    for (var i = 0u; i < RSUM; i++) {
+        let r = lid + i * WG;
+        if r < QKV_ROWS { rowpart[r] = rows[i]; }
+    }
     workgroupBarrier();
 
     // This invocation's first rows of W_o, loaded while the attention runs.

@@ -180,6 +180,10 @@ fn decode_attention_block_matches_its_reference() {
             // head of 32 at positions inside a tile, on its edge and past it.
             let smol = (576, 9, 3, 64);
             let small = (96, 3, 1, 32);
+            // Heads of 128 (Llama-3-8B's width; RoPE's pairs fill the workgroup's first 256
+            // lanes), and a KV head per query head (G = 1).
+            let wide = (256, 2, 1, 128);
+            let ungrouped = (128, 2, 2, 64);
             for (shape, pos, fq, fo) in [
                 (smol, 0, QuantFormat::Q4_1, QuantFormat::Q4_1),
                 (smol, 257, QuantFormat::Q4_0, QuantFormat::Q8_0),
@@ -188,6 +192,8 @@ fn decode_attention_block_matches_its_reference() {
                 (small, 37, QuantFormat::Q8_0, QuantFormat::Q8_0),
                 (small, 255, QuantFormat::Q4_0, QuantFormat::Q4_1),
                 (small, 256, QuantFormat::Q4_1, QuantFormat::Q8_0),
+                (wide, 3, QuantFormat::Q4_1, QuantFormat::Q4_0),
+                (ungrouped, 70, QuantFormat::Q8_0, QuantFormat::Q4_1),
             ] {
                 seed += 10;
                 if !fits(ctx, shape, pos) {
