@@ -65,7 +65,7 @@ const ECH: u32 = min(BPL, max(1u, 16u / RPT));
 // Keys an invocation scores; value lanes (key lanes KL, each a quad of dimensions).
 const KPT: u32 = MAXKEYS / WG;
 const KL: u32 = WG / DH4;
-const KPL: u32 = MAXKEYS / KL;
+const KPL: u32 = (MAXKEYS + KL - 1u) / KL;
 // Value rows loaded at once.
 const VCHUNK: u32 = 8u;
 const MASKED: f32 = -1e30;
@@ -217,9 +217,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
 
-    // This invocation's first rows of W_o, loaded while the attention runs.
-    var ol = o_loads(min(lid, H4 - 1u), head);
-
     // RoPE on adjacent pairs of Q and K at position pos (the table's f64 angles); Q scaled.
     // Invocation i < DH/2 rotates Q's pair i, DH/2 ≤ i < DH K's.
     if lid < DH {
@@ -279,12 +276,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let l = reduce(l_local, lid, false);
 
-    // Values: invocation (c, kl) sums quad c of keys kl, kl + KL, …, VCHUNK rows' loads at once.
+    // This invocation's first rows of W_o, loaded while the values are summed (not sooner:
+    // with heads of 128 they are 160 words of registers).
+    var ol = o_loads(min(lid, H4 - 1u), head);
+
+    // Values: invocation (c, kl) sums quad c of keys kl, kl + KL, …, VCHUNK rows' loads at once
+    // (invocations past KL·DH4, where DH4 does not divide WG, sum nothing).
     let c = lid % DH4;
     let kl = lid / DH4;
     var o = vec4<f32>(0.0);
     for (var u0 = 0u; u0 < KPL; u0 += VCHUNK) {
-        if kl + u0 * KL > p.pos { break; }
+        if kl >= KL || kl + u0 * KL > p.pos { break; }
         var vr: array<vec4<f32>, VCHUNK>;
         for (var u = 0u; u < VCHUNK; u++) {
             let j = kl + (u0 + u) * KL;

@@ -184,6 +184,8 @@ fn decode_attention_block_matches_its_reference() {
             // lanes), and a KV head per query head (G = 1).
             let wide = (256, 2, 1, 128);
             let ungrouped = (128, 2, 2, 64);
+            // Heads of 96: 24 quads of dimensions do not divide the workgroup's 256 lanes.
+            let uneven = (192, 2, 1, 96);
             for (shape, pos, fq, fo) in [
                 (smol, 0, QuantFormat::Q4_1, QuantFormat::Q4_1),
                 (smol, 257, QuantFormat::Q4_0, QuantFormat::Q8_0),
@@ -194,6 +196,7 @@ fn decode_attention_block_matches_its_reference() {
                 (small, 256, QuantFormat::Q4_1, QuantFormat::Q8_0),
                 (wide, 3, QuantFormat::Q4_1, QuantFormat::Q4_0),
                 (ungrouped, 70, QuantFormat::Q8_0, QuantFormat::Q4_1),
+                (uneven, 511, QuantFormat::Q4_0, QuantFormat::Q8_0),
             ] {
                 seed += 10;
                 if !fits(ctx, shape, pos) {

@@ -66,7 +66,9 @@ impl DecodeAttention {
 
     /// Whether the kernel takes this shape, without a GPU: a head group, widths of whole
     /// blocks (`H` and `dh` multiples of 32, `H = nh·dh`, `2·dh` ≤ the workgroup) and a
-    /// context of at most [`MAX_KEYS`] keys.
+    /// context of at most [`MAX_KEYS`] keys. Whether an adapter has the workgroup memory
+    /// (~19 KB at `H` = 2048, ~31 KB at 4096 with heads of 128, past WebGPU's guaranteed
+    /// 16 KiB) is [`DecodeAttention::fits`]'s question.
     pub fn shape_fits(&self) -> bool {
         let (h, dh) = (self.hidden, self.head_dim);
         self.kv_heads > 0
