@@ -93,12 +93,18 @@ fn cases_on(ctx: &Context) -> (Vec<Value>, usize) {
     if ctx.info().backend != ridge::core::wgpu::Backend::Gl {
         return (cases().to_vec(), usize::MAX);
     }
-    let paths = [
+    (short_cases(), 4)
+}
+
+/// Three cases of the fixture (two raw texts and a chat), for adapters or paths too slow
+/// for every case: greedy decoding checked for 4 steps.
+fn short_cases() -> Vec<Value> {
+    let names = [
         "raw_quick_brown_fox",
         "chat_capital_france",
         "raw_paragraph_rain",
     ];
-    (paths.iter().map(|name| case(name).clone()).collect(), 4)
+    names.iter().map(|name| case(name).clone()).collect()
 }
 
 /// Runs every case: prompt ids, the last prompt position's top-20 logits, then greedy
@@ -197,6 +203,33 @@ fn smollm2_f32_matches_transformers() {
             &cases,
             steps,
         )
+    });
+}
+
+/// The fused decode attention block (`DecodeAttention`, off by default until a GPU has
+/// measured it) on the real weights wherever the adapter runs it: the short cases' prompts
+/// and 4 greedy steps each, which run the block, held to the f32 tolerances above.
+#[test]
+fn smollm2_fused_decode_matches_transformers() {
+    use ridge::kernels::DecodeAttention;
+    on_every_adapter("smollm2_fused", |ctx| {
+        let block = DecodeAttention {
+            hidden: 576,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            pos: 0,
+        };
+        if !block.fits(ctx) {
+            return Ok(());
+        }
+        let tol = Tolerance {
+            logits: 2e-3,
+            margin: 0.05,
+        };
+        DecodeAttention::forced(Some(true), || {
+            check_cases(ctx, DType::F32, tol, &short_cases(), 4)
+        })
     });
 }
 
