@@ -178,14 +178,7 @@ impl Llama {
                 plan.config.head_dim,
             ),
             fused_attention: ridge_kernels::DecodeAttention::chosen()
-                && ridge_kernels::DecodeAttention {
-                    hidden: plan.config.hidden,
-                    heads: plan.config.heads,
-                    kv_heads: plan.config.kv_heads,
-                    head_dim: plan.config.head_dim,
-                    pos: 0,
-                }
-                .fits(ctx),
+                && plan.attention_block_at(0).fits(ctx),
             matvec: ridge_kernels::qmatmul::MatvecRule::of(ctx),
             ..plan
         };

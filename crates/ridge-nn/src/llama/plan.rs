@@ -226,15 +226,20 @@ impl DecoderPlan {
     /// The fused attention block of a forward over `tokens` tokens from `pos0`, where one
     /// runs: one token, [`DecoderPlan::fused_attention`], a shape and context the kernel takes.
     pub fn decode_attention(&self, tokens: usize, pos0: usize) -> Option<DecodeAttention> {
+        let block = self.attention_block_at(pos0);
+        (tokens == 1 && self.fused_attention && block.shape_fits()).then_some(block)
+    }
+
+    /// The fused attention block of this shape for a token at `pos`, whether or not it runs.
+    pub(crate) fn attention_block_at(&self, pos: usize) -> DecodeAttention {
         let c = &self.config;
-        let block = DecodeAttention {
+        DecodeAttention {
             hidden: c.hidden,
             heads: c.heads,
             kv_heads: c.kv_heads,
             head_dim: c.head_dim,
-            pos: pos0,
-        };
-        (tokens == 1 && self.fused_attention && block.shape_fits()).then_some(block)
+            pos,
+        }
     }
 
     /// The dispatches of a forward over `tokens` tokens at positions `pos0..pos0 + tokens`,
