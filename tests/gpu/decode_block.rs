@@ -4,7 +4,7 @@
 
 use ridge::core::{Context, DType, Error, Result, Tensor};
 use ridge::kernels::check::{U32, gamma, storage_rounding};
-use ridge::kernels::qmatmul::{self, QMatmul};
+use ridge::kernels::qmatmul::{self, MatvecShape, QMatmul};
 use ridge::kernels::quant::{self, QuantFormat, QuantMatrix};
 use ridge::kernels::{DecodeAttention, KvAttention, RopeTable};
 
@@ -212,13 +212,33 @@ fn decode_attention_block_matches_its_reference() {
 /// The products after the block add the pending rows as they read the stream: gate/up with
 /// the RMSNorm and SwiGLU over x + Σ parts, down adding its product and the parts into the
 /// stream's row. Bound: the product's own over the summed row (its parts summed in f32 as
-/// read: (nh + 1)·u relative more), against the plain product's reference.
+/// read: (nh + 1)·u relative more), against the plain product's reference; for each way the
+/// matrix-vector kernel reads x.
 #[test]
 fn products_add_the_pending_partial_sums() {
     on_every_adapter("qmatmul_pending", |ctx| {
         let (h, nh, ffn) = (96, 3, 64);
         let mut seed = 800;
-        for dtype in dtypes(ctx) {
+        // The adapter's launch, lanes on quant words, and x rounded to 8 bits (the pending
+        // rows summed before the rounding): each reads x by a path of its own.
+        let shape = |wg, tpr, rpt, words, int8_x| {
+            Some(MatvecShape {
+                wg,
+                tpr,
+                rpt,
+                words,
+                int8_x,
+            })
+        };
+        let shapes = [
+            None,
+            shape(256, 64, 2, true, false),
+            shape(64, 16, 1, false, true),
+        ];
+        for (dtype, forced) in dtypes(ctx)
+            .into_iter()
+            .flat_map(|d| shapes.into_iter().map(move |f| (d, f)))
+        {
             for format in QuantFormat::ALL {
                 seed += 5;
                 let stream_vals = random(seed, (1 + nh) * h, -1.0, 1.0);
@@ -236,7 +256,9 @@ fn products_add_the_pending_partial_sums() {
                     rms_norm: true,
                     ..QMatmul::new(1)
                 };
-                op.run_with_parts(ctx, &stream, Some((&g, 1e-5)), nh, &gu, &act)?;
+                MatvecShape::forced(forced, || {
+                    op.run_with_parts(ctx, &stream, Some((&g, 1e-5)), nh, &gu, &act)
+                })?;
                 let norm = ridge::kernels::Norm {
                     kind: ridge::kernels::NormKind::RmsNorm,
                     rows: 1,
@@ -251,13 +273,16 @@ fn products_add_the_pending_partial_sums() {
                 let wf = quant::dequantize(format, &gu_bytes)?;
                 let mag = qmatmul::weight_magnitudes(format, &gu_bytes)?;
                 let want = plain.reference(&xn, &wf, 2 * ffn, h, &[]);
-                let rounding = plain.rounding(ctx, dtype, &gu);
+                let rounding = MatvecShape::forced(forced, || op.rounding(ctx, dtype, &gu));
                 let bounds = plain.error_bounds(dtype, rounding, &xn, &mag, 2 * ffn, h, &[], &want);
                 let rel = 2.5 * (gamma(h) + (nh as f64 + 9.0) * U32);
                 let got = block(act.to_f32(ctx))?;
-                assert_close(&format!("gate/up {format} {dtype}"), &got, &want, |i| {
-                    bounds[i] + rel * want[i].abs() as f64
-                })?;
+                assert_close(
+                    &format!("gate/up {format} {dtype} {forced:?}"),
+                    &got,
+                    &want,
+                    |i| bounds[i] + rel * want[i].abs() as f64,
+                )?;
                 // Down: the stream's row 0 += the parts and the product.
                 let (_, av) = upload(ctx, &got, &[1, ffn], dtype)?;
                 let (a, _) = upload(ctx, &av, &[1, ffn], dtype)?;
@@ -267,16 +292,21 @@ fn products_add_the_pending_partial_sums() {
                     residual: true,
                     ..QMatmul::new(1)
                 };
-                op.run_with_parts(ctx, &a, None, nh, &down, &stream)?;
+                MatvecShape::forced(forced, || {
+                    op.run_with_parts(ctx, &a, None, nh, &down, &stream)
+                })?;
                 let wf = quant::dequantize(format, &d_bytes)?;
                 let mag = qmatmul::weight_magnitudes(format, &d_bytes)?;
                 let want = op.reference(&av, &wf, h, ffn, &summed);
-                let rounding = op.rounding(ctx, dtype, &down);
+                let rounding = MatvecShape::forced(forced, || op.rounding(ctx, dtype, &down));
                 let bounds = op.error_bounds(dtype, rounding, &av, &mag, h, ffn, &summed, &want);
                 let got = block(stream.to_f32(ctx))?;
-                assert_close(&format!("down {format} {dtype}"), &got[..h], &want, |i| {
-                    bounds[i] + (nh as f64 + 2.0) * U32 * want[i].abs() as f64
-                })?;
+                assert_close(
+                    &format!("down {format} {dtype} {forced:?}"),
+                    &got[..h],
+                    &want,
+                    |i| bounds[i] + (nh as f64 + 2.0) * U32 * want[i].abs() as f64,
+                )?;
                 if got[h..] != sv[h..] {
                     return Err(Error::invalid("down", "the pending rows changed"));
                 }
