@@ -18,7 +18,7 @@ use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
 
 use crate::launch::{self, Launch, Params};
-use crate::quant::{BLOCK, QuantMatrix};
+use crate::quant::{BLOCK, QuantFormat, QuantMatrix};
 use crate::rope::RopeTable;
 use crate::shaders::{self, DECODE_ATTENTION, Variant};
 
@@ -103,8 +103,8 @@ impl DecodeAttention {
         FORCED.get().unwrap_or(false)
     }
 
-    /// Runs `f` with [`DecodeAttention::chosen`] answering `choice` (`None`: the adapter's
-    /// own answer).
+    /// Runs `f` with [`DecodeAttention::chosen`] answering `choice` (`None`: the default,
+    /// off).
     pub fn forced<R>(choice: Option<bool>, f: impl FnOnce() -> R) -> R {
         launch::with_forced(&FORCED, choice, f)
     }
@@ -112,23 +112,18 @@ impl DecodeAttention {
     /// Cost as run: each head's workgroup computes its Q rows and its group's K and V rows
     /// (G times over: 2·H FLOPs a row), attends over `pos + 1` keys (4·dh + 5 FLOPs a key)
     /// and multiplies its output by its `H × dh` columns of `W_o`; bytes: the weights once
-    /// (`qkv_bytes_per_weight`, `o_bytes_per_weight`: a format's bytes per weight), the
-    /// stream's row and its `nh` partial rows, the keys and values read, the new row written.
-    /// Depth: the keys.
-    pub fn cost(&self, dtype: DType, qkv_bytes_per_weight: f64, o_bytes_per_weight: f64) -> OpCost {
-        let (h, nh, nkv, dh) = (
-            self.hidden as f64,
-            self.heads as f64,
-            self.kv_heads as f64,
-            self.head_dim as f64,
-        );
+    /// (`W_qkv` in format `qkv`, `W_o` in `o`), the stream's row and its `nh` partial rows,
+    /// the keys and values read, the new row written. Depth: the keys.
+    pub fn cost(&self, dtype: DType, qkv: QuantFormat, o: QuantFormat) -> OpCost {
+        let (h, nh, nkv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
         let keys = (self.pos + 1) as f64;
-        let flops = nh * (3.0 * dh * 2.0 * h + keys * (4.0 * dh + 5.0) + 2.0 * h * dh);
+        let flops = nh as f64
+            * (6.0 * (dh * h) as f64 + keys * (4.0 * dh as f64 + 5.0) + 2.0 * (h * dh) as f64);
         let e = dtype.size() as f64;
-        let weights = (nh + 2.0 * nkv) * dh * h * qkv_bytes_per_weight + h * h * o_bytes_per_weight;
-        let stream = (1.0 + nh) * h * e;
-        let cache = (2.0 * keys * nkv * dh + 2.0 * nkv * dh) * e;
-        OpCost::new(flops, weights + stream + cache).with_depth(keys)
+        let weights = qkv.matrix_bytes((nh + 2 * nkv) * dh, h) + o.matrix_bytes(h, h);
+        let stream = ((1 + nh) * h) as f64 * e;
+        let cache = (2.0 * keys * (nkv * dh) as f64 + (2 * nkv * dh) as f64) * e;
+        OpCost::new(flops, weights as f64 + stream + cache).with_depth(keys)
     }
 
     /// Runs the block: reads row 0 of `resid`, writes its rows `1..=nh`, appends the token's
@@ -348,8 +343,8 @@ pub struct DecodeAttentionReference {
 
 fn defines(
     base: ridge_core::Defines,
-    qkv: crate::QuantFormat,
-    o: crate::QuantFormat,
+    qkv: QuantFormat,
+    o: QuantFormat,
     hidden: usize,
     head_dim: usize,
     group: usize,
@@ -370,8 +365,8 @@ fn defines(
 /// formats that differ, for both storage types.
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
-    for qkv in crate::QuantFormat::ALL {
-        for o in crate::QuantFormat::ALL {
+    for qkv in QuantFormat::ALL {
+        for o in QuantFormat::ALL {
             for (h, dh, g) in [(576, 64, 3), (2048, 64, 4)] {
                 let d = defines(shaders::storage_defines(dtype), qkv, o, h, dh, g);
                 v.push((&DECODE_ATTENTION, "main", d));

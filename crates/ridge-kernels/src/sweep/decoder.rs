@@ -250,8 +250,3 @@ pub(super) fn decode_attention_of(s: &[usize]) -> crate::DecodeAttention {
         pos: s[3],
     }
 }
-
-/// Bytes per weight of the decoder cases' format.
-pub(super) fn decoder_bytes_per_weight() -> f64 {
-    DECODER_FORMAT.block_bytes() as f64 / crate::quant::BLOCK as f64
-}

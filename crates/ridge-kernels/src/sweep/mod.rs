@@ -15,8 +15,8 @@ mod decoder;
 mod prepare;
 
 use decoder::{
-    DECODER_FORMAT, attention_causal_of, decode_attention_of, decoder_bytes_per_weight,
-    decoder_cases, decoder_product, is_decoder_product, kv_attention_of,
+    DECODER_FORMAT, attention_causal_of, decode_attention_of, decoder_cases, decoder_product,
+    is_decoder_product, kv_attention_of,
 };
 pub use prepare::prepare;
 
@@ -392,10 +392,7 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             q.cost(DECODER_FORMAT, n, k, d)
         }
         "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
-        "decode_attention" => {
-            let per_weight = decoder_bytes_per_weight();
-            decode_attention_of(s).cost(d, per_weight, per_weight)
-        }
+        "decode_attention" => decode_attention_of(s).cost(d, DECODER_FORMAT, DECODER_FORMAT),
         "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);

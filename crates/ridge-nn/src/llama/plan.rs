@@ -13,7 +13,6 @@
 
 use ridge_core::DType;
 use ridge_kernels::qmatmul::MatvecRule;
-use ridge_kernels::quant::BLOCK;
 use ridge_kernels::quant::QuantFormat;
 use ridge_kernels::{DecodeAttention, QMatmul};
 use ridge_model::calibrate::Calibrated;
@@ -295,11 +294,10 @@ impl DecoderPlan {
                 if fused.is_some() { cost + parts } else { cost },
             )
         };
-        let per_weight = |f: QuantFormat| f.block_bytes() as f64 / BLOCK as f64;
         for l in &self.layers {
             match fused {
                 Some(block) => {
-                    let cost = block.cost(dt, per_weight(l.qkv), per_weight(l.out));
+                    let cost = block.cost(dt, l.qkv, l.out);
                     op(("decode_attention", "decode_attention", cost));
                 }
                 None => {
