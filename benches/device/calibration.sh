@@ -9,17 +9,21 @@
 # sweep in f32 and f16 ($OUT/$GPU-encoder.json) beside MiniLM's bench priced by it
 # (ENCODER=0 skips the encoder's half). The larger decoders' shapes (PRESETS, random weights,
 # decode after 128 tokens) are priced by the same report: their products from K = 2048 round
-# x to 8 bits, the integer kernel's kinds (`…_int8`).
+# x to 8 bits, the integer kernel's kinds (`…_int8`). FUSED=1 also runs SmolLM2's generation
+# bench with the fused decode attention block forced (`--fused-attention`; its kind,
+# `decode_attention`, is swept on GPUs either way).
 source ${B:-.devbin}/setup.sh
 GPU=${GPU:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]00' | tr H h)}
 GPU=${GPU:-gpu}
 {
-DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8,argmax
+DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,decode_attention,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8,argmax
 echo "== decoder kinds"
 timeout 360 $B/ridge bench --op $DECODER_OPS --repeats 20 --json "$OUT/$GPU-decoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do
-  echo "== generate ${dtype:---f32}"
-  timeout 120 $B/generate --random-weights --tokens 64 --prompts 128,1024,4096 $dtype --report "$OUT/$GPU-decoder.json" 2>&1
+  for variant in "" ${FUSED:+--fused-attention}; do
+    echo "== generate ${dtype:---f32} $variant"
+    timeout 120 $B/generate --random-weights --tokens 64 --prompts 128,1024,4096 $dtype $variant --report "$OUT/$GPU-decoder.json" 2>&1
+  done
 done
 for preset in ${PRESETS-smollm2-1.7b llama-3.2-1b}; do
   for dtype in "" "--f16"; do
