@@ -69,7 +69,7 @@ fn load(ctx: &Context, random: bool, dtype: DType) -> Llama {
     };
     let g = Gguf::parse(file).unwrap_or_else(|e| common::fail(&format!("the GGUF file: {e}")));
     // --fused-attention: a decode step's attention block as one dispatch where it fits (off by
-    // default until a GPU has measured it: benches/NOTES.md, 2026-12-07).
+    // default: slower on an H100, benches/NOTES.md, 2026-12-07).
     let fused = common::flag("--fused-attention").then_some(true);
     ridge::kernels::DecodeAttention::forced(fused, || Llama::load(ctx, &g, dtype))
         .unwrap_or_else(|e| common::fail(&format!("the model: {e}")))
@@ -237,7 +237,7 @@ cargo bench --bench generate -- [options]
   --gguf FILE            a GGUF file of the caller's instead of the cached real one
   --f16                  f16 activations and KV cache (tensor cores for prompts where present)
   --fused-attention      decode each layer's attention block as one dispatch where it fits
-                         (`ridge::kernels::DecodeAttention`; off by default until measured on a GPU)
+                         (`ridge::kernels::DecodeAttention`; off by default: slower on an H100)
   --prompts 128,1024     prompt lengths (prefill; the longest is profiled op by op)
   --contexts 128,4096    decode depths (one step at each is profiled)
   --tokens 32            tokens decoded at each depth (then one more step's timeline: the host's

@@ -19,18 +19,26 @@
 // in workgroup memory, rounded to T as the cache holds it): no workgroup reads a cache row
 // another writes in this dispatch.
 //
+// Past MAXKEYS keys one workgroup per head is too few and its scores do not fit workgroup
+// memory: `partial` runs a workgroup per (query head, span of `span` keys), each computing
+// the head's Q (and the group's K and V) and its span's softmax statistics and unnormalised
+// output (m, l, o: flash-decoding, Dao et al., 2023); `merge_o` rescales the spans to their
+// common maximum, normalises, and writes the head's O share as `main` does. Two dispatches
+// instead of the unfused four (Q/K/V, attention, its merge, the O projection).
+//
 // A lone workgroup per head hides no latency behind other warps, so, as in kv_attention.wgsl,
 // the weights' loads of each phase are issued together into registers before any is used
 // (trip counts fixed at compile time: H, DH are defines).
 //
 // Defines: T, WG (invocations), H (hidden width, a multiple of 32), DH (head width, a multiple
-// of 32), G, MAXKEYS (the longest context, a multiple of WG), TPR (lanes a row of W_qkv),
-// wq_FORMAT and wo_FORMAT (the two matrices' formats), the //@WQ and //@WO blocks
-// (shaders/include/quant_blocks.wgsl with prefixes wq_ and wo_).
+// of 32), G, MAXKEYS (the longest context `main` takes, the longest span, the most spans; a
+// multiple of WG), TPR (lanes a row of W_qkv), wq_FORMAT and wo_FORMAT (the two matrices'
+// formats), the //@WQ and //@WO blocks (shaders/include/quant_blocks.wgsl with prefixes wq_
+// and wo_).
 
 struct Params {
     nh: u32, nkv: u32, pos: u32, eps: f32,
-    scale: f32, pad0: u32, pad1: u32, pad2: u32,
+    scale: f32, span: u32, splits: u32, pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -43,6 +51,8 @@ struct Params {
 @group(0) @binding(7) var<storage, read> rope_table: array<vec2<f32>>;
 @group(0) @binding(8) var<storage, read_write> k_cache: array<vec4<T>>;
 @group(0) @binding(9) var<storage, read_write> v_cache: array<vec4<T>>;
+// The spans' records of a split context (partial writes, merge_o reads).
+@group(0) @binding(10) var<storage, read_write> part: array<f32>;
 
 //@WQ
 //@WO
@@ -158,10 +168,10 @@ fn block_sum(v: array<vec4<f32>, 8>) -> f32 {
     return s.x + s.y + s.z + s.w;
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let head = wid.x;
-    let g = head / G;
+// The block's first phases for query head `head` (KV head g): the stream's row 0 normalised
+// into xn, its Q/K/V rows, RoPE, then q, the new k and v in workgroup memory; `append`: this
+// workgroup writes k and v to the cache at pos.
+fn project(head: u32, g: u32, lid: u32, append: bool) {
     let lane = lid % TPR;
     let r0 = lid / TPR;
 
@@ -230,8 +240,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         red[r + 1u] = (x0 * cs.y + x1 * cs.x) * s;
     }
     workgroupBarrier();
-    // Q, K and V as vec4s (K and V rounded to T, as the cache holds them); the group's first
-    // head appends K and V to the cache.
+    // Q, K and V as vec4s (K and V rounded to T, as the cache holds them).
     if lid < DH4 {
         let at = lid * 4u;
         qv[lid] = vec4<f32>(red[at], red[at + 1u], red[at + 2u], red[at + 3u]);
@@ -240,63 +249,67 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                                   rowpart[2u * DH + at + 2u], rowpart[2u * DH + at + 3u]));
         knew[lid] = vec4<f32>(k);
         vnew[lid] = vec4<f32>(v);
-        if head % G == 0u {
+        if append {
             let c = (p.pos * p.nkv + g) * DH4 + lid;
             k_cache[c] = k;
             v_cache[c] = v;
         }
     }
     workgroupBarrier();
+}
 
-    // Scores of keys lid + u·WG: the cache's rows before pos, the new key at pos.
+// Scores of keys start..end (at most MAXKEYS; the cache's rows before pos, the new key at
+// pos) into `scores` as weights exp(s − m): returns (m, l), l = Σ weights.
+fn attend_scores(g: u32, lid: u32, start: u32, end: u32) -> vec2<f32> {
     var m_local = MASKED;
     for (var u = 0u; u < KPT; u++) {
-        let j = lid + u * WG;
+        let i = lid + u * WG;
+        let j = start + i;
         var s = MASKED;
-        if j < p.pos {
+        if j < min(end, p.pos) {
             var kr: array<vec4<f32>, DH4>;
             let row = (j * p.nkv + g) * DH4;
             for (var c = 0u; c < DH4; c++) { kr[c] = vec4<f32>(k_cache[row + c]); }
             s = 0.0;
             for (var c = 0u; c < DH4; c++) { s += dot(qv[c], kr[c]); }
-        } else if j == p.pos {
+        } else if j == p.pos && j < end {
             s = 0.0;
             for (var c = 0u; c < DH4; c++) { s += dot(qv[c], knew[c]); }
         }
-        scores[j] = s;
+        scores[i] = s;
         m_local = max(m_local, s);
     }
     let m = reduce(m_local, lid, true);
     var l_local = 0.0;
     for (var u = 0u; u < KPT; u++) {
-        let j = lid + u * WG;
-        let w = select(0.0, exp(scores[j] - m), j <= p.pos);
-        scores[j] = w;
+        let i = lid + u * WG;
+        let w = select(0.0, exp(scores[i] - m), start + i < end);
+        scores[i] = w;
         l_local += w;
     }
-    let l = reduce(l_local, lid, false);
+    return vec2<f32>(m, reduce(l_local, lid, false));
+}
 
-    // This invocation's first rows of W_o, loaded while the values are summed (not sooner:
-    // with heads of 128 they are 160 words of registers).
-    var ol = o_loads(min(lid, H4 - 1u), head);
-
-    // Values: invocation (c, kl) sums quad c of keys kl, kl + KL, …, VCHUNK rows' loads at once
-    // (invocations past KL·DH4, where DH4 does not divide WG, sum nothing).
+// Σ weight·value over keys start..end into `os`, times `norm`: invocation (c, kl) sums quad
+// c of keys kl, kl + KL, …, VCHUNK rows' loads at once (invocations past KL·DH4, where DH4
+// does not divide WG, sum nothing).
+fn attend_values(g: u32, lid: u32, start: u32, end: u32, norm: f32) {
     let c = lid % DH4;
     let kl = lid / DH4;
+    let n = end - start;
     var o = vec4<f32>(0.0);
     for (var u0 = 0u; u0 < KPL; u0 += VCHUNK) {
-        if kl >= KL || kl + u0 * KL > p.pos { break; }
+        if kl >= KL || kl + u0 * KL >= n { break; }
         var vr: array<vec4<f32>, VCHUNK>;
         for (var u = 0u; u < VCHUNK; u++) {
-            let j = kl + (u0 + u) * KL;
+            let j = start + kl + (u0 + u) * KL;
             vr[u] = vec4<f32>(0.0);
-            if j < p.pos { vr[u] = vec4<f32>(v_cache[(j * p.nkv + g) * DH4 + c]); }
+            if j < min(end, p.pos) { vr[u] = vec4<f32>(v_cache[(j * p.nkv + g) * DH4 + c]); }
             if j == p.pos { vr[u] = vnew[c]; }
         }
         for (var u = 0u; u < VCHUNK; u++) {
-            let j = kl + (u0 + u) * KL;
-            if j <= p.pos { o += scores[j] * vr[u]; }
+            let i = kl + (u0 + u) * KL;
+            if i < n { o += scores[i] * vr[u]; }
         }
     }
     vred[lid] = o;
@@ -304,13 +317,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if lid < DH4 {
         var total = vec4<f32>(0.0);
         for (var r = 0u; r < KL; r++) { total += vred[r * DH4 + lid]; }
-        os[lid] = total / l;
+        os[lid] = total * norm;
     }
     workgroupBarrier();
+}
 
-    // The head's share of the O projection: invocation i takes rows 4i..4i+3 of W_o [H, H]
-    // (then 4(i + WG).. where H is wider), its NB blocks at columns h·DH.. (the first rows'
-    // loads issued before the attention).
+// The head's share of the O projection from `os`: invocation i takes rows 4i..4i+3 of W_o
+// [H, H] (then 4(i + WG).. where H is wider), its NB blocks at columns h·DH.., into row
+// 1 + head of the stream (`ol`: the first rows' loads, issued earlier).
+fn o_share(head: u32, lid: u32, first: OLoads) {
+    var ol = first;
     for (var q4 = lid; q4 < H4; q4 += WG) {
         if q4 != lid { ol = o_loads(q4, head); }
         var out = vec4<f32>(0.0);
@@ -324,4 +340,77 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         resid[(1u + head) * H4 + q4] = vec4<T>(out);
     }
+}
+
+// A context of at most MAXKEYS keys: the whole block, one workgroup per query head.
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let head = wid.x;
+    let g = head / G;
+    // The group's first head appends K and V to the cache.
+    project(head, g, lid, head % G == 0u);
+    let ml = attend_scores(g, lid, 0u, p.pos + 1u);
+    // This invocation's first rows of W_o, loaded while the values are summed (not sooner:
+    // with heads of 128 they are 160 words of registers).
+    let ol = o_loads(min(lid, H4 - 1u), head);
+    attend_values(g, lid, 0u, p.pos + 1u, 1.0 / ml.y);
+    o_share(head, lid, ol);
+}
+
+// Index of span s's record for `head` in `part`: m, l, then DH unnormalised output values.
+fn record(head: u32, s: u32) -> u32 {
+    return (head * p.splits + s) * (DH + 2u);
+}
+
+// A longer context, first pass: workgroup (head, s) attends over keys s·span.. (span ≤
+// MAXKEYS) and writes its record (flash-decoding: Dao et al., 2023). Every span's workgroups
+// compute the head's Q (and K, V: the same fixed loops); the span holding pos appends.
+@compute @workgroup_size(WG)
+fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let head = wid.x;
+    let s = wid.y;
+    let g = head / G;
+    let start = s * p.span;
+    let end = min(start + p.span, p.pos + 1u);
+    project(head, g, lid, head % G == 0u && p.pos < end);
+    let ml = attend_scores(g, lid, start, end);
+    attend_values(g, lid, start, end, 1.0);
+    let rec = record(head, s);
+    if lid == 0u {
+        part[rec] = ml.x;
+        part[rec + 1u] = ml.y;
+    }
+    if lid < DH4 {
+        for (var i = 0u; i < 4u; i++) { part[rec + 2u + 4u * lid + i] = os[lid][i]; }
+    }
+}
+
+// Second pass, one workgroup per query head: the spans rescaled to their common maximum
+// (weights in `scores`, splits ≤ MAXKEYS) and normalised into `os`, then the head's share of
+// the O projection.
+@compute @workgroup_size(WG)
+fn merge_o(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let head = wid.x;
+    let ol = o_loads(min(lid, H4 - 1u), head);
+    var m_local = MASKED;
+    for (var s = lid; s < p.splits; s += WG) { m_local = max(m_local, part[record(head, s)]); }
+    let m = reduce(m_local, lid, true);
+    var l_local = 0.0;
+    for (var s = lid; s < p.splits; s += WG) {
+        let r = record(head, s);
+        let w = exp(part[r] - m);
+        scores[s] = w;
+        l_local += w * part[r + 1u];
+    }
+    let l = reduce(l_local, lid, false);
+    if lid < DH4 {
+        var o = vec4<f32>(0.0);
+        for (var s = 0u; s < p.splits; s++) {
+            let r = record(head, s) + 2u + 4u * lid;
+            o += scores[s] * vec4<f32>(part[r], part[r + 1u], part[r + 2u], part[r + 3u]);
+        }
+        os[lid] = o / l;
+    }
+    workgroupBarrier();
+    o_share(head, lid, ol);
 }

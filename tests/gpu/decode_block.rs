@@ -176,7 +176,7 @@ fn decode_attention_block_matches_its_reference() {
         let mut seed = 700;
         for dtype in dtypes(ctx) {
             // SmolLM2-135M's heads (9 over 3 of 64, H = 576) at the first position, one
-            // past a workgroup's keys and the last the kernel takes; a group of 3 over one KV
+            // past a workgroup's keys and the last one pass takes; a group of 3 over one KV
             // head of 32 at positions inside a tile, on its edge and past it.
             let smol = (576, 9, 3, 64);
             let small = (96, 3, 1, 32);
@@ -197,6 +197,12 @@ fn decode_attention_block_matches_its_reference() {
                 (wide, 3, QuantFormat::Q4_1, QuantFormat::Q4_0),
                 (ungrouped, 70, QuantFormat::Q8_0, QuantFormat::Q4_1),
                 (uneven, 511, QuantFormat::Q4_0, QuantFormat::Q8_0),
+                // Longer contexts in spans of 256 and their merge: the last span one key,
+                // a partial span, whole spans, five spans.
+                (smol, 512, QuantFormat::Q4_0, QuantFormat::Q4_1),
+                (small, 700, QuantFormat::Q8_0, QuantFormat::Q4_0),
+                (wide, 767, QuantFormat::Q4_1, QuantFormat::Q8_0),
+                (ungrouped, 1024, QuantFormat::Q4_0, QuantFormat::Q8_0),
             ] {
                 seed += 10;
                 if !fits(ctx, shape, pos) {
@@ -316,8 +322,8 @@ fn products_add_the_pending_partial_sums() {
     });
 }
 
-/// What the block cannot run is a clear error: a context past its keys, weights of the
-/// wrong shape, a stream without its pending rows.
+/// What the block cannot run is a clear error: a context past its spans or the cache,
+/// weights of the wrong shape, a stream without its pending rows.
 #[test]
 fn decode_attention_refuses_what_it_cannot_run() {
     on_every_adapter("decode_attention_errors", |ctx| {
@@ -341,12 +347,14 @@ fn decode_attention_refuses_what_it_cannot_run() {
             pos,
         };
         let shape = |e: &Error| matches!(e, Error::Shape { .. });
-        expect_err(
-            "past its keys",
-            op(ridge::kernels::decode_attention::MAX_KEYS)
-                .run(ctx, &stream, &g, 1e-5, &w_qkv, &w_o, &table, &kc, &vc),
-            shape,
-        )?;
+        use ridge::kernels::decode_attention::{MAX_KEYS, SPAN};
+        for (what, pos) in [("past its spans", MAX_KEYS * SPAN), ("past the cache", 600)] {
+            expect_err(
+                what,
+                op(pos).run(ctx, &stream, &g, 1e-5, &w_qkv, &w_o, &table, &kc, &vc),
+                shape,
+            )?;
+        }
         expect_err(
             "W_o for W_qkv",
             op(3).run(ctx, &stream, &g, 1e-5, &w_o, &w_o, &table, &kc, &vc),

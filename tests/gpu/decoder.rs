@@ -29,11 +29,13 @@ fn tiny() -> LlamaConfig {
 }
 
 /// A shape whose decode steps take the fused attention block (head width a multiple of 32,
-/// H = nh·dh) where the adapter runs it.
+/// H = nh·dh) where the adapter runs it, with a context past one pass of the block (512
+/// keys: its spans and their merge).
 fn fusable() -> LlamaConfig {
     LlamaConfig {
         hidden: 128,
         head_dim: 32,
+        context: 600,
         ..tiny()
     }
 }
@@ -145,6 +147,32 @@ fn prefill_and_token_by_token_decode_agree() {
                     return Err(Error::invalid("logits", "not finite, or all equal"));
                 }
             }
+        }
+        Ok(())
+    });
+}
+
+/// Past 512 keys the fused block splits its keys into spans and merges them: a prompt of 515
+/// tokens, then 5 decode steps through the spans, against the same 520 tokens at once.
+#[test]
+fn fused_decode_in_spans_agrees_with_prefill() {
+    on_every_adapter("decoder_fused_spans", |ctx| {
+        for dtype in dtypes(ctx) {
+            let model = DecodeAttention::forced(Some(true), || {
+                random_model(ctx, &fusable(), QuantFormat::Q4_0, 11, dtype)
+            })?;
+            if !model
+                .plan(1, 515)
+                .iter()
+                .any(|o| o.name == "decode_attention_merge")
+            {
+                continue;
+            }
+            let ids: Vec<u32> = (0..520).map(|i| (i * 11 + 7) % 100).collect();
+            let (whole, last) = whole_and_stepwise(ctx, &model, &ids, 515)?;
+            // As prefill_and_token_by_token_decode_agree: the same sums in another order.
+            let tol = if dtype == DType::F16 { 3e-2 } else { 1e-4 };
+            assert_close(&format!("spans {dtype}"), &last, &whole, |_| tol)?;
         }
         Ok(())
     });
@@ -403,10 +431,15 @@ fn the_plan_lists_exactly_the_dispatches_a_forward_makes() {
                 return Err(Error::invalid("plan", "no fused attention block on Vulkan"));
             }
             let model = random_model(ctx, &tiny(), QuantFormat::Q4_1, 3, DType::F32)?;
-            // The fusable model: 5 tokens, then one through the fused block. The tiny one: 70
-            // tokens at once (one span), then one at depth 70 (two spans and the merge).
-            for (model, steps) in [(&fusable, [5, 1]), (&model, [70, 1])] {
-                let mut cache = model.cache(ctx, 80).map_err(nn)?;
+            // The fusable model: 5 tokens, then one through the fused block; 520, then one
+            // through the block's spans and their merge. The tiny one: 70 tokens at once (one
+            // span), then one at depth 70 (two spans and the merge).
+            for (model, steps, capacity) in [
+                (&fusable, [5, 1], 80),
+                (&fusable, [520, 1], 600),
+                (&model, [70, 1], 80),
+            ] {
+                let mut cache = model.cache(ctx, capacity).map_err(nn)?;
                 for tokens in steps {
                     let pos0 = cache.len();
                     let ids = vec![5u32; tokens];

@@ -206,8 +206,8 @@ fn smollm2_f32_matches_transformers() {
     });
 }
 
-/// The fused decode attention block (`DecodeAttention`, off by default until a GPU has
-/// measured it) on the real weights wherever the adapter runs it: the short cases' prompts
+/// The fused decode attention block (`DecodeAttention`, opt-in: off by default) on the real
+/// weights wherever the adapter runs it: the short cases' prompts
 /// and 4 greedy steps each, which run the block, held to the f32 tolerances above.
 #[test]
 fn smollm2_fused_decode_matches_transformers() {

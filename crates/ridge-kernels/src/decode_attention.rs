@@ -1,7 +1,9 @@
 //! A decoder layer's attention block for one token in one dispatch
 //! (`shaders/decode_attention.wgsl`): RMSNorm, the Q/K/V rows, RoPE, the KV-cache append,
 //! attention over the cache and each head's share of the O projection, left pending in the
-//! residual stream for the next products to add ([`crate::QMatmul::run_with_parts`]).
+//! residual stream for the next products to add ([`crate::QMatmul::run_with_parts`]). Past
+//! [`MAX_KEYS`] keys, two: the heads' workgroups split the keys into spans of [`SPAN`]
+//! (`partial`), and a merge pass combines them and computes the O shares (`merge_o`).
 //!
 //! Shapes: the stream `resid` `[1 + nh, H]` (row 0 the token's `x`; rows `1..=nh` receive the
 //! heads' partial O products), γ `[H]`, `W_qkv` `[(nh + 2·nkv)·dh, H]` (llama.cpp's row
@@ -24,9 +26,13 @@ use crate::shaders::{self, DECODE_ATTENTION, Variant};
 
 /// Invocations per workgroup (one workgroup per query head).
 const WG: usize = 256;
-/// The longest context the kernel attends over: its scores sit in workgroup memory. Longer
-/// contexts split their keys across workgroups ([`crate::KvAttention`]).
+/// The longest context one workgroup per head attends over (its scores sit in workgroup
+/// memory); also the most spans a longer context splits into.
 pub const MAX_KEYS: usize = 512;
+/// Keys a span of a longer context: at 4096 keys, SmolLM2-135M's 9 heads run 144
+/// workgroups (a large GPU's 132 SMs each take one or two), as the unfused split attention
+/// aims for ([`crate::kv_attention::TARGET_WORKGROUPS`]).
+pub const SPAN: usize = 256;
 /// Lanes a row of `W_qkv` takes.
 const TPR: usize = 4;
 /// Storage buffers the kernel binds (WebGPU guarantees 8 a stage; adapters with fewer take
@@ -64,9 +70,19 @@ impl DecodeAttention {
         4 * (self.hidden + WG + 3 * dh * TPR + 3 * dh + MAX_KEYS + 4 * WG + dh)
     }
 
+    /// Spans of keys the block's workgroups split the context into: 1 up to [`MAX_KEYS`]
+    /// keys (one dispatch), else spans of [`SPAN`] and a merge pass.
+    pub fn spans(&self) -> usize {
+        if self.pos < MAX_KEYS {
+            1
+        } else {
+            (self.pos + 1).div_ceil(SPAN)
+        }
+    }
+
     /// Whether the kernel takes this shape, without a GPU: a head group, widths of whole
     /// blocks (`H` and `dh` multiples of 32, `H = nh·dh`, `2·dh` ≤ the workgroup) and a
-    /// context of at most [`MAX_KEYS`] keys. Whether an adapter has the workgroup memory
+    /// context of at most [`MAX_KEYS`] spans (131,072 keys). Whether an adapter has the workgroup memory
     /// (~19 KB at `H` = 2048, ~31 KB at 4096 with heads of 128, past WebGPU's guaranteed
     /// 16 KiB) is [`DecodeAttention::fits`]'s question.
     pub fn shape_fits(&self) -> bool {
@@ -77,7 +93,7 @@ impl DecodeAttention {
             && dh.is_multiple_of(BLOCK)
             && 2 * dh <= WG
             && h == self.heads * dh
-            && self.pos < MAX_KEYS
+            && self.spans() <= MAX_KEYS
     }
 
     /// Whether `ctx` runs it: [`DecodeAttention::shape_fits`], nine storage buffers a stage
@@ -92,13 +108,15 @@ impl DecodeAttention {
     }
 
     /// Whether a decoder takes the block where it fits: only where
-    /// [`DecodeAttention::forced`] says so (the GPU tests, `generate --fused-attention`). Off
-    /// by default until a GPU has measured it against the unfused kernels (benches/NOTES.md,
-    /// 2026-12-07: no GPU was lent the session that wrote it); on lavapipe a decode step of
-    /// SmolLM2-135M took 1.3–2× longer with it (9 workgroups leave its 2 cores little to
-    /// share, and a CPU driver's gate/up product, a row of W a lane, reads `x` once a lane,
-    /// so its pending rows ten times over), so CPU drivers are to keep the unfused kernels
-    /// whatever a GPU shows.
+    /// [`DecodeAttention::forced`] says so (the GPU tests, `generate --fused-attention`).
+    /// Off by default: measured slower everywhere it ran (benches/NOTES.md, 2026-12-07,
+    /// third session). On an H100 (SmolLM2-135M, f32, same binary, alternated) decode ran
+    /// at 828 / 716 / 603 tokens/s after 128 / at 440 / at 4096 tokens against the unfused
+    /// kernels' 1,001 / 862 / 840: the block itself took about as long as the three
+    /// dispatches it replaces (26.4 µs against 27.8 at depth 194: its phases run one after
+    /// another on one workgroup per head, each still a round of memory latency), and the
+    /// gate/up product reading the nine pending rows took 17.2 µs against 9.6 (every one of
+    /// its workgroups sums them for the norm). On lavapipe a step took 1.3–2× longer.
     pub fn chosen() -> bool {
         FORCED.get().unwrap_or(false)
     }
@@ -109,25 +127,54 @@ impl DecodeAttention {
         launch::with_forced(&FORCED, choice, f)
     }
 
-    /// Cost as run: each head's workgroup computes its Q rows and its group's K and V rows
-    /// (G times over: 2·H FLOPs a row), attends over `pos + 1` keys (4·dh + 5 FLOPs a key)
-    /// and multiplies its output by its `H × dh` columns of `W_o`; bytes: the weights once
-    /// (`W_qkv` in format `qkv`, `W_o` in `o`), the stream's row and its `nh` partial rows,
-    /// the keys and values read, the new row written. Depth: the keys.
+    /// Cost of the whole block as run (its dispatches together: [`DecodeAttention::dispatches`]).
     pub fn cost(&self, dtype: DType, qkv: QuantFormat, o: QuantFormat) -> OpCost {
-        let (h, nh, nkv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
-        let keys = (self.pos + 1) as f64;
-        let flops = nh as f64
-            * (6.0 * (dh * h) as f64 + keys * (4.0 * dh as f64 + 5.0) + 2.0 * (h * dh) as f64);
-        let e = dtype.size() as f64;
-        let weights = qkv.matrix_bytes((nh + 2 * nkv) * dh, h) + o.matrix_bytes(h, h);
-        let stream = ((1 + nh) * h) as f64 * e;
-        let cache = (2.0 * keys * (nkv * dh) as f64 + (2 * nkv * dh) as f64) * e;
-        OpCost::new(flops, weights as f64 + stream + cache).with_depth(keys)
+        self.dispatches(dtype, qkv, o)
+            .into_iter()
+            .fold(OpCost::new(0.0, 0.0), |sum, (_, c)| sum + c)
     }
 
-    /// Runs the block: reads row 0 of `resid`, writes its rows `1..=nh`, appends the token's
-    /// K and V at `pos`.
+    /// The block's dispatches as (profile name, cost). Each head's workgroup, in each of its
+    /// spans, computes its Q rows and its group's K and V rows (G times over: 2·H FLOPs a
+    /// row) and attends over its keys (4·dh + 5 FLOPs a key); with one span it multiplies
+    /// its output by its `H × dh` columns of `W_o` (2·H·dh FLOPs), else writes its span's
+    /// record (m, l, dh values in f32) for the merge pass, which reads the records and does
+    /// the O shares. Bytes: the weights once (`W_qkv` in format `qkv`, `W_o` in `o`), the
+    /// stream's row and its `nh` partial rows, the keys and values read, the new row
+    /// written, the records. Depth: the keys.
+    pub fn dispatches(
+        &self,
+        dtype: DType,
+        qkv: QuantFormat,
+        o: QuantFormat,
+    ) -> Vec<(&'static str, OpCost)> {
+        let (h, nh, nkv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
+        let spans = self.spans();
+        let keys = (self.pos + 1) as f64;
+        let e = dtype.size() as f64;
+        let project = (nh * spans) as f64 * 6.0 * (dh * h) as f64;
+        let attend = nh as f64 * keys * (4.0 * dh as f64 + 5.0);
+        let o_share = nh as f64 * 2.0 * (h * dh) as f64;
+        let w_qkv = qkv.matrix_bytes((nh + 2 * nkv) * dh, h) as f64;
+        let w_o = o.matrix_bytes(h, h) as f64;
+        let (row, parts) = (h as f64 * e, (nh * h) as f64 * e);
+        let cache = (2.0 * keys * (nkv * dh) as f64 + (2 * nkv * dh) as f64) * e;
+        if spans == 1 {
+            let bytes = w_qkv + w_o + row + parts + cache;
+            let whole = OpCost::new(project + attend + o_share, bytes).with_depth(keys);
+            return vec![("decode_attention", whole)];
+        }
+        let records = (nh * spans * (dh + 2) * 4) as f64;
+        let partial = OpCost::new(project + attend, w_qkv + row + cache + records);
+        let merge = OpCost::new(o_share, w_o + records + parts);
+        vec![
+            ("decode_attention", partial.with_depth(keys)),
+            ("decode_attention_merge", merge),
+        ]
+    }
+
+    /// Runs the block ([`DecodeAttention::dispatches`]): reads row 0 of `resid`, writes its
+    /// rows `1..=nh`, appends the token's K and V at `pos`.
     ///
     /// Errors: [`Error::Shape`] for shapes that disagree (module docs), a shape the kernel
     /// does not take ([`DecodeAttention::shape_fits`]), or `pos` past the caches or the
@@ -155,9 +202,10 @@ impl DecodeAttention {
                 format!(
                     "{nh} heads over {nkv} KV heads of width {dh}, stream {h}, position {}: \
                      the fused kernel takes H = nh·dh, dh a multiple of 32 up to {}, at most \
-                     {MAX_KEYS} keys",
+                     {} keys",
                     self.pos,
-                    WG / 2
+                    WG / 2,
+                    MAX_KEYS * SPAN
                 ),
             ));
         }
@@ -224,30 +272,69 @@ impl DecodeAttention {
         let defines = launch::memoized(name, &key, |&(dtype, fq, fo, h, dh, g)| {
             defines(shaders::storage_defines(dtype), fq, fo, h, dh, g)
         });
+        let spans = self.spans();
         let params = Params::new()
             .u(nh as u32)
             .u(nkv as u32)
             .u(self.pos as u32)
             .f(eps)
-            .f(1.0 / (dh as f32).sqrt());
+            .f(1.0 / (dh as f32).sqrt())
+            .u(SPAN as u32)
+            .u(spans as u32);
+        let heads = launch::fits_u32(name, "heads", nh)?;
+        let (wq, ws) = (&w_qkv.quants, &w_qkv.scales);
+        let (oq, os) = (&w_o.quants, &w_o.scales);
+        if spans == 1 {
+            return Launch {
+                label: name,
+                shader: &DECODE_ATTENTION,
+                entry: "main",
+                defines,
+                params,
+                buffers: vec![
+                    (1, resid),
+                    (2, gamma),
+                    (3, wq),
+                    (4, ws),
+                    (5, oq),
+                    (6, os),
+                    (7, &table.table),
+                    (8, k_cache),
+                    (9, v_cache),
+                ],
+                workgroups: [heads, 1, 1],
+            }
+            .run(ctx);
+        }
+        // The spans' records: m, l and dh output values each, in f32.
+        let part = Tensor::empty(ctx, &[nh * spans * (dh + 2)], DType::F32)?;
         Launch {
             label: name,
             shader: &DECODE_ATTENTION,
-            entry: "main",
-            defines,
-            params,
+            entry: "partial",
+            defines: defines.clone(),
+            params: params.clone(),
             buffers: vec![
                 (1, resid),
                 (2, gamma),
-                (3, &w_qkv.quants),
-                (4, &w_qkv.scales),
-                (5, &w_o.quants),
-                (6, &w_o.scales),
+                (3, wq),
+                (4, ws),
                 (7, &table.table),
                 (8, k_cache),
                 (9, v_cache),
+                (10, &part),
             ],
-            workgroups: [launch::fits_u32(name, "heads", nh)?, 1, 1],
+            workgroups: [heads, spans as u32, 1],
+        }
+        .run(ctx)?;
+        Launch {
+            label: "decode_attention_merge",
+            shader: &DECODE_ATTENTION,
+            entry: "merge_o",
+            defines,
+            params,
+            buffers: vec![(1, resid), (5, oq), (6, os), (10, &part)],
+            workgroups: [heads, 1, 1],
         }
         .run(ctx)
     }
@@ -362,14 +449,17 @@ fn defines(
 }
 
 /// SmolLM2-135M's shape and a Llama-style one (32 over 8 heads of 64) in every pair of
-/// formats that differ, for both storage types.
+/// formats, for both storage types: each entry point (one span, a span of a longer context,
+/// its merge).
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
     let mut v = Vec::new();
     for qkv in QuantFormat::ALL {
         for o in QuantFormat::ALL {
             for (h, dh, g) in [(576, 64, 3), (2048, 64, 4)] {
                 let d = defines(shaders::storage_defines(dtype), qkv, o, h, dh, g);
-                v.push((&DECODE_ATTENTION, "main", d));
+                for entry in ["main", "partial", "merge_o"] {
+                    v.push((&DECODE_ATTENTION, entry, d.clone()));
+                }
             }
         }
     }

@@ -130,7 +130,7 @@ pub fn tensor_core_op(op: &str) -> bool {
 /// 20, a navy, a purple and a green; no black or white, so that every colour reads on a light
 /// page and on the dashboard's dark one. Yellow is moved away from orange so that no two ops
 /// of the same kind (layer_norm and add) get look-alike colours.
-pub const OP_COLOURS: [(&str, [u8; 3]); 34] = [
+pub const OP_COLOURS: [(&str, [u8; 3]); 35] = [
     ("gemm", [0x4e, 0x79, 0xa7]),
     ("linear", [0x17, 0xbe, 0xcf]),
     ("linear_residual", [0x2e, 0x5e, 0x8e]),
@@ -165,6 +165,7 @@ pub const OP_COLOURS: [(&str, [u8; 3]); 34] = [
     ("rms_qmatvec_rope_rows", [0xb5, 0xe3, 0xb0]),
     ("argmax", [0x3a, 0x3a, 0x3a]),
     ("decode_attention", [0xe3, 0x4a, 0x33]),
+    ("decode_attention_split", [0x7a, 0x1f, 0x14]),
 ];
 
 /// The colour of op kind `op` ([`OP_COLOURS`]); `None` for a name that is no sweep kind.

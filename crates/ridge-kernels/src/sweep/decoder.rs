@@ -138,17 +138,24 @@ pub(super) fn decoder_cases(
         }
     }
     // A decode step's fused attention block ([`crate::DecodeAttention`]) at the widths it
-    // takes, four contexts each (the medium sweep's spread for a CPU driver's noisier launches).
-    let block_keys: &[usize] = if full {
-        &[64, 128, 256, 511]
+    // takes, four contexts each in one pass (the medium sweep's spread for a CPU driver's
+    // noisier launches), and longer ones in spans with their merge pass.
+    let (block_keys, split_keys): (&[usize], &[usize]) = if full {
+        (&[64, 128, 256, 511], &[1024, 2048, 4096])
     } else {
-        &[32, 128, 384, 511]
+        (&[32, 128, 384, 511], &[512, 1024])
     };
     for &(h, _, nh, nkv) in &DECODER_WIDTHS {
-        for &pos in block_keys {
-            let shape = [h, nh, nkv, pos];
-            if decode_attention_of(&shape).shape_fits() {
-                v.push(spec("decode_attention", &shape, dtype));
+        let kinds = [
+            ("decode_attention", block_keys),
+            ("decode_attention_split", split_keys),
+        ];
+        for (kind, keys) in kinds {
+            for &pos in keys {
+                let shape = [h, nh, nkv, pos];
+                if decode_attention_of(&shape).shape_fits() {
+                    v.push(spec(kind, &shape, dtype));
+                }
             }
         }
     }

@@ -93,7 +93,7 @@ fn spec(op: &str, shape: &[usize], dtype: DType) -> CaseSpec {
 }
 
 /// Every op the sweep times, by name.
-pub const OPS: [&str; 34] = [
+pub const OPS: [&str; 35] = [
     "gemm",
     "linear",
     "linear_residual",
@@ -128,6 +128,7 @@ pub const OPS: [&str; 34] = [
     "rms_qmatvec_rope_rows",
     "argmax",
     "decode_attention",
+    "decode_attention_split",
 ];
 
 /// The encoder's `Linear` layers as it launches them ([`Gemm::kind`]): `x·Wᵀ + b` with the
@@ -312,7 +313,7 @@ pub fn cases(ctx: &Context, size: SweepSize, ops: &[String]) -> Vec<CaseSpec> {
         // The fused attention block only where this adapter runs it (storage buffers,
         // workgroup memory) and on GPUs (CPU drivers keep the unfused kernels).
         v.retain(|c| {
-            c.op != "decode_attention"
+            !c.op.starts_with("decode_attention")
                 || !ctx.is_cpu_driver() && decode_attention_of(&c.shape).fits(ctx)
         });
     }
@@ -392,7 +393,9 @@ pub fn cost(c: &CaseSpec) -> Result<OpCost> {
             q.cost(DECODER_FORMAT, n, k, d)
         }
         "kv_attention" | "kv_attention_prefill" => kv_attention_of(s).cost(d),
-        "decode_attention" => decode_attention_of(s).cost(d, DECODER_FORMAT, DECODER_FORMAT),
+        "decode_attention" | "decode_attention_split" => {
+            decode_attention_of(s).cost(d, DECODER_FORMAT, DECODER_FORMAT)
+        }
         "attention_causal" => attention_causal_of(s).cost(d, None),
         "kv_attention_split" => {
             let op = kv_attention_of(s);
@@ -429,7 +432,7 @@ mod tests {
     #[test]
     fn decoder_ops_are_the_tail_of_the_list_and_priced() {
         assert_eq!(DECODER_OPS.first(), Some(&"qmatvec"));
-        assert_eq!(DECODER_OPS.len(), 20);
+        assert_eq!(DECODER_OPS.len(), 21);
         let is_int8 = |op: &str| op.ends_with("_int8");
         for (dtype, size, int8) in [DType::F32, DType::F16].into_iter().flat_map(|d| {
             [

@@ -206,7 +206,7 @@ pub fn prepare(ctx: &Context, c: &CaseSpec) -> Result<Prepared> {
                 launch: Box::new(move |ctx| op.run(ctx, &q, &kc, &vc, &o)),
             }
         }
-        "decode_attention" => {
+        "decode_attention" | "decode_attention_split" => {
             let op = decode_attention_of(s);
             let (h, nh, nkv, dh) = (op.hidden, op.heads, op.kv_heads, op.head_dim);
             let quantized = |rows: usize| -> Result<Vec<u8>> {

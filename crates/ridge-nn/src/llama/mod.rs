@@ -20,9 +20,9 @@
 //! the KV-cache append in the Q/K/V product's epilogue.
 //!
 //! Where the fused attention block is chosen ([`ridge_kernels::DecodeAttention::chosen`]:
-//! off by default until measured on a GPU), a decode step over a context the fused kernel
-//! takes runs 3 dispatches per layer ([`DecoderPlan::decode_attention`]): the attention
-//! block's first three as one
+//! opt-in, off by default: slower on an H100), a decode step runs 3 dispatches per layer (4
+//! past 512 keys: the block's spans, then their merge) ([`DecoderPlan::decode_attention`]):
+//! the attention block's first three as one
 //! (`decode_attention`: each query head's workgroup normalises `x`, computes its Q and its
 //! group's K and V, attends, and writes its share `a_h·W_o[:, h]ᵀ` of the O projection into
 //! row `1 + h` of the stream), then the gate/up product reading `x + Σ_h` those rows, and the

@@ -9,7 +9,7 @@
 //! attention (and its merge pass where its keys are split), the O projection with the
 //! residual, the gate/up product with SwiGLU, the down projection with the residual; a decode
 //! step with the fused attention block ([`DecoderPlan::fused_attention`]) runs the first
-//! three as one. The GPU tests hold this list against a profile's dispatches, name by name.
+//! three as one (two past 512 keys: its spans, then their merge with the O shares). The GPU tests hold this list against a profile's dispatches, name by name.
 
 use ridge_core::DType;
 use ridge_kernels::qmatmul::MatvecRule;
@@ -127,9 +127,9 @@ pub struct DecoderPlan {
     /// ([`ridge_kernels::DecodeAttention`]: the norm, Q/K/V, RoPE, the cache append, the
     /// attention and the heads' shares of the O projection, pending in the stream for the
     /// gate/up and down products to add) where its shape and context fit
-    /// ([`DecoderPlan::decode_attention`]). Set where the block is chosen
-    /// ([`ridge_kernels::DecodeAttention::chosen`]: off unless forced, until a GPU has
-    /// measured it) and the adapter runs it ([`ridge_kernels::DecodeAttention::fits`]);
+    /// ([`DecoderPlan::decode_attention`]; two past 512 keys). Set where the block is chosen
+    /// ([`ridge_kernels::DecodeAttention::chosen`]: off unless forced, slower on an H100)
+    /// and the adapter runs it ([`ridge_kernels::DecodeAttention::fits`]);
     /// `ridge predict --report` sets it where it is chosen and the report fitted its kind.
     /// The default: off.
     pub fused_attention: bool,
@@ -258,6 +258,7 @@ impl DecoderPlan {
             // times with its merge: a decode step's split attention, a long row's argmax.
             let folds_into = match name {
                 "kv_attention_merge" if t == 1 => Some("kv_attention_split"),
+                "decode_attention_merge" => Some("decode_attention_split"),
                 "argmax_merge" => Some("argmax"),
                 _ => None,
             };
@@ -297,8 +298,9 @@ impl DecoderPlan {
         for l in &self.layers {
             match fused {
                 Some(block) => {
-                    let cost = block.cost(dt, l.qkv, l.out);
-                    op(("decode_attention", "decode_attention", cost));
+                    for (name, cost) in block.dispatches(dt, l.qkv, l.out) {
+                        op((name, name, cost));
+                    }
                 }
                 None => {
                     op(matmul(
