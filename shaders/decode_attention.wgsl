@@ -34,7 +34,7 @@
 // of 32), G, MAXKEYS (the longest context `main` takes, the longest span, the most spans; a
 // multiple of WG), TPR (lanes a row of W_qkv), wq_FORMAT and wo_FORMAT (the two matrices'
 // formats), the //@WQ and //@WO blocks (shaders/include/quant_blocks.wgsl with prefixes wq_
-// and wo_).
+// and wo_), the //@REDUCE block (shaders/include/reduce.wgsl).
 
 struct Params {
     nh: u32, nkv: u32, pos: u32, eps: f32,
@@ -81,7 +81,8 @@ const VCHUNK: u32 = 8u;
 const MASKED: f32 = -1e30;
 
 var<workgroup> xn: array<vec4<f32>, H4>;
-var<workgroup> red: array<f32, WG>;
+// `red1` and `reduce1` (shaders/include/reduce.wgsl); red1 also stages RoPE's output.
+//@REDUCE
 // The Q/K/V rows' lane sums [row][lane], then (first QKV_ROWS) the rows themselves.
 var<workgroup> rowpart: array<f32, QKV_ROWS * TPR>;
 var<workgroup> qv: array<vec4<f32>, DH4>;
@@ -90,18 +91,6 @@ var<workgroup> vnew: array<vec4<f32>, DH4>;
 var<workgroup> scores: array<f32, MAXKEYS>;
 var<workgroup> vred: array<vec4<f32>, WG>;
 var<workgroup> os: array<vec4<f32>, DH4>;
-
-fn reduce(v: f32, lid: u32, take_max: bool) -> f32 {
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s { red[lid] = select(red[lid] + red[lid + s], max(red[lid], red[lid + s]), take_max); }
-        workgroupBarrier();
-    }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
-}
 
 // Row r (< QKV_ROWS) of this workgroup's Q/K/V rows: its row of W_qkv [(nh + 2·nkv)·DH, H].
 fn qkv_row(r: u32, head: u32, g: u32) -> u32 {
@@ -184,7 +173,7 @@ fn project(head: u32, g: u32, lid: u32, append: bool) {
         ss += dot(v, v);
         xn[c] = v * vec4<f32>(gamma[c]);
     }
-    let inv = inverseSqrt(reduce(ss, lid, false) / f32(H) + p.eps);
+    let inv = inverseSqrt(reduce1(ss, lid, false) / f32(H) + p.eps);
     for (var c = lid; c < H4; c += WG) { xn[c] *= inv; }
     workgroupBarrier();
 
@@ -236,15 +225,15 @@ fn project(head: u32, g: u32, lid: u32, append: bool) {
         let x0 = rowpart[r];
         let x1 = rowpart[r + 1u];
         let s = select(1.0, p.scale, lid < DH / 2u);
-        red[r] = (x0 * cs.x - x1 * cs.y) * s;
-        red[r + 1u] = (x0 * cs.y + x1 * cs.x) * s;
+        red1[r] = (x0 * cs.x - x1 * cs.y) * s;
+        red1[r + 1u] = (x0 * cs.y + x1 * cs.x) * s;
     }
     workgroupBarrier();
     // Q, K and V as vec4s (K and V rounded to T, as the cache holds them).
     if lid < DH4 {
         let at = lid * 4u;
-        qv[lid] = vec4<f32>(red[at], red[at + 1u], red[at + 2u], red[at + 3u]);
-        let k = vec4<T>(vec4<f32>(red[DH + at], red[DH + at + 1u], red[DH + at + 2u], red[DH + at + 3u]));
+        qv[lid] = vec4<f32>(red1[at], red1[at + 1u], red1[at + 2u], red1[at + 3u]);
+        let k = vec4<T>(vec4<f32>(red1[DH + at], red1[DH + at + 1u], red1[DH + at + 2u], red1[DH + at + 3u]));
         let v = vec4<T>(vec4<f32>(rowpart[2u * DH + at], rowpart[2u * DH + at + 1u],
                                   rowpart[2u * DH + at + 2u], rowpart[2u * DH + at + 3u]));
         knew[lid] = vec4<f32>(k);
@@ -279,7 +268,7 @@ fn attend_scores(g: u32, lid: u32, start: u32, end: u32) -> vec2<f32> {
         scores[i] = s;
         m_local = max(m_local, s);
     }
-    let m = reduce(m_local, lid, true);
+    let m = reduce1(m_local, lid, true);
     var l_local = 0.0;
     for (var u = 0u; u < KPT; u++) {
         let i = lid + u * WG;
@@ -287,7 +276,7 @@ fn attend_scores(g: u32, lid: u32, start: u32, end: u32) -> vec2<f32> {
         scores[i] = w;
         l_local += w;
     }
-    return vec2<f32>(m, reduce(l_local, lid, false));
+    return vec2<f32>(m, reduce1(l_local, lid, false));
 }
 
 // Σ weight·value over keys start..end into `os`, times `norm`: invocation (c, kl) sums quad
@@ -394,7 +383,7 @@ fn merge_o(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let ol = o_loads(min(lid, H4 - 1u), head);
     var m_local = MASKED;
     for (var s = lid; s < p.splits; s += WG) { m_local = max(m_local, part[record(head, s)]); }
-    let m = reduce(m_local, lid, true);
+    let m = reduce1(m_local, lid, true);
     var l_local = 0.0;
     for (var s = lid; s < p.splits; s += WG) {
         let r = record(head, s);
@@ -402,7 +391,7 @@ fn merge_o(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         scores[s] = w;
         l_local += w * part[r + 1u];
     }
-    let l = reduce(l_local, lid, false);
+    let l = reduce1(l_local, lid, false);
     if lid < DH4 {
         var o = vec4<f32>(0.0);
         for (var s = 0u; s < p.splits; s++) {

@@ -28,7 +28,8 @@
 //
 // Defines: T, WG (= TILE), G, DH (a multiple of 4; of 16 with KLANES = 4), SPLIT, CHUNK (loads
 // issued together), KLANES (1 or 4: lanes a key row's scores take);
-// the parameters and bindings 0–4 are shaders/include/kv_attention_io.wgsl, at //@IO.
+// the parameters and bindings 0–4 are shaders/include/kv_attention_io.wgsl, at //@IO; the
+// merge's reduction shaders/include/reduce.wgsl, at //@REDUCE.
 
 //@IO
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
@@ -64,8 +65,8 @@ const HQ: u32 = (G + 3u) / 4u;
 var<workgroup> qs: array<vec4<f32>, G * DH4>;
 var<workgroup> scores: array<f32, G * TILE>;
 var<workgroup> red: array<vec4<f32>, WG>;
-// The merge's single lanes.
-var<workgroup> red1: array<f32, WG>;
+// The merge's single lanes: `red1` and `reduce1` (shaders/include/reduce.wgsl).
+//@REDUCE
 
 fn reduce_max(v: vec4<f32>, lid: u32) -> vec4<f32> {
     red[lid] = v;
@@ -275,20 +276,6 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             }
         }
     }
-}
-
-fn reduce1(v: f32, lid: u32, take_max: bool) -> f32 {
-    red1[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if lid < s {
-            red1[lid] = select(red1[lid] + red1[lid + s], max(red1[lid], red1[lid + s]), take_max);
-        }
-        workgroupBarrier();
-    }
-    let r = red1[0];
-    workgroupBarrier();
-    return r;
 }
 
 // One workgroup per (head, token): the spans rescaled to their common maximum. Invocations

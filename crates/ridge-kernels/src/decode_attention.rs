@@ -446,6 +446,7 @@ fn defines(
         .u32("wo_FORMAT", o.shader_id())
         .block("WQ", shaders::quant_blocks("wq_"))
         .block("WO", shaders::quant_blocks("wo_"))
+        .block("REDUCE", shaders::REDUCE.to_string())
 }
 
 /// SmolLM2-135M's shape and a Llama-style one (32 over 8 heads of 64) in every pair of

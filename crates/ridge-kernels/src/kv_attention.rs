@@ -646,6 +646,7 @@ fn defines(
         .u32("DH", dh as u32)
         .bool("SPLIT", split)
         .block("IO", shaders::KV_ATTENTION_IO.to_string())
+        .block("REDUCE", shaders::REDUCE.to_string())
 }
 
 pub(crate) fn variants(dtype: DType) -> Vec<Variant> {

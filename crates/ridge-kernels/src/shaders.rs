@@ -55,6 +55,10 @@ pub static KV_ATTENTION_COOP: ShaderSource = ShaderSource {
 /// `shaders/include/kv_attention_io.wgsl`: the parameters and bindings both KV-cache attention
 /// shaders share, inserted at their `//@IO` line.
 pub const KV_ATTENTION_IO: &str = include_str!("../../../shaders/include/kv_attention_io.wgsl");
+/// `shaders/include/reduce.wgsl`: a workgroup's sum or maximum of one f32 an invocation,
+/// inserted at a shader's `//@REDUCE` line (the KV-cache attention's merge, the fused decode
+/// attention block).
+pub const REDUCE: &str = include_str!("../../../shaders/include/reduce.wgsl");
 /// `shaders/decode_attention.wgsl`: a decoder layer's attention block for one token.
 pub static DECODE_ATTENTION: ShaderSource = ShaderSource {
     name: "decode_attention",
