@@ -15,9 +15,9 @@
 //
 // The partial products stay pending in rows 1..=nh of the stream: the next products add them
 // as they read it (shaders/qmatmul.wgsl, XPARTS and YPARTS), so no dispatch sums them. Every
-// head's K and V for the new token are computed by each of its G workgroups (its own copy
-// in workgroup memory, rounded to T as the cache holds it): no workgroup reads a cache row
-// another writes in this dispatch.
+// head's K and V for the new token are computed by each of its G workgroups (G × spans in
+// `partial`; each its own copy in workgroup memory, rounded to T as the cache holds it): no
+// workgroup reads a cache row another writes in this dispatch.
 //
 // Past MAXKEYS keys one workgroup per head is too few and its scores do not fit workgroup
 // memory: `partial` runs a workgroup per (query head, span of `span` keys), each computing

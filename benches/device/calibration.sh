@@ -16,7 +16,7 @@ source ${B:-.devbin}/setup.sh
 GPU=${GPU:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]00' | tr H h)}
 GPU=${GPU:-gpu}
 {
-DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,decode_attention,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8,argmax
+DECODER_OPS=qmatvec,rms_qmatvec,rms_qmatvec_swiglu,rms_qmatvec_rope,qmatvec_rows,rms_qmatvec_swiglu_rows,rms_qmatvec_rope_rows,qmatmul,rms_qmatmul_swiglu,rms_qmatmul_rope,kv_attention,kv_attention_prefill,kv_attention_split,decode_attention,decode_attention_split,attention_causal,qmatvec_int8,rms_qmatvec_int8,rms_qmatvec_swiglu_int8,rms_qmatvec_rope_int8,argmax
 echo "== decoder kinds"
 timeout 360 $B/ridge bench --op $DECODER_OPS --repeats 20 --json "$OUT/$GPU-decoder.json" 2>&1 | sed -n '/calibrated per-op model/,$p'
 for dtype in "" "--f16"; do

@@ -172,6 +172,7 @@ fn block_case(
 
 #[test]
 fn decode_attention_block_matches_its_reference() {
+    use ridge::kernels::decode_attention::{MAX_KEYS, SPAN};
     on_every_adapter("decode_attention", |ctx| {
         let mut seed = 700;
         for dtype in dtypes(ctx) {
@@ -203,6 +204,13 @@ fn decode_attention_block_matches_its_reference() {
                 (small, 700, QuantFormat::Q8_0, QuantFormat::Q4_0),
                 (wide, 767, QuantFormat::Q4_1, QuantFormat::Q8_0),
                 (ungrouped, 1024, QuantFormat::Q4_0, QuantFormat::Q8_0),
+                // The longest context: 512 spans, every weight slot of the merge.
+                (
+                    small,
+                    MAX_KEYS * SPAN - 1,
+                    QuantFormat::Q8_0,
+                    QuantFormat::Q4_1,
+                ),
             ] {
                 seed += 10;
                 if !fits(ctx, shape, pos) {
@@ -347,14 +355,33 @@ fn decode_attention_refuses_what_it_cannot_run() {
             pos,
         };
         let shape = |e: &Error| matches!(e, Error::Shape { .. });
+        expect_err(
+            "past the cache",
+            op(600).run(ctx, &stream, &g, 1e-5, &w_qkv, &w_o, &table, &kc, &vc),
+            shape,
+        )?;
+        // Past its spans with a cache and table that hold the position: refused by the span
+        // limit alone.
         use ridge::kernels::decode_attention::{MAX_KEYS, SPAN};
-        for (what, pos) in [("past its spans", MAX_KEYS * SPAN), ("past the cache", 600)] {
-            expect_err(
-                what,
-                op(pos).run(ctx, &stream, &g, 1e-5, &w_qkv, &w_o, &table, &kc, &vc),
-                shape,
-            )?;
-        }
+        let long = MAX_KEYS * SPAN + 1;
+        let long_table = RopeTable::new(ctx, long, dh, 10_000.0)?;
+        let long_k = Tensor::empty(ctx, &[long, nkv, dh], DType::F32)?;
+        let long_v = Tensor::empty(ctx, &[long, nkv, dh], DType::F32)?;
+        expect_err(
+            "past its spans",
+            op(long - 1).run(
+                ctx,
+                &stream,
+                &g,
+                1e-5,
+                &w_qkv,
+                &w_o,
+                &long_table,
+                &long_k,
+                &long_v,
+            ),
+            shape,
+        )?;
         expect_err(
             "W_o for W_qkv",
             op(3).run(ctx, &stream, &g, 1e-5, &w_o, &w_o, &table, &kc, &vc),

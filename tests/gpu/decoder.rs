@@ -161,12 +161,25 @@ fn fused_decode_in_spans_agrees_with_prefill() {
             let model = DecodeAttention::forced(Some(true), || {
                 random_model(ctx, &fusable(), QuantFormat::Q4_0, 11, dtype)
             })?;
-            if !model
-                .plan(1, 515)
-                .iter()
-                .any(|o| o.name == "decode_attention_merge")
-            {
+            // Where the adapter runs the block (fusable(): 4 heads over 2 of 32), the step at
+            // 515 must take its spans and their merge.
+            let c = fusable();
+            let block = DecodeAttention {
+                hidden: c.hidden,
+                heads: c.heads,
+                kv_heads: c.kv_heads,
+                head_dim: c.head_dim,
+                pos: 515,
+            };
+            if !block.fits(ctx) {
                 continue;
+            }
+            let plan = model.plan(1, 515);
+            if !plan.iter().any(|o| o.name == "decode_attention_merge") {
+                return Err(Error::invalid(
+                    "plan",
+                    "no merge pass for the block at 515 keys",
+                ));
             }
             let ids: Vec<u32> = (0..520).map(|i| (i * 11 + 7) % 100).collect();
             let (whole, last) = whole_and_stepwise(ctx, &model, &ids, 515)?;

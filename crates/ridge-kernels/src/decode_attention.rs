@@ -13,8 +13,10 @@
 //! Why one dispatch: a decode step of a small model on a large GPU is bound by its chain of
 //! dependent dispatches, ~2.4 µs each before any work, and by each kernel's own ramp
 //! (SmolLM2-135M on an H100: ~6.5 µs a dispatch for ~1 MB of weights, benches/NOTES.md);
-//! the block's three dispatches (Q/K/V product, attention, O projection) become one, and the
-//! O projection's sum over heads rides in the next products' reads.
+//! the block's three dispatches (Q/K/V product, attention, O projection) become one (past
+//! [`MAX_KEYS`] keys four, with the split attention's merge, become two), and the O
+//! projection's sum over heads rides in the next products' reads. Measured slower on an H100
+//! all the same ([`DecodeAttention::chosen`]): off by default.
 
 use ridge_core::{Context, DType, Error, Result, Tensor};
 use ridge_model::OpCost;
@@ -165,6 +167,8 @@ impl DecodeAttention {
             return vec![("decode_attention", whole)];
         }
         let records = (nh * spans * (dh + 2) * 4) as f64;
+        // Depth: all the keys, as the unfused split attention's cost counts them (each kind
+        // fitted on its own).
         let partial = OpCost::new(project + attend, w_qkv + row + cache + records);
         let merge = OpCost::new(o_share, w_o + records + parts);
         vec![
@@ -465,4 +469,48 @@ pub(crate) fn variants(dtype: DType) -> Vec<Variant> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(pos: usize) -> DecodeAttention {
+        DecodeAttention {
+            hidden: 576,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            pos,
+        }
+    }
+
+    /// One pass up to MAX_KEYS keys, then spans of SPAN; the span limit is the merge's
+    /// MAX_KEYS weights.
+    #[test]
+    fn spans_and_the_longest_context() {
+        assert_eq!(at(MAX_KEYS - 1).spans(), 1);
+        assert_eq!(at(MAX_KEYS).spans(), (MAX_KEYS + 1).div_ceil(SPAN));
+        assert_eq!(at(MAX_KEYS * SPAN - 1).spans(), MAX_KEYS);
+        assert!(at(MAX_KEYS * SPAN - 1).shape_fits());
+        assert_eq!(at(MAX_KEYS * SPAN).spans(), MAX_KEYS + 1);
+        assert!(!at(MAX_KEYS * SPAN).shape_fits());
+    }
+
+    /// The dispatches' costs: one with one span, the spans' pass and their merge beyond,
+    /// summing to the whole block's cost.
+    #[test]
+    fn dispatches_name_each_pass_and_sum_to_the_cost() {
+        let f = QuantFormat::Q8_0;
+        let one = at(100).dispatches(DType::F32, f, f);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].0, "decode_attention");
+        let two = at(4095).dispatches(DType::F32, f, f);
+        let names: Vec<&str> = two.iter().map(|d| d.0).collect();
+        assert_eq!(names, ["decode_attention", "decode_attention_merge"]);
+        let whole = at(4095).cost(DType::F32, f, f);
+        let sum = two[0].1 + two[1].1;
+        assert_eq!((whole.flops, whole.bytes), (sum.flops, sum.bytes));
+        assert!(two.iter().all(|d| d.1.flops > 0.0 && d.1.bytes > 0.0));
+    }
 }

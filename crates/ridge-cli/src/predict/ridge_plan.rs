@@ -54,7 +54,8 @@ fn plan(
     let tensor_cores = cal.report.measured.tensor_tflops.is_some()
         && ridge_kernels::KvAttention::tensor_cores_shape(dtype, plan.config.head_dim);
     // The fused attention block where a decoder chooses it and the report timed its kind
-    // (an older report's build ran the block's three dispatches).
+    // (an older report's build ran the block's three dispatches); past 512 keys it is priced
+    // as `decode_attention_split`, by the roofline where the report lacks that kind.
     let storage = if dtype == DType::F16 { "f16" } else { "f32" };
     let fused = ridge_kernels::DecodeAttention::chosen();
     Ok(DecoderPlan {

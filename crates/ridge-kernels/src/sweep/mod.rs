@@ -156,7 +156,9 @@ pub const LINEAR_OPS: &[&str] = OPS.split_at(4).0.split_at(1).1;
 /// 32/32 heads. Greedy decoding's `argmax` over one row of logits `[1, vocab]` (its chunks
 /// and their merge, timed together) at five vocabularies from Llama-2's 32,000 to Gemma's
 /// 256,000. A decode step's fused attention block (`decode_attention`, [`crate::DecodeAttention`]:
-/// `[hidden, heads, kv_heads, pos]`) at the widths it takes, four contexts each.
+/// `[hidden, heads, kv_heads, pos]`) at the widths it takes, four contexts of one pass each,
+/// and past 512 keys in spans with their merge (`decode_attention_split`: 1024, 2048 and
+/// 4096 keys; 512 and 1024 in the medium sweep).
 pub const DECODER_OPS: &[&str] = OPS.split_at(14).1;
 
 /// The sweep for an adapter: f32 always, f16 GEMMs where it has `shader-f16`, and in the

@@ -9,7 +9,8 @@
 //! attention (and its merge pass where its keys are split), the O projection with the
 //! residual, the gate/up product with SwiGLU, the down projection with the residual; a decode
 //! step with the fused attention block ([`DecoderPlan::fused_attention`]) runs the first
-//! three as one (two past 512 keys: its spans, then their merge with the O shares). The GPU tests hold this list against a profile's dispatches, name by name.
+//! three as one (two past 512 keys: its spans, then their merge with the O shares). The GPU
+//! tests hold this list against a profile's dispatches, name by name.
 
 use ridge_core::DType;
 use ridge_kernels::qmatmul::MatvecRule;
