@@ -32,7 +32,9 @@ pub struct Args {
     /// Llama-3.2-1B/3B and Llama-3-8B widths); and the products of short prompts (2 to 32
     /// tokens, which the matrix-vector kernel takes 8 rows a workgroup) as kinds of their
     /// own: qmatvec_rows, rms_qmatvec_swiglu_rows, rms_qmatvec_rope_rows; and greedy
-    /// decoding's argmax over a row of logits (32,000 to 256,000 values). The Linear and
+    /// decoding's argmax over a row of logits (32,000 to 256,000 values); and on GPUs the
+    /// opt-in fused decode attention block, decode_attention (up to 512 keys, one dispatch)
+    /// and decode_attention_split (longer: its spans and their merge). The Linear and
     /// decoder kinds run in the full and medium sweeps, or when named here. Where the adapter
     /// has `shader-f16`, GEMMs and Linear layers run in f16 too, and in the full and medium
     /// sweeps or when named so do the norms, softmax, gelu, add and attention (the f16
