@@ -39,9 +39,10 @@
 //!
 //! Fitted per kind on the report's timed launches, minimising the squared relative error
 //! (weights 1/t²); each fit from more launches than it has terms ([`MIN_ROWS_FOR_LATENCY`]);
-//! a fit that makes any term negative drops `c_k`, then `τ_k`; where none holds, `c_k` = `τ_k`
-//! = 0 and `f_k` the median of the achieved fractions of the launches whose time is mostly
-//! beyond the dispatch overhead (1 where none is). Nothing is per GPU but the report it is
+//! a fit that makes any term negative drops `c_k`, then `τ_k`; where none holds only because
+//! time did not grow with the work (flat launches), `c_k` alone, no work term; else `c_k` =
+//! `τ_k` = 0 and `f_k` the median of the achieved fractions of the launches whose time is
+//! mostly beyond the dispatch overhead (1 where none is). Nothing is per GPU but the report it is
 //! fitted on.
 //!
 //! Errors are reported as factors (`exp(median |ln(predicted / measured)|)`, 1 = exact):
