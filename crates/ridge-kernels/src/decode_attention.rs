@@ -32,8 +32,8 @@ const WG: usize = 256;
 /// memory); also the most spans a longer context splits into.
 pub const MAX_KEYS: usize = 512;
 /// Keys a span of a longer context: at 4096 keys, SmolLM2-135M's 9 heads run 144
-/// workgroups (a large GPU's 132 SMs each take one or two), as the unfused split attention
-/// aims for ([`crate::kv_attention::TARGET_WORKGROUPS`]).
+/// workgroups (a large GPU's 132 SMs each take one or two), near the unfused split
+/// attention's aim ([`crate::kv_attention::TARGET_WORKGROUPS`]).
 pub const SPAN: usize = 256;
 /// Lanes a row of `W_qkv` takes.
 const TPR: usize = 4;
@@ -84,9 +84,9 @@ impl DecodeAttention {
 
     /// Whether the kernel takes this shape, without a GPU: a head group, widths of whole
     /// blocks (`H` and `dh` multiples of 32, `H = nh·dh`, `2·dh` ≤ the workgroup) and a
-    /// context of at most [`MAX_KEYS`] spans (131,072 keys). Whether an adapter has the workgroup memory
-    /// (~19 KB at `H` = 2048, ~31 KB at 4096 with heads of 128, past WebGPU's guaranteed
-    /// 16 KiB) is [`DecodeAttention::fits`]'s question.
+    /// context of at most [`MAX_KEYS`] spans (131,072 keys). Whether an adapter has the
+    /// workgroup memory (~19 KB at `H` = 2048, ~31 KB at 4096 with heads of 128, past
+    /// WebGPU's guaranteed 16 KiB) is [`DecodeAttention::fits`]'s question.
     pub fn shape_fits(&self) -> bool {
         let (h, dh) = (self.hidden, self.head_dim);
         self.kv_heads > 0
@@ -286,48 +286,41 @@ impl DecodeAttention {
             .u(SPAN as u32)
             .u(spans as u32);
         let heads = launch::fits_u32(name, "heads", nh)?;
-        let (wq, ws) = (&w_qkv.quants, &w_qkv.scales);
         let (oq, os) = (&w_o.quants, &w_o.scales);
+        // What the projection and the attention read: the stream, γ, W_qkv, the RoPE table
+        // and the caches.
+        let mut inputs = vec![
+            (1, resid),
+            (2, gamma),
+            (3, &w_qkv.quants),
+            (4, &w_qkv.scales),
+            (7, &table.table),
+            (8, k_cache),
+            (9, v_cache),
+        ];
         if spans == 1 {
+            inputs.extend([(5, oq), (6, os)]);
             return Launch {
                 label: name,
                 shader: &DECODE_ATTENTION,
                 entry: "main",
                 defines,
                 params,
-                buffers: vec![
-                    (1, resid),
-                    (2, gamma),
-                    (3, wq),
-                    (4, ws),
-                    (5, oq),
-                    (6, os),
-                    (7, &table.table),
-                    (8, k_cache),
-                    (9, v_cache),
-                ],
+                buffers: inputs,
                 workgroups: [heads, 1, 1],
             }
             .run(ctx);
         }
         // The spans' records: m, l and dh output values each, in f32.
         let part = Tensor::empty(ctx, &[nh * spans * (dh + 2)], DType::F32)?;
+        inputs.push((10, &part));
         Launch {
             label: name,
             shader: &DECODE_ATTENTION,
             entry: "partial",
             defines: defines.clone(),
             params: params.clone(),
-            buffers: vec![
-                (1, resid),
-                (2, gamma),
-                (3, wq),
-                (4, ws),
-                (7, &table.table),
-                (8, k_cache),
-                (9, v_cache),
-                (10, &part),
-            ],
+            buffers: inputs,
             workgroups: [heads, spans as u32, 1],
         }
         .run(ctx)?;
