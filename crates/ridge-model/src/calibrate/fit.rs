@@ -113,16 +113,19 @@ pub(super) fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
         }
         flat |= work && slope <= 0.0 && c >= 0.0 && tau >= 0.0 && omega >= 0.0;
     }
-    // The weighted mean of t − o: the fixed cost that fits flat launches (no work term: the
-    // median fraction would price them in proportion to bytes their times do not follow).
-    let mean = y.iter().zip(&w).map(|(y, w)| y * w).sum::<f64>() / w.iter().sum::<f64>();
-    if flat && samples.len() > 1 && mean >= 0.0 {
-        return Terms {
-            efficiency: NO_WORK_TERM,
-            latency_s: mean,
-            depth_s: 0.0,
-            workgroup_s: 0.0,
-        };
+    if flat {
+        // The weighted mean of t − o: the fixed cost that fits flat launches (no work term:
+        // the median fraction would price them in proportion to bytes their times do not
+        // follow).
+        let mean = y.iter().zip(&w).map(|(y, w)| y * w).sum::<f64>() / w.iter().sum::<f64>();
+        if mean >= 0.0 {
+            return Terms {
+                efficiency: NO_WORK_TERM,
+                latency_s: mean,
+                depth_s: 0.0,
+                workgroup_s: 0.0,
+            };
+        }
     }
     direct()
 }
