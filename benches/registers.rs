@@ -4,7 +4,10 @@
 //! cannot name (benches/NOTES.md); this asks the compiler itself.
 //!
 //! Each candidate (`-- --coop` or `-- --tiled` for one kernel) runs once on a 512³ product
-//! of whole tiles, NN and NT, through Ridge as usual; the WGSL of the pipelines that compiled
+//! of whole tiles, NN and NT, through Ridge as usual (`-- --decoder`: instead, every kernel a
+//! SmolLM2-135M-shaped decoder with random weights compiles for a 200-token prompt and
+//! decode steps at 201 and 601 keys, f32 and f16, `--ir DIR` writing each one's WGSL there);
+//! the WGSL of the pipelines that compiled
 //! ([`ridge::core::PipelineCache::sources`]) is translated to SPIR-V by naga as wgpu does,
 //! without run-time checks, and compiled again on a second Vulkan device created here with
 //! the statistics asked for. `-- --ir DIR` also writes each executable's internal
@@ -120,7 +123,8 @@ impl Inspector {
         }
     }
 
-    /// Compiles `source` as wgpu would (naga, SPIR-V 1.6, no run-time checks) and returns
+    /// Compiles `source` as wgpu would (naga, SPIR-V 1.6, no run-time checks: the options
+    /// `ShaderRuntimeChecks::unchecked` gives) and returns
     /// each executable's statistics as (name, value) and its internal representations as
     /// (name, text).
     #[allow(clippy::type_complexity)]
@@ -142,6 +146,12 @@ impl Inspector {
             capabilities: None,
             bounds_check_policies: naga::proc::BoundsCheckPolicies::default(),
             zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::None,
+            // As wgpu compiles Ridge's shaders on Vulkan (`ShaderRuntimeChecks::unchecked`,
+            // ridge_core::RuntimeChecks::Driver): no loop bounded by a counter of naga's (with
+            // one, no loop has a trip count the driver can unroll, and its arrays stay in
+            // local memory), no guard on integer division.
+            force_loop_bounding: false,
+            emit_int_div_checks: false,
             ..Default::default()
         };
         let pipeline = spv::PipelineOptions {
@@ -329,14 +339,94 @@ impl Drop for Inspector {
     }
 }
 
+/// A pipeline's statistics as one line, "name value, …".
+fn stats_line(stats: &[(String, String)]) -> String {
+    let stats: Vec<String> = stats.iter().map(|(n, v)| format!("{n} {v}")).collect();
+    stats.join(", ")
+}
+
+/// The defines prepended to a compiled shader (its `const` lines before the body), as one
+/// short line: which variant of the kernel it is.
+fn defines(source: &CompiledSource) -> String {
+    source
+        .wgsl
+        .lines()
+        .skip_while(|l| l.starts_with("//") || l.starts_with("enable "))
+        .take_while(|l| l.starts_with("const ") || l.starts_with("alias "))
+        .filter_map(|l| {
+            let (name, value) = l
+                .strip_prefix("const ")?
+                .trim_end_matches(';')
+                .split_once(" = ")?;
+            Some(format!(
+                "{}={}",
+                name.split(':').next()?,
+                value.trim_end_matches('u')
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--decoder`: every pipeline a SmolLM2-shaped decoder compiles (a prompt, then decode steps
+/// in one pass and split in spans), f32 and f16, with its activations' type.
+fn decoder_sources(ctx: &ridge::core::Context) -> Vec<(DType, CompiledSource)> {
+    use ridge::nn::Llama;
+    use ridge::nn::file::FileBytes;
+    use ridge::nn::gguf::Gguf;
+    use ridge::nn::llama::random::{prompt_ids, smollm2_like};
+    use ridge::nn::llama::timeline::greedy_step;
+    let file = FileBytes::from_bytes(std::path::Path::new("random"), smollm2_like(7));
+    let g = Gguf::parse(file).expect("the random GGUF");
+    let mut dtypes = vec![DType::F32];
+    if ctx.has_f16() {
+        dtypes.push(DType::F16);
+    }
+    let mut sources = Vec::new();
+    for dtype in dtypes {
+        let first = ctx.pipelines().compiled();
+        let model = Llama::load(ctx, &g, dtype).expect("the model");
+        let mut cache = model.cache(ctx, 640).expect("the cache");
+        for prompt in [200, 600] {
+            cache.clear();
+            let id = pollster::block_on(greedy_step(
+                ctx,
+                &model,
+                &mut cache,
+                &prompt_ids(prompt, 49_152),
+            ))
+            .expect("a prompt");
+            pollster::block_on(greedy_step(ctx, &model, &mut cache, &[id])).expect("a decode step");
+        }
+        let compiled = ctx.pipelines().sources(first);
+        println!("{dtype}: {} pipelines", compiled.len());
+        sources.extend(compiled.into_iter().map(|s| (dtype, s)));
+    }
+    sources
+}
+
 fn main() {
     common::check_args(
-        &["--coop", "--tiled"],
+        &["--coop", "--tiled", "--decoder"],
         &["--ir"],
-        "cargo bench --bench registers [-- --coop | --tiled] [--ir DIR]\n\nWhat the Vulkan driver made of each GEMM candidate: registers, spills and its compiler's other statistics (VK_KHR_pipeline_executable_properties); --ir DIR writes its intermediate representations there.",
+        "cargo bench --bench registers [-- --coop | --tiled | --decoder] [--ir DIR]\n\nWhat the Vulkan driver made of each GEMM candidate (--decoder: of each kernel a SmolLM2-shaped decoder compiles): registers, spills and its compiler's other statistics (VK_KHR_pipeline_executable_properties); --ir DIR writes its intermediate representations there (with --decoder: each shader's WGSL, defines applied).",
     );
     let ctx = common::context();
-    println!("Compiled GEMM candidates on {}", ctx.describe());
+    println!("Compiled pipelines on {}", ctx.describe());
+    let ir_dir = std::env::args()
+        .skip_while(|a| a != "--ir")
+        .nth(1)
+        .map(std::path::PathBuf::from);
+    let decoder = common::flag("--decoder").then(|| decoder_sources(&ctx));
+    if let (Some(sources), Some(dir)) = (&decoder, &ir_dir) {
+        for (i, (dtype, source)) in sources.iter().enumerate() {
+            let file = dir.join(format!(
+                "{i:03}-{dtype}-{}.{}.wgsl",
+                source.shader, source.entry
+            ));
+            std::fs::write(&file, &source.wgsl).expect("--ir: writable");
+        }
+    }
     if ctx.info().backend != ridge::core::wgpu::Backend::Vulkan {
         println!("not Vulkan: nothing to ask");
         return;
@@ -348,10 +438,23 @@ fn main() {
             return;
         }
     };
-    let ir_dir = std::env::args()
-        .skip_while(|a| a != "--ir")
-        .nth(1)
-        .map(std::path::PathBuf::from);
+    if let Some(sources) = decoder {
+        for (i, (dtype, source)) in sources.into_iter().enumerate() {
+            let name = format!(
+                "{i:03} {dtype} {}::{} [{}]",
+                source.shader,
+                source.entry,
+                defines(&source)
+            );
+            match inspector.inspect(&source) {
+                Ok((stats, _)) => {
+                    println!("{name}: {}", stats_line(&stats));
+                }
+                Err(e) => println!("{name}: {e}"),
+            }
+        }
+        return;
+    }
     let (coop_only, tiled_only) = (common::flag("--coop"), common::flag("--tiled"));
     let mut dtypes = vec![DType::F32];
     if ctx.has_f16() {
@@ -385,9 +488,7 @@ fn main() {
                     let layout = if trans_b { "NT" } else { "NN" };
                     match inspector.inspect(&source) {
                         Ok((stats, irs)) => {
-                            let stats: Vec<String> =
-                                stats.iter().map(|(n, v)| format!("{n} {v}")).collect();
-                            println!("{dtype} {layout} {kernel:?}: {}", stats.join(", "));
+                            println!("{dtype} {layout} {kernel:?}: {}", stats_line(&stats));
                             if let Some(dir) = &ir_dir {
                                 for (name, body) in irs {
                                     written += 1;
