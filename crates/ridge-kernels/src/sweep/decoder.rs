@@ -67,10 +67,24 @@ pub(super) fn decoder_cases(
         v.push(spec("rms_qmatvec_rope", &[1, nh, nkv, h], dtype));
         v.push(spec("rms_qmatvec", &[1, 49152, h], dtype));
     }
+    // The full sweep's LM heads over the other common vocabularies too (Llama 2's 32,000,
+    // Llama 3's 128,256) at the two small widths: the normed product's only launch a token.
+    // Fitted on four launches its kind was held out at 1.18× (H100, f16); on eight, 1.03×
+    // (benches/NOTES.md, 2026-12-07, fourth session).
+    if full {
+        for &(h, ..) in &DECODER_WIDTHS[..2] {
+            for vocab in [32_000, 128_256] {
+                v.push(spec("rms_qmatvec", &[1, vocab, h], dtype));
+            }
+        }
+    }
     // Prompts at the two small widths: of 128 and 1024 tokens, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast); on
     // CPU drivers (the medium sweep) 64 to 512 tokens. And short prompts, 3, 16 and 32
-    // tokens, which the matrix-vector kernel takes (the `…_rows` kinds).
+    // tokens, which the matrix-vector kernel takes (the `…_rows` kinds). Prompts of 512 and
+    // 2048 tokens too were measured on an H100 and left out: they showed the f32 prompt
+    // product's waves over the GPU, which no kind's terms model (its fit 1.16× off), and
+    // priced a 128-token prompt 1.15× fast (benches/NOTES.md, 2026-12-07, fourth session).
     for (i, &(h, f, nh, nkv)) in DECODER_WIDTHS[..2].iter().enumerate() {
         let long: &[usize] = match (full, i) {
             (true, 0) => &[3, 16, 32, 128, 1024, 4096],
