@@ -102,7 +102,9 @@ pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
         }
         let _turn = (ctx.info().backend == ridge::core::wgpu::Backend::Gl)
             .then(|| GL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
+        let start = std::time::Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
+        record_time(test, ctx, start.elapsed());
         let failed = match &result {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(format!("error: {e}")),
@@ -124,6 +126,23 @@ pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
         }
     }
     assert!(failures.is_empty(), "{test}:\n  {}", failures.join("\n  "));
+}
+
+/// Appends `test`, the adapter and the seconds it took to the file `RIDGE_TEST_TIMES` names,
+/// when set: where a slow suite's minutes go (`cargo xtask test` prints the slowest).
+fn record_time(test: &str, ctx: &Context, took: std::time::Duration) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("RIDGE_TEST_TIMES") else {
+        return;
+    };
+    let line = format!("{:.1}\t{test}\t{}\n", took.as_secs_f64(), ctx.describe());
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 /// Seeded uniform values in `[lo, hi)`: never all zeros, the same on every run.

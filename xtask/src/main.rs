@@ -83,15 +83,34 @@ fn root() -> PathBuf {
     dir.parent().unwrap_or(Path::new(".")).to_path_buf()
 }
 
+/// Cargo's output folder: CARGO_TARGET_DIR where the user set one (relative to the root, as
+/// cargo reads it), else the workspace's `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), |d| root().join(d))
+}
+
 /// Runs a command in the workspace root, failing with its command line.
 fn run(program: &str, args: &[&str]) -> Result {
+    run_with(program, args, &[])
+}
+
+/// [`run`] with `env` added to the command's environment.
+fn run_with(program: &str, args: &[&str], env: &[(&str, &Path)]) -> Result {
     println!("\n$ {program} {}", shell_words(args));
+    let start = std::time::Instant::now();
     let status = Command::new(program)
         .args(args)
         .current_dir(root())
         .envs(quiet_env())
+        .envs(env.iter().copied())
         .status()
         .map_err(|e| format!("could not start {program}: {e}"))?;
+    // Every step's time, so that a slow CI log says where its minutes went.
+    println!(
+        "xtask: `{program} {}` took {:.0} s",
+        args.first().unwrap_or(&""),
+        start.elapsed().as_secs_f64()
+    );
     if status.success() {
         Ok(())
     } else {
@@ -327,6 +346,33 @@ fn test() -> Result {
             "warnings",
         ],
     )?;
-    run("cargo", &["test", "--workspace"])?;
+    let times = target_dir().join("gpu-test-times.tsv");
+    let _ = std::fs::remove_file(&times);
+    let tests = run_with(
+        "cargo",
+        &["test", "--workspace"],
+        &[("RIDGE_TEST_TIMES", &times)],
+    );
+    print_slowest(&times, 12);
+    tests?;
     web::browser_tests()
+}
+
+/// The `n` slowest GPU tests of the harness's time file, one line each (test, adapter).
+fn print_slowest(times: &Path, n: usize) {
+    let Ok(text) = std::fs::read_to_string(times) else {
+        return;
+    };
+    let mut rows: Vec<(f64, &str)> = text
+        .lines()
+        .filter_map(|l| Some((l.split('\t').next()?.parse().ok()?, l)))
+        .collect();
+    let total: f64 = rows.iter().map(|r| r.0).sum();
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!(
+        "xtask: the GPU tests took {total:.0} s on their adapters in all (thread-seconds); the slowest:"
+    );
+    for (_, line) in rows.iter().take(n) {
+        println!("  {}", line.replace('\t', "  "));
+    }
 }

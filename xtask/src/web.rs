@@ -61,10 +61,7 @@ fn build() -> Result {
         "cargo",
         &["build", "--release", "--target", TARGET, "-p", "ridge-web"],
     )?;
-    // Cargo's output folder: CARGO_TARGET_DIR where the user set one (relative to the root,
-    // as cargo reads it), else the workspace's `target/`.
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root().join("target"), |d| root().join(d));
+    let target_dir = crate::target_dir();
     let wasm = target_dir.join(format!("{TARGET}/release/ridge_web.wasm"));
     run(
         "wasm-bindgen",
