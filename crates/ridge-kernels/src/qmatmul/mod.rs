@@ -220,7 +220,8 @@ impl QMatmul {
     /// workgroups and invocations it launches, [`MATVEC_ROWS`] rows of `x` a workgroup (a CPU
     /// driver's time follows the invocations, `ridge_model::calibrate`'s `ω`); the tiled
     /// kernel's, the FLOPs of the whole tiles it computes ([`OpCost::with_tiles`]: 37 rows of
-    /// x cost what 64 do, as on a CPU driver).
+    /// x cost what 64 do, as on a CPU driver) and its workgroups, one a tile (what its waves
+    /// over the GPU are counted in).
     pub fn kind_and_cost(
         &self,
         format: QuantFormat,
@@ -235,7 +236,9 @@ impl QMatmul {
             let bm = self.tile_rows(n);
             let tiles = n.div_ceil(TILE) * self.m.div_ceil(bm);
             let per_product = cost.flops / (self.m * n) as f64;
-            let cost = cost.with_tiles(tiles, per_product * (bm * TILE) as f64);
+            let cost = cost
+                .with_tiles(tiles, per_product * (bm * TILE) as f64)
+                .with_workgroups(tiles);
             return (self.name(), cost);
         }
         let shape = if self.m == 1 {
@@ -467,9 +470,9 @@ mod tests {
         assert!(decode.workgroups > 0.0 && decode.invocations > 0.0);
         assert_eq!(launch(17).1.workgroups, (3 * per_pass) as f64);
         // Past 32 rows the tiled kernel: its own kind, priced by its whole tiles' FLOPs
-        // (33 rows: two tiles of 32 rows over 9 of 64 columns of W).
+        // (33 rows: two tiles of 32 rows over 9 of 64 columns of W), a workgroup a tile.
         let (kind, cost) = launch(MATVEC_MAX_M + 1);
-        assert_eq!((kind, cost.workgroups), ("qmatmul", 0.0));
+        assert_eq!((kind, cost.workgroups), ("qmatmul", 18.0));
         let padded = cost.flops * 64.0 / 33.0;
         assert!((cost.tiled_flops - padded).abs() < 1e-6 * padded);
         assert_eq!(launch(128).1.tiled_flops, launch(128).1.flops);

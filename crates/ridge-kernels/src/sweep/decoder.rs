@@ -78,17 +78,17 @@ pub(super) fn decoder_cases(
             }
         }
     }
-    // Prompts at the two small widths: of 128 and 1024 tokens, and of 4096 at the smallest
+    // Prompts at the two small widths: of 128 to 2048 tokens, and of 4096 at the smallest
     // (a fit extrapolated from 1024 priced SmolLM2's 4096-token f16 prompt 1.4× fast); on
     // CPU drivers (the medium sweep) 64 to 512 tokens. And short prompts, 3, 16 and 32
     // tokens, which the matrix-vector kernel takes (the `…_rows` kinds). Prompts of 512 and
-    // 2048 tokens too were measured on an H100 and left out: they showed the f32 prompt
-    // product's waves over the GPU, which no kind's terms model (its fit 1.16× off), and
-    // priced a 128-token prompt 1.15× fast (benches/NOTES.md, 2026-12-07, fourth session).
+    // 2048 tokens show the f32 prompt product's waves over the GPU (on an H100, 11.9 TFLOP/s
+    // at 1024 tokens, 10.8 at 2048, 15.0 at 4096), which a fit without its waves term priced
+    // 1.16× off (benches/NOTES.md, 2026-12-07, fourth session).
     for (i, &(h, f, nh, nkv)) in DECODER_WIDTHS[..2].iter().enumerate() {
         let long: &[usize] = match (full, i) {
-            (true, 0) => &[3, 16, 32, 128, 1024, 4096],
-            (true, _) => &[3, 16, 32, 128, 1024],
+            (true, 0) => &[3, 16, 32, 128, 512, 1024, 2048, 4096],
+            (true, _) => &[3, 16, 32, 128, 512, 1024, 2048],
             (false, 0) => &[3, 16, 32, 64, 128, 512],
             (false, _) => &[3, 16, 32, 64, 128],
         };

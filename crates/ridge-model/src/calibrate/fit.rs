@@ -14,6 +14,9 @@ pub(super) struct Sample {
     pub(super) depth: f64,
     /// Its launch units ([`OpCost::units`]).
     pub(super) units: f64,
+    /// Its workgroups ([`OpCost::workgroups`]; 0 where not stated): what its waves over the
+    /// GPU are counted in.
+    pub(super) workgroups: f64,
     pub(super) measured_s: f64,
     pub(super) roofline_s: f64,
 }
@@ -37,6 +40,8 @@ pub(super) struct Terms {
     pub(super) depth_s: f64,
     /// `ω_k`, seconds per workgroup.
     pub(super) workgroup_s: f64,
+    /// `S_k`, the workgroups that run at once (0: no waves term).
+    pub(super) slots: f64,
 }
 
 /// The median error of (predicted, measured) pairs as a factor: 2 to the power of
@@ -55,6 +60,51 @@ pub(super) fn error_factor(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
 /// cache-resident working set beats the copy it was taken from. A model without the work term
 /// leaves `f` at [`NO_WORK_TERM`].
 pub(super) fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
+    if !model.waves() {
+        return fit_terms(samples, overhead_s, model);
+    }
+    // The waves term's `S`: each candidate's terms fitted on the launches padded to whole
+    // waves, the one with the smallest weighted squared relative error kept (ties to the
+    // larger `S`, the fewer waves).
+    let mut best: Option<(f64, Terms)> = None;
+    for slots in slot_candidates(samples) {
+        let padded: Vec<Sample> = samples.iter().map(|s| s.in_waves(slots)).collect();
+        let terms = Terms {
+            slots,
+            ..fit_terms(&padded, overhead_s, model)
+        };
+        let sse: f64 = samples
+            .iter()
+            .map(|s| (predict(s, overhead_s, terms) / s.measured_s - 1.0).powi(2))
+            .sum();
+        if best.is_none_or(|(b, _)| sse < b * (1.0 - 1e-9)) {
+            best = Some((sse, terms));
+        }
+    }
+    best.map_or_else(|| fit_terms(samples, overhead_s, model), |(_, t)| t)
+}
+
+/// The values of `S` worth trying for `samples`' waves, largest first: `ceil(G / n)` for each
+/// launch's workgroups `G` and `n` = 1 to [`MAX_WAVES`] waves (between two of them every
+/// launch's count of waves, and so the fit, is the same).
+fn slot_candidates(samples: &[Sample]) -> Vec<f64> {
+    let mut s: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.workgroups >= 1.0)
+        .flat_map(|s| (1..=MAX_WAVES).map(move |n| (s.workgroups / n as f64).ceil()))
+        .collect();
+    s.sort_by(|a, b| b.total_cmp(a));
+    s.dedup();
+    s
+}
+
+/// The most waves a candidate `S` gives a kind's largest launch ([`slot_candidates`]): an H100
+/// runs 132 SMs, each one or more workgroups at a time, and Ridge's largest GEMM launches
+/// (4096³ in 64×64 tiles) make 4096 workgroups, 31 waves of 132.
+const MAX_WAVES: usize = 64;
+
+/// `t − o = c + roof_s / f + τ·depth + ω·units` by [`fit`]'s rules, with no waves term.
+fn fit_terms(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
     // One parameter: the median of the launches' achieved fractions (robust to one odd
     // launch; picking the fraction with the smallest in-sample error held out worse), over
     // the launches whose time is mostly work: one within the dispatch overhead's noise says
@@ -74,6 +124,7 @@ pub(super) fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
             latency_s: 0.0,
             depth_s: 0.0,
             workgroup_s: 0.0,
+            slots: 0.0,
         }
     };
     let y: Vec<f64> = samples.iter().map(|s| s.measured_s - overhead_s).collect();
@@ -109,6 +160,7 @@ pub(super) fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
                 latency_s: c,
                 depth_s: tau,
                 workgroup_s: omega,
+                slots: 0.0,
             };
         }
         flat |= work && slope <= 0.0 && c >= 0.0 && tau >= 0.0 && omega >= 0.0;
@@ -124,6 +176,7 @@ pub(super) fn fit(samples: &[Sample], overhead_s: f64, model: Model) -> Terms {
                 latency_s: mean,
                 depth_s: 0.0,
                 workgroup_s: 0.0,
+                slots: 0.0,
             };
         }
     }
@@ -172,17 +225,52 @@ pub(super) fn weighted_least_squares(x: &[Vec<f64>], y: &[f64], w: &[f64]) -> Op
 }
 
 pub(super) fn predict(s: &Sample, overhead_s: f64, t: Terms) -> f64 {
-    t.time(overhead_s, s.roof_s, s.depth, s.units)
+    t.time(overhead_s, s.roof_s, s.depth, s.units, s.workgroups)
+}
+
+impl Sample {
+    /// The launch as the linear terms see it in whole waves of `slots` workgroups (unchanged
+    /// for 0 slots or an unstated count): its work padded to `ceil(G / S) · S` workgroups, its
+    /// depth walked once a wave ([`waves`], as [`Terms::time`] prices it).
+    fn in_waves(&self, slots: f64) -> Sample {
+        let (pad, waves) = waves(self.workgroups, slots);
+        Sample {
+            roof_s: self.roof_s * pad,
+            depth: self.depth * waves,
+            ..*self
+        }
+    }
+}
+
+/// A launch of `workgroups` on a GPU that runs `slots` at once: the factor its work grows by
+/// when padded to whole waves (`ceil(G / S) · S / G`) and its number of waves `ceil(G / S)`;
+/// (1, 1) where either is 0 (not stated, or no waves term).
+pub(super) fn waves(workgroups: f64, slots: f64) -> (f64, f64) {
+    if workgroups < 1.0 || slots < 1.0 {
+        return (1.0, 1.0);
+    }
+    let n = (workgroups / slots).ceil();
+    (n * slots / workgroups, n)
 }
 
 impl Terms {
     /// `o + c + x / (R · f) + τ · K + ω · W`: a launch with `roof_s` of work on its roof,
-    /// depth `depth` and `units` launch units, seconds (the module's model, in one place).
-    pub(super) fn time(&self, overhead_s: f64, roof_s: f64, depth: f64, units: f64) -> f64 {
+    /// depth `depth`, `units` launch units and `workgroups` workgroups, seconds (the module's
+    /// model, in one place); with a waves term (`S`), `x` padded to whole waves and `K` walked
+    /// once a wave ([`waves`]).
+    pub(super) fn time(
+        &self,
+        overhead_s: f64,
+        roof_s: f64,
+        depth: f64,
+        units: f64,
+        workgroups: f64,
+    ) -> f64 {
+        let (pad, waves) = waves(workgroups, self.slots);
         overhead_s
             + self.latency_s
-            + roof_s / self.efficiency
-            + self.depth_s * depth
+            + roof_s * pad / self.efficiency
+            + self.depth_s * depth * waves
             + self.workgroup_s * units
     }
 }
@@ -213,17 +301,31 @@ pub(super) enum Model {
     WorkAndUnits,
     /// `c`, `f`, `τ` and `ω`: a compute-bound kind's depth term kept beside a time per unit.
     WorkDepthAndUnits,
+    /// `c` and `f` in whole waves of `S` workgroups.
+    WorkInWaves,
+    /// `c`, `f` and `τ` in whole waves of `S` workgroups.
+    WorkAndDepthInWaves,
 }
 
 impl Model {
     pub(super) fn columns(self) -> &'static [&'static [usize]] {
         match self {
-            Model::Work => &[&[0, 1]],
-            Model::WorkAndDepth => &[&[0, 1, 2], &[1, 2], &[0, 1]],
+            Model::Work | Model::WorkInWaves => &[&[0, 1]],
+            Model::WorkAndDepth | Model::WorkAndDepthInWaves => &[&[0, 1, 2], &[1, 2], &[0, 1]],
             Model::Depth => &[&[0, 2], &[0, 1]],
             Model::WorkAndUnits => &[&[0, 1, 3], &[1, 3], &[0, 1]],
             Model::WorkDepthAndUnits => &[&[0, 1, 2, 3], &[1, 2, 3], &[0, 1, 2]],
         }
+    }
+
+    /// Whether the model prices whole waves (fits `S`).
+    pub(super) fn waves(self) -> bool {
+        matches!(self, Model::WorkInWaves | Model::WorkAndDepthInWaves)
+    }
+
+    /// The terms of its fullest fit, `S` counted.
+    fn terms(self) -> usize {
+        self.columns()[0].len() + usize::from(self.waves())
     }
 
     /// The model of a kind's fit, where its launches have a depth: with the depth term for a
@@ -265,9 +367,18 @@ impl Model {
                 Model::WorkAndUnits
             });
         }
+        // A compute-bound kind whose launches state their workgroups: its work and depth in
+        // whole waves over the GPU (a GEMM of 2.2 waves takes what 3 do).
+        if bound == Bound::Compute && samples.iter().all(|s| s.workgroups >= 1.0) {
+            candidates.push(if base == Model::WorkAndDepth {
+                Model::WorkAndDepthInWaves
+            } else {
+                Model::WorkInWaves
+            });
+        }
         // Held out, every model's fullest fit must be over-determined (a kind of four launches
         // would compare the three-term model's fallbacks with the others' full fits).
-        let fullest = candidates.iter().map(|m| m.columns()[0].len()).max();
+        let fullest = candidates.iter().map(|m| m.terms()).max();
         if fullest.is_none_or(|n| samples.len() < n + 2) {
             return base;
         }
@@ -339,6 +450,7 @@ pub(super) fn kind_samples(report: &BenchReport, op: &str, dtype: &str) -> KindS
                 roof_s: on_roof(bound, &r.cost(), &roof),
                 depth: r.depth,
                 units: r.cost().units(per_invocation),
+                workgroups: r.workgroups,
                 measured_s: r.measured_ms.unwrap_or(0.0) * 1e-3,
                 roofline_s: r.predicted_measured_ms * 1e-3,
             };

@@ -106,6 +106,11 @@ pub struct KindFit {
     /// same unit ([`OpCost::units`]).
     #[serde(default)]
     pub per_invocation: bool,
+    /// `S_k`: the workgroups that run at once, where the kind's time is priced in whole waves
+    /// of them (a compute-bound kind whose launches state their workgroups, where it predicts
+    /// them held out better); 0 elsewhere, and in reports that predate it.
+    #[serde(default)]
+    pub concurrent_workgroups: f64,
     /// Median error factor of the measured roofline alone.
     pub roofline_error: f64,
     /// Median error factor of the fit on every launch.
@@ -152,6 +157,7 @@ impl Calibration {
                     depth_s: terms.depth_s,
                     workgroup_s: terms.workgroup_s,
                     per_invocation,
+                    concurrent_workgroups: terms.slots,
                     roofline_error: error_factor(
                         samples.iter().map(|s| (s.roofline_s, s.measured_s)),
                     ),
@@ -217,10 +223,11 @@ impl Calibration {
             latency_s: k.latency_s,
             depth_s: k.depth_s,
             workgroup_s: k.workgroup_s,
+            slots: k.concurrent_workgroups,
         };
         let roof_s = on_roof(k.bound, cost, &roof);
         let units = cost.units(k.per_invocation);
-        Some(terms.time(self.overhead_s, roof_s, cost.depth, units))
+        Some(terms.time(self.overhead_s, roof_s, cost.depth, units, cost.workgroups))
     }
 }
 
