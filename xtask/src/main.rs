@@ -211,26 +211,43 @@ fn ensure_vulkan_driver() -> Result {
     )
 }
 
-/// Runs the `ridge` CLI (built in release mode) with `args`.
 /// `cargo run`'s arguments for the release `ridge` binary, before its own.
 const RIDGE: [&str; 6] = ["run", "--release", "--quiet", "-p", "ridge-cli", "--"];
 
+/// Set by the test command once `cargo test --no-run` has built the workspace: the `ridge`
+/// CLI is then that build's binary (fetching a model needs no optimised build, and a release
+/// build of the CLI's dependencies took CI's 2 cores 9 minutes of the test command's time).
+static TEST_BUILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The program and leading arguments that start the `ridge` CLI: the release binary through
+/// `cargo run`, or the test build's (see [`TEST_BUILD`]).
+fn ridge_command() -> (String, Vec<&'static str>) {
+    if TEST_BUILD.load(std::sync::atomic::Ordering::Relaxed) {
+        let bin = target_dir().join(format!("debug/ridge{}", std::env::consts::EXE_SUFFIX));
+        (bin.display().to_string(), vec![])
+    } else {
+        ("cargo".into(), RIDGE.to_vec())
+    }
+}
+
+/// Runs the `ridge` CLI with `args`.
 fn ridge(args: &[&str]) -> Result {
-    let mut all = RIDGE.to_vec();
+    let (program, mut all) = ridge_command();
     all.extend_from_slice(args);
-    run("cargo", &all)
+    run(&program, &all)
 }
 
 /// Runs `ridge args…` with its output captured: its standard output, or an error with its
 /// standard error.
 fn ridge_output(args: &[&str]) -> Result<String> {
-    let out = Command::new("cargo")
-        .args(RIDGE)
+    let (program, lead) = ridge_command();
+    let out = Command::new(&program)
+        .args(lead)
         .args(args)
         .current_dir(root())
         .envs(quiet_env())
         .output()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
+        .map_err(|e| format!("could not start {program}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "ridge {} failed: {}",
@@ -333,7 +350,6 @@ fn smollm2_verdict() -> Result {
 
 fn test() -> Result {
     ensure_vulkan_driver()?;
-    fetch_model()?;
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run(
         "cargo",
@@ -346,6 +362,10 @@ fn test() -> Result {
             "warnings",
         ],
     )?;
+    // The tests' build first: its `ridge` binary fetches the models the tests read.
+    run("cargo", &["test", "--workspace", "--no-run"])?;
+    TEST_BUILD.store(true, std::sync::atomic::Ordering::Relaxed);
+    fetch_model()?;
     let times = target_dir().join("gpu-test-times.tsv");
     let _ = std::fs::remove_file(&times);
     let tests = run_with(
