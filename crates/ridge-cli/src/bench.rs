@@ -303,12 +303,13 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
          keys of attention) for compute-bound kinds with one more, and for memory-bound ones where it predicts \
          their runs held out better (— otherwise: an efficiency of — is no work term, the time following the depth); \
          the time per unit (a workgroup, wg, or an invocation, inv: the units a kind's launches state) where it predicts them held out better; \
+         waves: for compute-bound kinds whose launches state their workgroups, the workgroups fitted to run at once where pricing whole waves of them predicts the runs held out better; \
          an efficiency above 100 % means faster than the measured roof (a working set held in cache).\n\
          Errors are median factors (1.00× exact); held out = each run predicted by a fit without it; * above the {GOAL}× goal:",
         c.overhead_s * 1e6
     ));
     say(format!(
-        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>9} {:>7} {:>11}  ",
+        "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>6} {:>9} {:>7} {:>11}  ",
         "op",
         "runs",
         "bound",
@@ -316,6 +317,7 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         "fixed cost",
         "per step",
         "per unit",
+        "waves",
         "roofline",
         "fitted",
         "held out"
@@ -347,13 +349,18 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
         } else {
             "—".into()
         };
+        let waves = if k.concurrent_workgroups > 0.0 {
+            format!("{:.0}", k.concurrent_workgroups)
+        } else {
+            "—".into()
+        };
         let efficiency = if k.efficiency >= ridge_model::calibrate::NO_WORK_TERM {
             "—".into()
         } else {
             format!("{:.1}%", 100.0 * k.efficiency)
         };
         say(format!(
-            "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>8.2}× {:>6.2}× {:>13}",
+            "  {:<24} {:>4} {:>8} {:>7} {:>11} {:>10} {:>13} {:>6} {:>8.2}× {:>6.2}× {:>13}",
             format!("{} {}", k.op, k.dtype),
             k.rows,
             k.bound.to_string(),
@@ -361,6 +368,7 @@ fn print_calibration(c: &Calibration, say: &dyn Fn(String)) {
             fixed,
             step,
             unit,
+            waves,
             k.roofline_error,
             k.fitted_error,
             held
