@@ -245,7 +245,7 @@ impl Sample {
 /// A launch of `workgroups` on a GPU that runs `slots` at once: the factor its work grows by
 /// when padded to whole waves (`ceil(G / S) · S / G`) and its number of waves `ceil(G / S)`;
 /// (1, 1) where either is 0 (not stated, or no waves term).
-pub(super) fn waves(workgroups: f64, slots: f64) -> (f64, f64) {
+fn waves(workgroups: f64, slots: f64) -> (f64, f64) {
     if workgroups < 1.0 || slots < 1.0 {
         return (1.0, 1.0);
     }
