@@ -48,24 +48,35 @@ impl Gemm {
         let a_step = if a.len() > m * k { m * k } else { 0 };
         let b_step = if b.len() > k * n { k * n } else { 0 };
         let mut out = vec![0f32; self.batch * m * n];
+        // Each batch's A as M rows of K and B as N rows of K (its columns), in f64: the dot
+        // products then walk memory in order.
+        let mut rows = vec![0f64; m * k];
+        let mut cols = vec![0f64; n * k];
         for bi in 0..self.batch {
             let (ab, bb) = (bi * a_step, bi * b_step);
             for i in 0..m {
+                for p in 0..k {
+                    rows[i * k + p] = if self.trans_a {
+                        a[ab + p * m + i]
+                    } else {
+                        a[ab + i * k + p]
+                    } as f64;
+                }
+            }
+            for j in 0..n {
+                for p in 0..k {
+                    cols[j * k + p] = if self.trans_b {
+                        b[bb + j * k + p]
+                    } else {
+                        b[bb + p * n + j]
+                    } as f64;
+                }
+            }
+            for i in 0..m {
+                let row = &rows[i * k..][..k];
                 for j in 0..n {
-                    let mut acc = 0f64;
-                    for p in 0..k {
-                        let av = if self.trans_a {
-                            a[ab + p * m + i]
-                        } else {
-                            a[ab + i * k + p]
-                        };
-                        let bv = if self.trans_b {
-                            b[bb + j * k + p]
-                        } else {
-                            b[bb + p * n + j]
-                        };
-                        acc += av as f64 * bv as f64;
-                    }
+                    let col = &cols[j * k..][..k];
+                    let acc: f64 = row.iter().zip(col).map(|(x, y)| x * y).sum();
                     let ci = bi * m * n + i * n + j;
                     let mut v = self.alpha as f64 * acc;
                     if self.beta != 0.0 {
