@@ -56,7 +56,10 @@ fn ensure_wasm_tools() -> Result {
 /// Builds `web/pkg/`, the npm-style package: the wasm module, its JS bindings and their
 /// TypeScript declarations (wasm-bindgen), and `web/package/` (the API `ridge.js` with its
 /// declarations, the worker, `package.json`, the README). Call [`ensure_wasm_tools`] first.
-fn build() -> Result {
+/// `optimise`: pass the module through `wasm-opt` ([`optimize_wasm`]); the browser tests
+/// leave it out, a size optimisation that took 261 s of a cold CI run's two cores
+/// (benches/NOTES.md, 2026-12-07, sixth session).
+fn build(optimise: bool) -> Result {
     run(
         "cargo",
         &["build", "--release", "--target", TARGET, "-p", "ridge-web"],
@@ -73,7 +76,13 @@ fn build() -> Result {
             wasm.to_str().ok_or("non-UTF-8 target path")?,
         ],
     )?;
-    optimize_wasm(&target_dir)?;
+    if optimise {
+        optimize_wasm(&target_dir)?;
+    } else {
+        println!(
+            "xtask: the wasm module stays unoptimised for the tests (`cargo xtask web` runs wasm-opt)"
+        );
+    }
     let package = root().join("web/package");
     for entry in std::fs::read_dir(&package).map_err(|e| format!("{}: {e}", package.display()))? {
         let from = entry.map_err(|e| e.to_string())?.path();
@@ -276,7 +285,7 @@ pub fn web(args: &[String]) -> Result {
         _ => return Err("usage: cargo xtask web [--port N]".into()),
     };
     ensure_wasm_tools()?;
-    build()?;
+    build(true)?;
     let (url, handle) = serve(port, Models::fetch()?)?;
     println!(
         "\nRidge's page is at {url}, the chat at {url}chat.html and the dashboard at \
@@ -327,7 +336,7 @@ pub fn bench_browser(args: &[String]) -> Result {
     }
     ensure_browser()?;
     ensure_wasm_tools()?;
-    build()?;
+    build(true)?;
     let (url, _server) = serve(0, Models::fetch()?)?;
     run("node", &["web/tests/bench.mjs", &url, &size, &out, &ops])
 }
@@ -352,7 +361,7 @@ pub fn browser_tests() -> Result {
             "warnings",
         ],
     )?;
-    build()?;
+    build(false)?;
     let (url, _server) = serve(0, Models::fetch()?)?;
     run("node", &["web/tests/browser.mjs", &url])
 }
