@@ -38,7 +38,8 @@ pub struct Expectation {
 /// that compile every variant of a kernel, or check host logic the same on every backend,
 /// are left to lavapipe's Vulkan, which runs them all: GL tests take turns on one thread,
 /// and these took ~940 of its ~1,800 s with Mesa's shader cache cold, as CI has it (benches/
-/// NOTES.md, 2026-12-07, fifth session). Every kernel still runs on GL through the other
+/// NOTES.md, 2026-12-07, fifth session), and SmolLM2's generation and per-layer tests 154 of
+/// the 785 left (sixth session). Every kernel still runs on GL through the other
 /// tests (the tuning table's GEMM tilings, the decode attention and products as a forward
 /// launches them, the reference forwards of MiniLM and SmolLM2).
 pub const EXPECTATIONS: &[Expectation] = &[
@@ -65,6 +66,15 @@ pub const EXPECTATIONS: &[Expectation] = &[
     gl_left_to_vulkan(
         "smollm2_fused",
         "SmolLM2's forward with the opt-in fused block against the reference: 218 s",
+    ),
+    gl_left_to_vulkan(
+        "smollm2_generate",
+        "host logic (the generation loop's stops, the cache's length, sampled draws replayed), \
+         its kernels in smollm2_f32 and sample: 109 s",
+    ),
+    gl_left_to_vulkan(
+        "smollm2_hidden",
+        "the per-layer residual RMS of the forward smollm2_f32 runs on GL: 45 s",
     ),
 ];
 
