@@ -50,28 +50,9 @@ impl Gemm {
         let mut out = vec![0f32; self.batch * m * n];
         // Each batch's A as M rows of K and B as N rows of K (its columns), in f64: the dot
         // products then walk memory in order.
-        let mut rows = vec![0f64; m * k];
-        let mut cols = vec![0f64; n * k];
         for bi in 0..self.batch {
-            let (ab, bb) = (bi * a_step, bi * b_step);
-            for i in 0..m {
-                for p in 0..k {
-                    rows[i * k + p] = if self.trans_a {
-                        a[ab + p * m + i]
-                    } else {
-                        a[ab + i * k + p]
-                    } as f64;
-                }
-            }
-            for j in 0..n {
-                for p in 0..k {
-                    cols[j * k + p] = if self.trans_b {
-                        b[bb + j * k + p]
-                    } else {
-                        b[bb + p * n + j]
-                    } as f64;
-                }
-            }
+            let rows = rows_of_k(&a[bi * a_step..], m, k, !self.trans_a);
+            let cols = rows_of_k(&b[bi * b_step..], n, k, self.trans_b);
             for i in 0..m {
                 let row = &rows[i * k..][..k];
                 for j in 0..n {
@@ -145,4 +126,20 @@ impl Gemm {
             })
             .collect()
     }
+}
+
+/// The `r` rows of `k` values of a matrix in f64, from `src` stored as those rows
+/// (`row_major`) or as `k` rows of `r` (their transpose).
+fn rows_of_k(src: &[f32], r: usize, k: usize, row_major: bool) -> Vec<f64> {
+    let mut out = vec![0f64; r * k];
+    for i in 0..r {
+        for p in 0..k {
+            out[i * k + p] = if row_major {
+                src[i * k + p]
+            } else {
+                src[p * r + i]
+            } as f64;
+        }
+    }
+    out
 }
