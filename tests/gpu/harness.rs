@@ -157,8 +157,14 @@ pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
         let _turn = (ctx.info().backend == ridge::core::wgpu::Backend::Gl)
             .then(|| GL_TURN.lock().unwrap_or_else(|e| e.into_inner()));
         let start = std::time::Instant::now();
+        let compiled = ctx.pipelines().compiled();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ctx)));
-        record_time(test, ctx, start.elapsed());
+        record_time(
+            test,
+            ctx,
+            start.elapsed(),
+            ctx.pipelines().compiled() - compiled,
+        );
         let failed = match &result {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(format!("error: {e}")),
@@ -182,14 +188,20 @@ pub fn on_every_adapter(test: &str, f: impl Fn(&Context) -> Result<()>) {
     assert!(failures.is_empty(), "{test}:\n  {}", failures.join("\n  "));
 }
 
-/// Appends `test`, the adapter and the seconds it took to the file `RIDGE_TEST_TIMES` names,
-/// when set: where a slow suite's minutes go (`cargo xtask test` prints the slowest).
-fn record_time(test: &str, ctx: &Context, took: std::time::Duration) {
+/// Appends the seconds `test` took, the test, the adapter and the pipelines compiled meanwhile
+/// (by every test thread on that adapter: exact with `--test-threads 1`) to the file
+/// `RIDGE_TEST_TIMES` names, when set: where a slow suite's minutes go (`cargo xtask test`
+/// prints the slowest). On CPU drivers most of a test's time is LLVM compiling its pipelines.
+fn record_time(test: &str, ctx: &Context, took: std::time::Duration, pipelines: usize) {
     use std::io::Write;
     let Some(path) = std::env::var_os("RIDGE_TEST_TIMES") else {
         return;
     };
-    let line = format!("{:.1}\t{test}\t{}\n", took.as_secs_f64(), ctx.describe());
+    let line = format!(
+        "{:.1}\t{test}\t{}\t{pipelines} pipelines\n",
+        took.as_secs_f64(),
+        ctx.describe()
+    );
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .append(true)
         .create(true)

@@ -37,8 +37,11 @@ const smollm2 = JSON.parse(
 const GGUF = "/models/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 const failures = [];
+const started = Date.now();
+// Each line carries the seconds since the start: where a slow run's minutes went.
 const check = (ok, what) => {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  const at = ((Date.now() - started) / 1000).toFixed(0).padStart(4);
+  console.log(`${at} s ${ok ? "ok  " : "FAIL"} ${what}`);
   if (!ok) failures.push(what);
 };
 
