@@ -227,6 +227,29 @@ fn predict_prices_ridges_decoder_plan_with_the_h100_reports_terms() {
     );
 }
 
+/// The shipped H100 report against a later call's wall clock, on whatever H100 host that
+/// call got (benches/NOTES.md, 2026-12-07, seventh session): terms fitted on one call, the
+/// rates of another, which the fit never saw. Decode 0.95–1.03×, time to first token
+/// 0.99–1.03×, but the f16 prompt of 128 tokens 1.15× (its products on the tensor cores,
+/// fitted over prompts of 3 to 4096 tokens, priced 10 % under their own launches at 128
+/// rows, and the wall clock's read-back beside them): held within 1.2× until that is fixed.
+/// The same call's larger decoders: SmolLM2-1.7B 0.97× / 1.02×, Llama-3.2-1B 0.93× / 0.94×.
+#[test]
+fn the_h100_reports_terms_price_a_later_calls_wall_clock() {
+    holds_decoder_run(
+        "h100-decoder.json",
+        "NVIDIA H100 80GB HBM3",
+        &[
+            ("f32", 128, 974.3, 7.13, 1.15),
+            ("f32", 1024, f64::NAN, 19.92, 1.15),
+            ("f32", 4096, 822.1, 88.86, 1.15),
+            ("f16", 128, 984.8, 4.05, 1.2),
+            ("f16", 1024, f64::NAN, 7.85, 1.15),
+            ("f16", 4096, 862.1, 32.84, 1.15),
+        ],
+    );
+}
+
 /// Short prompts (2 to 32 tokens) run the matrix-vector kernel over 8 rows of x a
 /// workgroup, kinds of their own (`…_rows`) in the shipped lavapipe report: priced by them,
 /// SmolLM2-135M's time to first token of 3, 16 and 32 tokens against the generation bench's
@@ -282,7 +305,8 @@ fn predict_prices_short_prompts_by_the_matrix_vector_kinds_over_rows() {
 /// 0.88×, f32 / f16; H100, the sweep and the call of 2026-12-07, fifth session:
 /// SmolLM2-1.7B 0.97× / 1.02×, Llama-3.2-1B 0.93× / 0.95×, where an earlier sweep without
 /// the argmax's kind priced the argmax over 128,256 logits by its roofline and left
-/// Llama-3.2-1B at 0.85× / 0.82×).
+/// Llama-3.2-1B at 0.85× / 0.82×; a later call on the same report, seventh session: 0.97× /
+/// 1.02×, 0.93× / 0.94×).
 #[test]
 fn predict_prices_larger_decoders_products_as_the_integer_kinds() {
     for (report, model, dtype, measured, within) in [
@@ -294,6 +318,11 @@ fn predict_prices_larger_decoders_products_as_the_integer_kinds() {
         ("h100-decoder.json", "smollm2-1.7b", "f16", 880.9, 1.15),
         ("h100-decoder.json", "llama-3.2-1b", "f32", 1098.8, 1.15),
         ("h100-decoder.json", "llama-3.2-1b", "f16", 1188.2, 1.15),
+        // A later call on the same report (see above).
+        ("h100-decoder.json", "smollm2-1.7b", "f32", 796.4, 1.15),
+        ("h100-decoder.json", "smollm2-1.7b", "f16", 881.1, 1.15),
+        ("h100-decoder.json", "llama-3.2-1b", "f32", 1098.3, 1.15),
+        ("h100-decoder.json", "llama-3.2-1b", "f16", 1174.1, 1.15),
     ] {
         let report = format!(
             "{}/../../benches/reports/{report}",
