@@ -250,13 +250,21 @@ fn stats_line(s: &Stats) -> String {
         Finish::Context => "context full",
         Finish::Stopped => "stopped",
     };
-    let decode = match s.decode_tokens_per_s {
-        Some(rate) => format!("{rate:.1} tokens/s"),
-        None => "n/a (one token)".into(),
+    // Whole tokens/s from 100 up; a decimal below (a CPU driver prefills 1–10 a second).
+    let rate = |r: f64| {
+        if r >= 100.0 {
+            format!("{r:.0} tokens/s")
+        } else {
+            format!("{r:.1} tokens/s")
+        }
     };
+    let decode = s.decode_tokens_per_s.map_or("n/a (one token)".into(), rate);
     format!(
-        "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {:.0} tokens/s, decode {decode}",
-        s.prompt_tokens, s.generated, s.time_to_first_token_ms, s.prefill_tokens_per_s,
+        "{} prompt tokens, {} generated ({finish}); time to first token {:.1} ms, prefill {}, decode {decode}",
+        s.prompt_tokens,
+        s.generated,
+        s.time_to_first_token_ms,
+        rate(s.prefill_tokens_per_s),
     )
 }
 
