@@ -114,18 +114,16 @@ fn dense_every_head_dim_mask_and_dtype() {
         let mut seed = 0;
         for (d, dtype) in dtypes(ctx).into_iter().enumerate() {
             // Every multiple of 4 the docs call valid: multiples of 16 and those of 4 or 8
-            // only (4, 8, 12, 20, 36, 100, 252). Each mask is a pipeline of its own: a CPU
-            // driver (LLVM, ~4 s a pipeline there) takes one mask a head width, alternating,
-            // and the other in f16, so every width, mask and length still runs and every
-            // width with each mask (benches/NOTES.md, 2026-12-07, seventh session); GPUs take
-            // every pair in every dtype.
+            // only (4, 8, 12, 20, 36, 100, 252). Each mask is a pipeline of its own: on a
+            // CPU driver a head width takes one mask, alternating, and the other in f16, so
+            // every width, mask and length still runs, and every width with each mask.
             let masks = [(1, false), (7, true), (33, false), (70, true)];
             for (i, head_dim) in [32, 64, 128, 4, 8, 12, 20, 36, 100, 252]
                 .into_iter()
                 .enumerate()
             {
-                for (seq, causal) in masks {
-                    if ctx.is_cpu_driver() && causal != ((i + d) % 2 == 1) {
+                for (m, (seq, causal)) in masks.into_iter().enumerate() {
+                    if !in_turn(ctx, i + m, d, 2) {
                         continue;
                     }
                     seed += 10;

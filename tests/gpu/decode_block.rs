@@ -217,12 +217,10 @@ fn decode_attention_block_matches_its_reference() {
             .enumerate()
             {
                 seed += 10;
-                // Each case is pipelines of its own (shape and formats are compiled in): a CPU
-                // driver (LLVM, ~5 s a pipeline there) runs each case in one dtype, the
-                // dtypes taking turns, for this opt-in block (benches/NOTES.md, 2026-12-07,
-                // seventh session); GPUs run every case in every dtype.
+                // Shape and formats are compiled in: on a CPU driver each case of this
+                // opt-in block runs in one dtype.
                 let (case, (shape, pos, fq, fo)) = case;
-                if !fits(ctx, shape, pos) || (ctx.is_cpu_driver() && case % dtypes.len() != d) {
+                if !fits(ctx, shape, pos) || !in_turn(ctx, case, d, dtypes.len()) {
                     continue;
                 }
                 block_case(ctx, shape, pos, fq, fo, dtype, seed)?;

@@ -158,11 +158,9 @@ fn kv_attention_prefill_and_decode_split_and_whole() {
                 .enumerate()
                 {
                     seed += 1;
-                    // The heads are compiled in: a CPU driver (LLVM, ~4 s a pipeline there)
-                    // runs each set of heads in one dtype, the dtypes taking turns, so every
-                    // depth and every set of heads still runs (benches/NOTES.md, 2026-12-07,
-                    // seventh session); GPUs run every pair in every dtype.
-                    if ctx.is_cpu_driver() && heads % dtypes.len() != d {
+                    // The heads are compiled in: on a CPU driver each set of heads runs in
+                    // one dtype, so every depth and every set of heads still runs.
+                    if !in_turn(ctx, heads, d, dtypes.len()) {
                         continue;
                     }
                     attention_case(ctx, kv_op(tokens, pos0, (nh, nkv, dh)), dtype, seed)?;

@@ -152,7 +152,8 @@ fn every_tuning_candidate_with_vector_loads() {
                 let owners: Vec<usize> = (0..lists.len())
                     .filter(|&o| lists[o].contains(&kernel))
                     .collect();
-                if ctx.is_cpu_driver() && owners[i % owners.len()] != d {
+                let turn = owners.iter().position(|&o| o == d).unwrap_or_default();
+                if !in_turn(ctx, i, turn, owners.len()) {
                     continue;
                 }
                 let (batch, [bm, bn, bk]) = match kernel {
