@@ -305,7 +305,6 @@ pub fn poisoned(
     Ok(t)
 }
 
-/// The dtypes to test on `ctx`: f32 always, f16 where the adapter has `shader-f16`.
 /// Whether turn `turn` of `turns` runs variant `variant` on `ctx`: on CPU drivers, where LLVM
 /// compiles every pipeline at its first dispatch (2–5 s each, two test threads), a test's
 /// variants take turns across its dtypes or masks, so each variant still runs, in one of them
@@ -314,6 +313,7 @@ pub fn in_turn(ctx: &Context, variant: usize, turn: usize, turns: usize) -> bool
     !ctx.is_cpu_driver() || variant % turns == turn
 }
 
+/// The dtypes to test on `ctx`: f32 always, f16 where the adapter has `shader-f16`.
 pub fn dtypes(ctx: &Context) -> Vec<ridge::core::DType> {
     let mut v = vec![ridge::core::DType::F32];
     if ctx.has_f16() {
